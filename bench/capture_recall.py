@@ -1,0 +1,102 @@
+"""Capture and recency recall: in process with 10,000 stored failures, and as cold CLI processes.
+
+Run: make bench   (or .venv/bin/python bench/capture_recall.py)
+Targets: in-process p50 under 2 ms; cold CLI median under 250 ms and peak RSS
+under 80 MB, printed beside `python -c pass` measured in the same run.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from reflect import Memory
+
+STORED = 10_000
+RUNS = 50
+SAMPLES = 300
+COLD = 15
+
+
+def traceback_4kb(i: int) -> str:
+    frames = "".join(
+        f'  File "/srv/app/pkg/module_{n}.py", line {10 + n * i % 97}, in handler_{n}\n'
+        f"    result = handler_{n + 1}(payload, retries={n})\n"
+        for n in range(30)
+    )
+    text = f"Traceback (most recent call last):\n{frames}KeyError: 'field_{i % 40}'\n"
+    return text[-4096:]
+
+
+def percentiles(samples: list[float]) -> str:
+    q = statistics.quantiles(samples, n=20)
+    return f"p50 {statistics.median(samples):7.3f} ms   p95 {q[18]:7.3f} ms"
+
+
+def in_process(home: Path) -> None:
+    errors = [traceback_4kb(i) for i in range(200)]
+    with Memory(home) as mem:
+        for i in range(STORED):
+            mem.capture(run=f"run-{i % RUNS}", exit_code=1, error_text=errors[i % 200])
+        capture, recall = [], []
+        for i in range(SAMPLES):
+            start = time.perf_counter()
+            mem.capture(run="run-7", exit_code=1, error_text=errors[i % 200])
+            capture.append((time.perf_counter() - start) * 1000)
+            start = time.perf_counter()
+            rec = mem.recall(run="run-7", goal="fix the handler")
+            recall.append((time.perf_counter() - start) * 1000)
+    print(f"in process, {STORED:,} stored failures, 4 KB traceback:")
+    print(f"  capture          {percentiles(capture)}")
+    print(f"  recency recall   {percentiles(recall)}   "
+          f"({len(rec.items)} items, {rec.tokens} tokens)")
+
+
+def cold(argv: list[str], env: dict, stdin: bytes = b"") -> tuple[float, float]:
+    """Wall time (ms) and peak RSS (MB) of one child process."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(argv, env=env, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    proc.stdin.write(stdin)
+    proc.stdin.close()
+    _, status, usage = os.wait4(proc.pid, 0)
+    elapsed = (time.perf_counter() - start) * 1000
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    assert proc.returncode == 0, argv
+    return elapsed, usage.ru_maxrss / 1024
+
+
+def cold_cli(home: Path) -> None:
+    env = {**os.environ, "REFLECT_HOME": str(home), "REFLECT_RUN": "run-7"}
+    script = str(Path(sys.executable).parent / "reflect")
+    commands = {
+        "python -c pass": ([sys.executable, "-c", "pass"], b""),
+        "reflect capture": ([script, "capture", "--exit-code", "1", "--error-file", "-"],
+                            traceback_4kb(3).encode()),
+        "reflect recall": ([script, "recall", "--goal", "fix the handler"], b""),
+    }
+    print(f"cold processes, median of {COLD} (same store):")
+    baseline = None
+    for name, (argv, stdin) in commands.items():
+        runs = [cold(argv, env, stdin) for _ in range(COLD)]
+        ms = statistics.median(r[0] for r in runs)
+        rss = max(r[1] for r in runs)
+        baseline = baseline or ms
+        print(f"  {name:<16} {ms:7.1f} ms  ({ms / baseline:4.1f}x python -c pass)   "
+              f"peak RSS {rss:5.1f} MB")
+
+
+def main() -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        home = Path(tmp) / "store"
+        in_process(home)
+        cold_cli(home)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""Prompt templates, installed as ``reflect.prompts``."""

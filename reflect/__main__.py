@@ -1,0 +1,5 @@
+import sys
+
+from reflect.cli import main
+
+sys.exit(main())

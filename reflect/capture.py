@@ -1,0 +1,164 @@
+"""Turn whatever a harness hands us into the fields of an error entry.
+
+Sources, in order of preference for the error itself: a Python exception, raw
+error output, a crash record, and, when none of them says anything, a
+synthesized entry from phase and exit code. Nothing here is stored or
+scrubbed yet: ``Memory.capture`` does both.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from reflect.extract import Extracted, extract_exception, extract_text
+
+MAX_ERROR_BYTES = 64 * 1024  # a tail this long always holds the error that ended the run
+MAX_FIELD = 4000
+
+# Crash records carry much more (environment, argv, paths); only these survive.
+CRASH_FIELDS = {
+    "error_class": "error_type",
+    "errorClass": "error_type",
+    "error_type": "error_type",
+    "stack_signature": "signature",
+    "stackSignature": "signature",
+    "phase": "phase",
+    "friction_kind": "friction",
+    "frictionKind": "friction",
+    "exit_code": "exit_code",
+    "exitCode": "exit_code",
+    "fingerprint": "fingerprint",
+}
+
+
+@dataclass
+class Parsed:
+    source: str  # crash | text | exception | synthesized
+    error: Extracted
+    phase: str
+    exit_code: int | None
+    friction: str = ""
+    harness_fingerprint: str = ""
+
+
+def whitelist_crash(record: object) -> dict:
+    """Keep the whitelisted fields of a crash record, with our names; drop the rest."""
+    if not isinstance(record, dict):
+        raise ValueError(f"a crash record must be a JSON object, got {type(record).__name__}")
+    kept = {}
+    for key, name in CRASH_FIELDS.items():
+        value = record.get(key)
+        if value is None or name in kept:
+            continue
+        if name == "exit_code":
+            if isinstance(value, bool) or not isinstance(value, int | str):
+                continue
+            try:
+                kept[name] = int(value)
+            except ValueError:
+                continue
+        else:
+            kept[name] = str(value)[:MAX_FIELD]
+    return kept
+
+
+def parse(
+    *,
+    phase: str,
+    exit_code: int | None,
+    error_text: str | None = None,
+    crash: dict | None = None,
+    exc: BaseException | None = None,
+) -> Parsed:
+    crash = whitelist_crash(crash) if crash else {}
+    phase = phase or crash.get("phase", "")
+    if exit_code is None:
+        exit_code = crash.get("exit_code")
+    friction = crash.get("friction", "")
+    harness_fp = crash.get("fingerprint", "")
+
+    def parsed(source: str, error: Extracted) -> Parsed:
+        return Parsed(source, error, phase, exit_code, friction, harness_fp)
+
+    if exc is not None:
+        return parsed("exception", extract_exception(exc))
+    found = extract_text(error_text) if error_text else None
+    if found is not None:
+        return parsed("text", found)
+    if crash.get("error_type"):
+        frames = tuple(f.strip() for f in crash.get("signature", "").split(">") if f.strip())
+        described = friction and f" ({friction})"
+        error = Extracted(
+            error_type=crash["error_type"],
+            message=f"{crash['error_type']}{described} in {phase or 'an iteration'}",
+            frames=frames,
+        )
+        return parsed("crash", error)
+    return parsed("synthesized", synthesize(phase, exit_code, friction))
+
+
+def synthesize(phase: str, exit_code: int | None, friction: str = "") -> Extracted:
+    """The entry for a failure that left no error text (telemetry off, silent crash)."""
+    code = "an unknown exit code" if exit_code is None else f"exit code {exit_code}"
+    detail = f" ({friction})" if friction else ""
+    return Extracted(
+        error_type="Synthesized",
+        message=f"{phase or 'iteration'} failed with {code}{detail} and no error output",
+    )
+
+
+def decode_tail(data: bytes) -> tuple[str, list[str]]:
+    """Decode the bounded tail of error output; report what had to be mended."""
+    problems = []
+    if len(data) > MAX_ERROR_BYTES:
+        data = data[-MAX_ERROR_BYTES:]
+        problems.append(f"error output over {MAX_ERROR_BYTES // 1024} KB: kept its last part")
+    if b"\x00" in data:
+        data = data.replace(b"\x00", b"")
+        problems.append("error output looks binary: kept its text")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        text = data.decode("utf-8", errors="replace")
+        problems.append("error output is not valid UTF-8: undecodable bytes replaced")
+    return text, problems
+
+
+def read_error_file(path: str, stdin=None) -> tuple[str | None, list[str]]:
+    """Read the tail of an error file (``-`` is stdin) without loading a huge file whole."""
+    try:
+        if path == "-":
+            data = stdin.buffer.read() if stdin is not None else b""
+        else:
+            with open(path, "rb") as f:
+                f.seek(0, 2)
+                size = f.tell()
+                f.seek(max(0, size - MAX_ERROR_BYTES - 1))
+                data = f.read()
+    except OSError as e:
+        return None, [f"cannot read error file {path}: {e.strerror or e}; recorded without it"]
+    return decode_tail(data)
+
+
+def read_crash_file(path: str) -> tuple[dict, list[str]]:
+    try:
+        with open(path, "rb") as f:
+            raw = f.read(MAX_ERROR_BYTES + 1)
+    except OSError as e:
+        return {}, [f"cannot read crash file {path}: {e.strerror or e}; recorded without it"]
+    if len(raw) > MAX_ERROR_BYTES:
+        return {}, [f"crash file {path} is over {MAX_ERROR_BYTES // 1024} KB; recorded without it"]
+    try:
+        record = json.loads(raw.decode("utf-8", errors="replace"))
+    except (ValueError, RecursionError) as e:
+        return {}, [f"crash file {path} is not valid JSON ({e}); recorded without it"]
+    if not isinstance(record, dict):
+        return {}, [f"crash file {path} is not a JSON object; recorded without it"]
+    return record, []
+
+
+def bounded(text: str | None, limit: int = MAX_FIELD) -> str:
+    text = text or ""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+

@@ -1,0 +1,203 @@
+"""The ``reflect`` command: parse, call the library, format. No logic of its own.
+
+Exit codes: 0 done; 1 the operation failed; 2 misuse. ``capture``, ``recall``
+and ``outcome`` exit 0 on bad input after a one-line warning, so memory never
+breaks the agent loop.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from datetime import UTC, datetime
+
+from reflect import config
+from reflect.capture import read_crash_file, read_error_file
+from reflect.memory import DEFAULT_MAX_TOKENS, Memory
+
+LOOP_COMMANDS = {"capture", "recall", "outcome"}
+
+
+def main(argv: list[str] | None = None) -> int:
+    logging.basicConfig(format="reflect: warning: %(message)s", level=logging.WARNING)
+    args = parser().parse_args(argv)
+    if args.command in LOOP_COMMANDS and not config.enabled():
+        return 0
+    try:
+        return args.handler(args)
+    except Exception as e:
+        if args.command in LOOP_COMMANDS:
+            config.warn(f"{args.command} failed ({e}); the agent loop goes on")
+            return 0
+        print(f"reflect: error: {e}", file=sys.stderr)
+        return 1
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="reflect", description="Failure memory for coding agents.")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def command(name: str, handler, help: str) -> argparse.ArgumentParser:
+        c = sub.add_parser(name, help=help, description=help)
+        c.set_defaults(handler=handler)
+        return c
+
+    def fmt(c: argparse.ArgumentParser) -> None:
+        c.add_argument("--format", choices=["text", "json"], default="text")
+
+    def run(c: argparse.ArgumentParser, help: str = "run id (default: $REFLECT_RUN)") -> None:
+        c.add_argument("--run", help=help)
+
+    c = command("capture", cmd_capture, "Record a failed iteration.")
+    run(c)
+    c.add_argument("--iteration", type=int, help="default: the run's next number")
+    c.add_argument("--goal", default="")
+    c.add_argument("--phase", default="")
+    c.add_argument("--action", default="", help="the command that failed")
+    c.add_argument("--exit-code", type=int)
+    c.add_argument("--crash-file", metavar="F", help="a crash record (JSON) from the harness")
+    c.add_argument("--error-file", metavar="F", help="error output to read, - for stdin")
+    fmt(c)
+
+    c = command("recall", cmd_recall, "Print the block for the next iteration's prompt.")
+    run(c)
+    c.add_argument("--goal", default="")
+    c.add_argument("--phase", default="")
+    c.add_argument("--iteration", type=int, help="the iteration about to run")
+    c.add_argument("--max-tokens", type=int, default=DEFAULT_MAX_TOKENS)
+    fmt(c)
+
+    c = command("outcome", cmd_outcome, "Report how an iteration ended.")
+    run(c)
+    c.add_argument("--iteration", type=int, required=True)
+    ended = c.add_mutually_exclusive_group(required=True)
+    ended.add_argument("--success", action="store_true")
+    ended.add_argument("--failure", action="store_true")
+    c.add_argument("--action", default="", help="the command that worked")
+    fmt(c)
+
+    c = command("failures", None, "Inspect captured failures.")
+    what = c.add_subparsers(dest="what", required=True, metavar="list|show")
+    ls = what.add_parser("list", help="the latest failures, newest first")
+    ls.set_defaults(handler=cmd_failures_list)
+    run(ls, "only this run")
+    ls.add_argument("--limit", type=int, default=20)
+    fmt(ls)
+    show = what.add_parser("show", help="one failure with its hint")
+    show.set_defaults(handler=cmd_failures_show)
+    show.add_argument("id", help="a failure id (F-...)")
+    fmt(show)
+
+    c = command("stats", cmd_stats, "Counts by category, error type and run.")
+    run(c, "only this run")
+    fmt(c)
+
+    c = command("clear", cmd_clear, "Delete captured failures.")
+    which = c.add_mutually_exclusive_group(required=True)
+    which.add_argument("--run", help="delete this run's failures")
+    which.add_argument("--all", action="store_true", help="delete everything (needs --yes)")
+    c.add_argument("--yes", action="store_true")
+    return p
+
+
+def emit(args, data: dict, text: str) -> None:
+    if args.format == "json":
+        print(json.dumps(data, ensure_ascii=False))
+    elif text:
+        print(text)
+
+
+def cmd_capture(args) -> int:
+    error_text, crash = None, {}
+    problems: list[str] = []
+    if args.error_file:
+        error_text, problems = read_error_file(args.error_file, sys.stdin)
+    if args.crash_file:
+        crash, more = read_crash_file(args.crash_file)
+        problems += more
+    for problem in problems:
+        config.warn(problem)
+    with Memory() as mem:
+        entry = mem.capture(
+            run=args.run, iteration=args.iteration, goal=args.goal, phase=args.phase,
+            action=args.action, exit_code=args.exit_code, error_text=error_text, crash=crash,
+        )
+    emit(args, entry.to_dict(), f"{entry.failure_id} run {entry.run} iteration {entry.iteration}: "
+         f"{entry.error_type}: {entry.message.splitlines()[0] if entry.message else ''}")
+    return 0
+
+
+def cmd_recall(args) -> int:
+    with Memory() as mem:
+        rec = mem.recall(run=args.run, goal=args.goal, phase=args.phase,
+                         iteration=args.iteration, max_tokens=args.max_tokens)
+    emit(args, rec.to_dict(), rec.text)
+    return 0
+
+
+def cmd_outcome(args) -> int:
+    with Memory() as mem:
+        resolved = mem.outcome(run=args.run, iteration=args.iteration, success=args.success,
+                               action=args.action)
+    emit(args, {"resolved_failure_ids": resolved},
+         f"resolved {len(resolved)} failure(s)" if resolved else "")
+    return 0
+
+
+def cmd_failures_list(args) -> int:
+    with Memory() as mem:
+        entries = mem.failures(run=args.run, limit=args.limit)
+    lines = [
+        f"{e.failure_id}  {_when(e.ts)}  {e.run}#{e.iteration}  {e.category:<11}  "
+        f"{e.error_type}: {_first_line(e.message, 80)}"
+        for e in entries
+    ]
+    emit(args, {"failures": [e.to_dict() for e in entries]}, "\n".join(lines) or "no failures")
+    return 0
+
+
+def cmd_failures_show(args) -> int:
+    with Memory() as mem:
+        entry = mem.failure(args.id)
+    if entry is None:
+        print(f"reflect: error: no failure {args.id}; `reflect failures list` shows the ids",
+              file=sys.stderr)
+        return 1
+    fields = entry.to_dict()
+    text = "\n".join(f"{k:>11}: {v}" for k, v in fields.items() if v not in ("", None))
+    emit(args, fields, text)
+    return 0
+
+
+def cmd_stats(args) -> int:
+    with Memory() as mem:
+        stats = mem.stats(run=args.run)
+    lines = [f"failures: {stats['failures']}",
+             f"most common error: {stats['most_common_error'] or '-'}"]
+    for title, key in (("by category", "by_category"), ("by error type", "by_error_type"),
+                       ("by run", "by_run")):
+        lines.append(f"{title}:")
+        lines += [f"  {n:>6}  {name}" for name, n in stats[key].items()]
+    emit(args, stats, "\n".join(lines))
+    return 0
+
+
+def cmd_clear(args) -> int:
+    if args.all and not args.yes:
+        print("reflect: error: --all deletes every failure; add --yes to confirm", file=sys.stderr)
+        return 2
+    with Memory() as mem:
+        n = mem.clear(run=None if args.all else args.run)
+    print(f"deleted {n} failure(s)")
+    return 0
+
+
+def _when(ts: float) -> str:
+    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%d %H:%M")
+
+
+def _first_line(text: str, limit: int) -> str:
+    line = text.splitlines()[0] if text else ""
+    return line if len(line) <= limit else line[: limit - 1] + "…"

@@ -1,0 +1,97 @@
+"""Stable identity of a root cause.
+
+A fingerprint hashes the error type, a template of the message and the three
+innermost stack frames (`file:function`, no line numbers). The same root
+cause seen at another line, under another path or with another value must
+share it; a different cause must not.
+
+The template keeps what names the cause and masks what merely locates or
+instances it:
+
+- Kept: the error's subject, a quoted literal that reads as a name (a module,
+  table, attribute, variable, setting, type or key: `'requests'`,
+  `'Solution'`, `'test_app.CustomUser'`) or as a token of the language
+  (`expected ':'`, `'(' was never closed`). `No module named 'requests'` and
+  `No module named 'numpy'` are different causes for an agent: a different
+  package to install. Unquoted words are kept for the same reason
+  (`no such table: annotations_publisher`, `undefined: y`).
+- Masked: numbers (counts, line numbers, sizes, durations) as `<n>`; memory
+  addresses and hex ids as `<hex>`; UUIDs as `<uuid>`; URLs as `<url>`; file
+  paths, quoted or not, as `<path>`; any other quoted literal (a value, a
+  number, a sentence) as `<str>`.
+- Dropped: Python's `Did you mean: 'x'?` suggestions, which depend on what
+  else is in scope, not on the cause.
+
+When in doubt the rule keeps text: splitting one cause into two fingerprints
+costs a missed lesson, merging two causes shows a wrong one. Case is kept,
+since names are case-sensitive (`'Math'` and `'math'` differ) and messages of
+one error type do not vary in case. Quote style is not identity: kept
+literals are rewritten in single quotes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Sequence
+
+_MAX_INPUT = 4000
+
+_EXTENSIONS = (
+    "py|pyc|pyi|ipynb|js|mjs|cjs|jsx|ts|tsx|json|ya?ml|toml|ini|cfg|conf|txt|md|rst|csv"
+    "|log|html?|css|c|h|cc|cpp|hpp|rs|go|java|kt|rb|php|sh|bash|sql|sqlite3?|lock|bak|orig"
+    "|whl|zip|gz|tar"
+)
+_SEG = r"[\w.~@+\-]+"  # a path segment: no separators, so no backtracking across them
+_PATH = (
+    rf"(?<![\w.~@+\-/\\])(?:"
+    rf"(?:[A-Za-z]:|~|\.{{1,2}})?(?:[/\\]{_SEG})+[/\\]?"  # rooted: /a, ./a, ~/a, C:\a
+    rf"|{_SEG}(?:[/\\]{_SEG}){{2,}}"  # relative with two or more separators
+    rf"|{_SEG}(?:[/\\]{_SEG})*\.(?:{_EXTENSIONS})\b"  # a file name: x.py, src/x.c
+    rf")"
+)
+# One pass, so a kept literal is never masked again by a later alternative.
+_MASK = re.compile(
+    r"(?P<url>\b[a-z][a-z0-9+.\-]*://[^\s'\"`]+)"
+    r"|(?P<uuid>\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b)"
+    r"|(?P<addr>\b0x[0-9a-fA-F]+\b)"
+    r"|(?<!\w)(?:'(?P<q1>[^'\n]{0,300})'|\"(?P<q2>[^\"\n]{0,300})\"|`(?P<q3>[^`\n]{0,300})`)"
+    rf"|(?P<path>{_PATH})"
+    r"|(?P<hex>\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{8,}\b)"
+    r"|(?P<num>(?<![\w.])\d+(?:\.\d+)*)"
+)
+_NAME = re.compile(r"[A-Za-z_][\w.\-]{0,79}")
+_TOKEN = re.compile(r"[^\w\s'\"`]{1,3}")  # ':', '(', '==', '->'
+_PATH_ONLY = re.compile(_PATH)
+_LABELS = {
+    "url": "<url>",
+    "uuid": "<uuid>",
+    "addr": "<hex>",
+    "hex": "<hex>",
+    "path": "<path>",
+    "num": "<n>",
+}
+_DID_YOU_MEAN = re.compile(r"[.,]?\s*Did you mean\b[^?\n]{0,200}\?")
+
+
+def message_template(message: str) -> str:
+    """The message with its variable parts masked (see the module docstring)."""
+    text = _DID_YOU_MEAN.sub("", message[:_MAX_INPUT])
+    return " ".join(_MASK.sub(_mask, text).split())
+
+
+def fingerprint(error_type: str, message: str, frames: Sequence[str] = ()) -> str:
+    """16 hex characters identifying the root cause of an error."""
+    kind = error_type.strip().rsplit(".", 1)[-1]  # the same error via another import path
+    parts = [kind, message_template(message), *list(frames)[-3:]]
+    return hashlib.sha256("\x1f".join(parts).encode("utf-8", "replace")).hexdigest()[:16]
+
+
+def _mask(m: re.Match[str]) -> str:
+    kind = m.lastgroup
+    if kind not in ("q1", "q2", "q3"):
+        return _LABELS[kind]
+    inner = m[kind]
+    if _PATH_ONLY.fullmatch(inner):
+        return "<path>"
+    return f"'{inner}'" if _NAME.fullmatch(inner) or _TOKEN.fullmatch(inner) else "<str>"

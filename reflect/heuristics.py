@@ -1,0 +1,374 @@
+"""Offline lessons: a trigger and a hypothesized fix for a failure, with no model.
+
+Capture writes one in the failure's own transaction, so this module does no I/O and runs
+only precompiled regexes over bounded text. ``RULES`` is an ordered table: the first row
+whose patterns all match names the category and severity and builds the guidance from the
+error's own details (module, table, file, command); add a row above the first more general
+one. Nothing matched: a "general" lesson that still names the action and the error.
+
+Severity: ``high`` blocks every later step until fixed (a missing module, command, table or
+file; a file that no longer parses); ``medium`` is this step's logic; ``low`` is transient.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+__all__ = ["CATEGORIES", "SEVERITIES", "Heuristic", "heuristic_lesson"]
+
+# import = import/dependency, test = test assertion, network = network/API,
+# environment = environment/setup
+CATEGORIES = ("syntax", "import", "type", "test", "timeout", "resource", "permission",
+              "network", "environment", "general")
+SEVERITIES = ("low", "medium", "high")
+
+TRIGGER_MAX = 200  # hard caps; the texts aim for ~160 and ~200 characters
+GUIDANCE_MAX = 300
+_SCAN_MAX = 4000  # characters of a message the rules look at (head and tail)
+
+
+@dataclass(frozen=True)
+class Heuristic:
+    category: str  # one of CATEGORIES
+    severity: str  # one of SEVERITIES
+    trigger: str  # when the lesson applies
+    guidance: str  # the hypothesized fix
+
+
+# -- text helpers -------------------------------------------------------------
+
+_WS = re.compile(r"\s+")
+
+
+def _clip(text: str, limit: int) -> str:
+    """Collapse whitespace and cut to ``limit`` characters (with an ellipsis)."""
+    text = _WS.sub(" ", text or "").strip()
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def _q(text: str, limit: int = 80) -> str:
+    """Quote an identifier from the error with backticks, bounded."""
+    return "`" + _clip(text.replace("`", "'"), limit) + "`"
+
+
+@dataclass(frozen=True)
+class _Ctx:
+    etype: str
+    message: str
+    action: str
+    phase: str
+    exit_code: int | None
+    act: str  # the action quoted for a sentence, or "the command"
+    cmd: str  # the program the action runs
+    detail: str  # the message, short
+    text: str  # "ErrorType: message", what the rows' message patterns search
+    m: re.Match[str] | None = None  # the matching row's message match
+
+    def g(self, i: int = 0) -> str:
+        """Group ``i`` of the row's match; by default its first non-empty group."""
+        if self.m is None or i > self.m.re.groups:
+            return ""
+        return (self.m.group(i) or "") if i else next((v for v in self.m.groups() if v), "")
+
+
+def _first(pattern: re.Pattern[str], *texts: str) -> str:
+    for text in texts:
+        m = pattern.search(text or "")
+        if m:
+            return next((g for g in m.groups() if g), "")
+    return ""
+
+
+# -- guidance builders ----------------------------------------------------------
+
+_PACKAGES = {  # import name -> distribution name, where they differ
+    "yaml": "pyyaml", "cv2": "opencv-python", "PIL": "pillow", "sklearn": "scikit-learn",
+    "bs4": "beautifulsoup4", "dateutil": "python-dateutil", "dotenv": "python-dotenv",
+    "jwt": "PyJWT", "attr": "attrs", "Crypto": "pycryptodome", "skimage": "scikit-image",
+    "serial": "pyserial", "docx": "python-docx", "git": "GitPython", "MySQLdb": "mysqlclient",
+    "fitz": "pymupdf", "zmq": "pyzmq", "google.protobuf": "protobuf", "magic": "python-magic",
+}
+_LOCAL = {"src", "app", "tests", "test", "lib", "utils", "config", "settings", "main",
+          "core", "common", "helpers", "conftest"}  # nearly always the project's own code
+_PY_TOOLS = {"pytest", "black", "ruff", "mypy", "flake8", "isort", "pylint", "coverage", "tox"}
+_NODE_TOOLS = {"tsc", "jest", "eslint", "prettier", "vitest", "ts-node", "mocha"}
+_ALIASES = {"np": "numpy as np", "pd": "pandas as pd", "plt": "matplotlib.pyplot as plt"}
+_EXIT_LABELS = {2: " (misuse)", 124: " (timed out)", 126: " (not executable)", 127: " (command "
+                "not found)", 137: " (killed, likely out of memory)", 143: " (terminated)"}
+
+_SRC_PATH = re.compile(r'File "([^"]+)"|\(([^()]+?), line \d+\)')
+_ACTION_FILE = re.compile(r"(?<![\w./-])([\w./-]{1,200}\.(?:py|js|ts|sh|ya?ml|json|toml))\b")
+_LINE = re.compile(r"line (\d+)")
+_IN_PLACE = re.compile(r"\b(sed|perl)\b")
+_COMMAND = (r"(?-i:command not found: ?([^\s:]{1,100})|(?<![^\s:])([^\s:]{1,100}): "
+            r"(?:command )?not found|'([^']{1,100})' is not recognized)")
+_COMMAND_RE = re.compile(_COMMAND)
+_PATH = re.compile(r"(?:can't open file|No such file or directory:?|cannot access) '([^']{1,200})'"
+                   r"|(?<![^\s:'])([^\s:']{1,200}): No such file|'([^']{1,200})'")
+_PERM_PATH = re.compile(r"'([^']{1,200})'|: ([^\s:]{1,200}): Permission denied")
+_SYSTEM = re.compile(r"site-packages|dist-packages|^/usr/|^/opt/")
+_HOST = re.compile(r"host='([^']+)'|https?://([^/\s'\"]+)|ENOTFOUND (\S+)|"
+                   r"resolve host:? '?([\w.-]+)|\b((?:localhost|\d+\.\d+\.\d+\.\d+):\d+)")
+_NODEID = re.compile(r"(?<![\w./-])([\w./-]{1,200}\.py::[\w\[\].:-]{1,200})")
+_EXPECTED = re.compile(r"Expected:? (.{1,40}?)\s+Received:? (.{1,40})(?:\s|$)")
+_CLAIM = re.compile(r"(assert .{1,90})|AssertionError:? (.{1,90})")
+
+
+def _py_module(c: _Ctx) -> str:
+    name = c.g()[:80]
+    top = name.split(".")[0]
+    if top in _LOCAL or any(w.startswith((f"{top}/", f"{top}.")) for w in c.action.split()):
+        return (f"{_q(name)} is the project's own code: check the import path, run from the "
+                f"repository root (or `pip install -e .`), then rerun {c.act}.")
+    pkg = _PACKAGES.get(name) or _PACKAGES.get(top) or top
+    if "." in name and name not in _PACKAGES:
+        return (f"{_q(top)} is importable but has no {_q(name)}: fix the import path, or "
+                f"install the version of `{pkg}` that provides it (`pip install -U {pkg}`).")
+    return (f"Install the missing package first: `pip install {pkg}` (or add it to the "
+            f"project's dependencies), then rerun {c.act}.")
+
+
+def _node_module(c: _Ctx) -> str:
+    name = c.g()[:80]
+    if name.startswith((".", "/")):
+        return (f"The relative import {_q(name)} does not resolve: check the path and file "
+                f"extension from the importing file, then rerun {c.act}.")
+    pkg = "/".join(name.split("/")[:2]) if name.startswith("@") else name.split("/")[0]
+    types = f" (and `npm install -D @types/{pkg}` for types)" if c.etype == "TS2307" else ""
+    return f"Install the missing package: `npm install {pkg}`{types}, then rerun {c.act}."
+
+
+def _syntax(c: _Ctx) -> str:
+    path = _first(_SRC_PATH, c.message) or _first(_ACTION_FILE, c.action)
+    line = _first(_LINE, c.message)
+    where = (_q(path, 60) if path else "the reported file") + (f" line {line}" if line else "")
+    tool = _first(_IN_PLACE, c.action)
+    if tool:
+        what = "indentation" if c.etype in ("IndentationError", "TabError") else "syntax"
+        return (f"The in-place `{tool}` edit broke the {what} of {where}: view the lines around "
+                f"it and rewrite them whole (a Python script or a heredoc) instead of `{tool}`.")
+    what = _clip(_SRC_PATH.sub("", c.message), 80)  # without its "(file, line N)"
+    return (f"Fix the syntax at {where} ({what}): view the surrounding lines and check "
+            "indentation, brackets, quotes and colons.")
+
+
+def _command(c: _Ctx) -> str:
+    cmd = _clip(_first(_COMMAND_RE, c.message) or c.cmd, 40)
+    q = _q(cmd or "the command")
+    if cmd in _PY_TOOLS:
+        return (f"{q} is not on PATH: run it as `python -m {cmd}` (if that fails, "
+                f"`python -m pip install {cmd}`).")
+    if cmd in ("pip", "pip3", "python", "python2"):
+        return f"{q} is not on PATH: use `python3` (and `python3 -m pip`) instead."
+    if cmd in _NODE_TOOLS:
+        pkg = "typescript" if cmd == "tsc" else cmd
+        return f"{q} is not on PATH: run it as `npx {cmd}` or `npm install -D {pkg}` first."
+    return (f"{q} is not installed or not on PATH: install it or call it by its full path "
+            f"(check with `command -v {cmd}`), or use a tool that is available.")
+
+
+def _permission(c: _Ctx) -> str:
+    path = _first(_PERM_PATH, c.message)
+    if _SYSTEM.search(path):
+        return (f"{_q(path)} is a system location: install into a virtualenv "
+                "(`python -m venv .venv`) or with `pip install --user`, not with sudo.")
+    if c.exit_code == 126 or path == c.cmd:
+        path = path or c.cmd or "the script"
+        return (f"{_q(path)} is not executable: `chmod +x {_clip(path, 80)}` or run it with its "
+                "interpreter (`bash`, `python`); do not reach for sudo.")
+    return (f"Check the modes and owner of {_q(path or 'the target')} (`ls -l`) and write "
+            "somewhere you own (the working tree or /tmp) instead of using sudo blindly.")
+
+
+def _test(c: _Ctx) -> str:
+    node = _first(_NODEID, c.message)
+    ev = _EXPECTED.search(c.message)
+    claim = (f"expected {ev.group(1)}, received {ev.group(2)}" if ev
+             else _first(_CLAIM, c.message) or c.detail)
+    rerun = f"`python -m pytest {_clip(node, 90)}`" if node else c.act
+    return (f"Read the expected vs actual value in {_q(claim or '?', 90)} and fix the code, not "
+            f"the test; rerun {rerun}.")
+
+
+def _name(c: _Ctx) -> str:
+    name = c.g()
+    if name in _ALIASES or name in sys.stdlib_module_names:
+        return f"Add `import {_ALIASES.get(name, name)}` at the top of the file; rerun {c.act}."
+    return f"Define or import {_q(name, 60)} before it is used (check its spelling and scope)."
+
+
+def _text(text: str) -> Callable[[_Ctx], str]:
+    """Template fields: act, cmd, detail (message), m (first group), m1, m2, host, path."""
+    def build(c: _Ctx) -> str:
+        host, path = _first(_HOST, c.message, c.action), _first(_PATH, c.message)
+        return text.format(act=c.act, cmd=_q(c.cmd or "the command", 40), detail=c.detail,
+                           m=_q(c.g(), 80), m1=_q(c.g(1), 60), m2=_q(c.g(2), 60),
+                           host=_q(host) if host else "the remote host",
+                           path=_q(path) if path else "the missing file")
+    return build
+
+
+# -- the table ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Rule:
+    category: str
+    severity: str
+    guide: Callable[[_Ctx], str]
+    etype: re.Pattern[str] | None
+    msg: re.Pattern[str] | None
+    phase: re.Pattern[str] | None
+    codes: frozenset[int]
+
+    def match(self, c: _Ctx) -> _Ctx | None:
+        if self.codes and c.exit_code not in self.codes:
+            return None
+        if any(p and not p.search(t) for p, t in ((self.etype, c.etype), (self.phase, c.phase))):
+            return None
+        m = self.msg.search(c.text) if self.msg else None
+        return None if self.msg and m is None else replace(c, m=m)
+
+
+def _rule(category: str, severity: str, guide: Callable[[_Ctx], str] | str, *, etype: str = "",
+          msg: str = "", phase: str = "", codes: tuple[int, ...] = ()) -> _Rule:
+    """One row. Every pattern given must match: ``msg`` (case-insensitive) searches
+    "ErrorType: message", ``etype`` the error type alone; ``codes`` the exit code."""
+    def comp(p: str, flags: int = 0) -> re.Pattern[str] | None:
+        return re.compile(p, flags) if p else None
+
+    return _Rule(category, severity, _text(guide) if isinstance(guide, str) else guide,
+                 comp(etype), comp(msg, re.I), comp(phase, re.I), frozenset(codes))
+
+
+_SYN = "^Synthesized$"
+_TIMEOUT = ("Bound {act} (e.g. `timeout 60 …`), try a smaller input, and check it for an "
+            "infinite loop or a prompt waiting for input.")
+_MEMORY = ("{act} ran out of memory: process a smaller input or in chunks, use fewer workers, "
+           "and free large objects; check for unbounded growth in a loop.")
+_BUILD = "Fix the compile error ({detail}) at the file and line it names; rebuild with {act}."
+
+RULES: tuple[_Rule, ...] = (
+    # import / dependency
+    _rule("import", "high", "Circular import around {m}: import the name inside the function "
+          "that uses it, or move shared code out.", msg=r"partially initialized module '([\w.]+)'"),
+    _rule("import", "high", _py_module, msg=r"No module named '?([\w.]+)'?"),
+    _rule("import", "high", "{m2} has no {m1}: check the spelling and the installed version "
+          "(`pip show`).", msg=r"cannot import name '(\w+)' from '([\w.]+)'"),
+    _rule("import", "high", _node_module, msg=r"Cannot find (?:module|package) '([^']+)'"),
+    _rule("network", "high", "pip cannot reach an index for {m} (no network?): use what is "
+          "installed (`pip list`) or a local wheel.",
+          msg=r"requirement (\S{1,100}) \(from versions: none"),
+    # environment / setup
+    _rule("environment", "high", "Create table {m} before querying it: run the migrations "
+          "(Django: `python manage.py migrate`, or in a standalone script `django.setup()` then "
+          "`call_command('migrate')`).",
+          msg=r"no such table: ([\w.]+)|relation \"([\w.]+)\" does not exist"),
+    _rule("environment", "high", "Column {m} is missing: the schema is out of date; run the "
+          "migrations (`makemigrations`, `migrate`) first.", msg=r"no such column: ([\w.]+)"),
+    _rule("environment", "high", "Configure Django before {act} uses it: set "
+          "`DJANGO_SETTINGS_MODULE` or call `settings.configure()`, then `django.setup()`.",
+          msg=r"settings are not configured|Apps aren't loaded yet"),
+    _rule("environment", "high", _command, msg=r"^CommandNotFound:|" + _COMMAND),
+    # syntax (TS1xxx are TypeScript's syntax errors)
+    _rule("syntax", "high", _syntax, etype=r"^(SyntaxError|IndentationError|TabError|TS1\d{3})$"),
+    _rule("syntax", "high", _BUILD, etype="^CompileError$", msg=r"syntax error|unexpected|"
+          r"unterminated|missing terminating|expected (['‘\"]?[;:,(){}\]]|expression|identifier)"),
+    _rule("type", "medium", _BUILD, etype=r"^(CompileError|E\d{4})$"),  # E0425: rustc
+    # type / name / attribute / key errors
+    _rule("type", "medium", "TypeScript does not know {m}: fix the spelling or declare or import "
+          "it (test or Node globals need `@types/jest` / `@types/node`).", etype="^TS2304$",
+          msg=r"Cannot find name '([^']+)'"),
+    _rule("type", "medium", "Fix the TypeScript error ({detail}): make the value's type match "
+          "the declared one instead of casting to `any`.", etype=r"^TS\d+$"),
+    _rule("type", "medium", _name, msg=r"name '(\w+)' is not defined"),
+    _rule("type", "medium", "A value is `None` ({detail}): find what returned `None` (a failed "
+          "lookup, a function without `return`) and handle it.", msg=r"'NoneType' object"),
+    _rule("type", "medium", "{m1} has no attribute {m2}: check {m1}'s API (`dir()`, its docs or "
+          "source) for the right name.", msg=r"'([\w.]+)'(?: object)? has no attribute '(\w+)'"),
+    _rule("type", "medium", "Check the signature of {m} ({detail}) and pass exactly the "
+          "parameters it declares.", msg=r"(?<![\w.])([\w.]{1,100}\(\)) (?:takes|missing|got)"),
+    _rule("type", "medium", "Check the types of the values in ({detail}) and convert or fix the "
+          "wrong one.", etype="^TypeError$"),
+    _rule("type", "medium", "Key {m} is missing: print the mapping's actual keys where it is "
+          "read and fix the key or the data.", msg=r"^KeyError: ['\"]?([^'\"]{1,80})"),
+    # tests
+    _rule("test", "medium", "pytest has no fixture {m}: define it in `conftest.py` or install "
+          "the plugin that provides it.", msg=r"fixture '(\w+)' not found"),
+    _rule("test", "medium", _test, msg=r"^(AssertionError|TestFailure):|expect\(received\)|"
+          r"\bFAILED [\w/.-]+::"),
+    # network / API (before timeouts: a read timeout is a network symptom)
+    _rule("network", "high", "{host} is unreachable: the sandbox may have no network, so use "
+          "local resources (installed packages, fixtures, mocks) instead of retrying.",
+          msg=r"name resolution|Name or service not known|\bENOTFOUND\b|resolve host|"
+          r"Network is unreachable|Failed to establish a new connection"),
+    _rule("network", "medium", "Nothing is listening at {host}: start the service first (and "
+          "wait until it is ready) or use a stub.", msg=r"Connection refused|\bECONNREFUSED\b"),
+    _rule("network", "low", "A network call to {host} failed ({detail}): retry once; if it "
+          "persists, use local resources or a mock.",
+          etype="Connection|HTTPError|SSLError|ReadTimeout|ConnectTimeout|URLError"),
+    # resources, permissions, files, timeouts
+    _rule("resource", "medium", _MEMORY, msg=r"^\w*MemoryError:|out of memory|Cannot allocate"),
+    _rule("permission", "high", _permission, msg=r"^Permission(Denied|Error):|"
+          r"Permission denied|\bEACCES\b|Operation not permitted"),
+    _rule("environment", "high", "Create {path} or fix the path: check the working directory "
+          "with `pwd` and `ls`, and use a path relative to it in {act}.",
+          msg=r"^FileNotFound|No such file or directory|\bENOENT\b"),
+    _rule("timeout", "medium", _TIMEOUT, msg=r"^\w*Timeout\w*:|timed out|Timeout >|"
+          r"Exceeded timeout"),
+    # exit codes: any error type for the unambiguous ones, else only synthesized entries
+    _rule("timeout", "medium", _TIMEOUT, codes=(124, 143)),
+    _rule("resource", "medium", _MEMORY, codes=(137,)),
+    _rule("permission", "high", _permission, codes=(126,)),
+    _rule("environment", "high", _command, codes=(127,)),
+    _rule("test", "medium", "The tests failed with no error text: rerun {act} with output "
+          "visible, then fix the code, not the test.", etype=_SYN, codes=(1,), phase="test"),
+    _rule("general", "medium", "{cmd} rejected its arguments (exit 2): check `--help` and the "
+          "flags and paths in {act}.", etype=_SYN, codes=(2,)),
+    _rule("general", "medium", "{act} failed with no error text: rerun it with output visible "
+          "(drop `-q` and redirects, add `2>&1`) to get the real error.", etype=_SYN),
+)
+
+
+def _trigger(c: _Ctx) -> str:
+    when = (f"running {c.act}" if c.action.strip()
+            else f"the {_clip(c.phase, 30)} step" if c.phase.strip() else "a step")
+    code = "" if c.exit_code is None else f"exit code {c.exit_code}"
+    if c.etype == "Synthesized" or not (c.etype or c.message.strip()):
+        return f"{when} fails with {code or 'no error text'}{_EXIT_LABELS.get(c.exit_code, '')}"
+    if not c.message.strip():
+        return f"{when} fails with {_clip(c.etype, 40)}" + (f" ({code})" if code else "")
+    head = f"{when} fails with {_clip(c.etype, 40) or 'an error'}: "
+    return head + _clip(c.message, max(40, 160 - len(head)))
+
+
+def _general(c: _Ctx) -> str:
+    error = (_clip(c.etype, 40) or "an error") + (f" ({c.detail})" if c.message.strip() else "")
+    return (f"{c.act} fails with {error}: read the full output, fix the cause it names, and "
+            "check it with one small rerun before retrying the whole step.")
+
+
+def heuristic_lesson(error_type: str, message: str, action: str = "", phase: str = "",
+                     exit_code: int | None = None) -> Heuristic:
+    """The offline lesson for one failure: the first matching row of ``RULES``."""
+    message = message or ""
+    if len(message) > _SCAN_MAX:  # the rules see the head and the tail of a long message
+        message = message[: _SCAN_MAX // 2] + "\n" + message[-_SCAN_MAX // 2:]
+    action = (action or "")[:1000]
+    words = [w for w in action.split() if "=" not in w]  # skip VAR=value prefixes
+    etype = (error_type or "").strip()[:100]
+    ctx = _Ctx(etype, message, action, (phase or "")[:100], exit_code,
+               _q(action, 60) if action.strip() else "the command", words[0] if words else "",
+               _clip(message, 90), f"{etype}: {message}")
+    category, severity, guide = "general", "medium", _general
+    for rule in RULES:
+        matched = rule.match(ctx)
+        if matched is not None:
+            category, severity, guide, ctx = rule.category, rule.severity, rule.guide, matched
+            break
+    guidance = _clip(guide(ctx), GUIDANCE_MAX)
+    return Heuristic(category, severity, _clip(_trigger(ctx), TRIGGER_MAX),
+                     guidance[:1].upper() + guidance[1:])

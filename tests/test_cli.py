@@ -1,0 +1,136 @@
+import json
+
+import pytest
+from conftest import run_cli
+
+TRACEBACK = b"""Traceback (most recent call last):
+  File "/srv/app/manage.py", line 9, in <module>
+    main()
+django.db.utils.OperationalError: no such table: auth_user
+"""
+
+
+def captured(run="r"):
+    out = run_cli("failures", "list", "--run", run, "--format", "json")
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)["failures"]
+
+
+def test_capture_json_prints_the_entry_fields_at_the_top_level():
+    out = run_cli("capture", "--run", "r", "--iteration", "4", "--phase", "test",
+                  "--action", "python manage.py shell", "--exit-code", "1",
+                  "--error-file", "-", "--format", "json", stdin=TRACEBACK)
+    assert out.returncode == 0, out.stderr
+    entry = json.loads(out.stdout)
+    assert entry["failure_id"].startswith("F-")
+    assert (entry["run"], entry["iteration"], entry["error_type"]) == ("r", 4, "OperationalError")
+    assert {"fingerprint", "message", "signature", "goal", "action", "exit_code", "source",
+            "redactions", "seq", "ts", "phase"} <= entry.keys()
+    assert "auth_user" in entry["hint"] and "migrate" in entry["hint"]
+
+
+def test_recall_text_and_json():
+    run_cli("capture", "--run", "r", "--exit-code", "1", "--error-file", "-", stdin=TRACEBACK)
+    text = run_cli("recall", "--run", "r")
+    assert text.returncode == 0
+    assert text.stdout.startswith(b"PAST FAILURES TO AVOID:")
+    data = json.loads(run_cli("recall", "--run", "r", "--format", "json").stdout)
+    assert set(data) == {"text", "tokens", "items"}
+    (item,) = data["items"]
+    assert set(item) == {"section", "id", "text", "fingerprint", "source_failure_ids", "score"}
+    assert item["section"] == "recent" and item["id"].startswith("L-")
+
+
+def test_run_defaults_to_reflect_run():
+    run_cli("capture", "--exit-code", "1", env={"REFLECT_RUN": "from-env"})
+    assert len(captured("from-env")) == 1
+    assert run_cli("recall", env={"REFLECT_RUN": "from-env"}).stdout
+
+
+@pytest.mark.parametrize("args", [
+    ["capture", "--iteration", "three"],
+    ["nonsense"],
+    ["outcome", "--iteration", "2"],  # neither --success nor --failure
+    ["recall", "--format", "yaml"],
+])
+def test_misuse_exits_2_with_usage(args):
+    out = run_cli(*args)
+    assert out.returncode == 2
+    assert b"usage:" in out.stderr
+
+
+def test_unknown_id_exits_1_naming_the_listing_command():
+    out = run_cli("failures", "show", "F-00000000")
+    assert out.returncode == 1
+    assert b"reflect failures list" in out.stderr
+
+
+def test_clear_all_needs_yes():
+    run_cli("capture", "--run", "r", "--exit-code", "1")
+    assert run_cli("clear", "--all").returncode == 2
+    assert len(captured()) == 1
+    assert run_cli("clear", "--all", "--yes").returncode == 0
+    assert captured() == []
+
+
+@pytest.mark.parametrize("name, content, option, warning", [
+    ("missing.json", None, "--crash-file", b"cannot read crash file"),
+    ("crash.json", b"{not json", "--crash-file", b"is not valid JSON"),
+    ("crash.json", b"[1, 2]", "--crash-file", b"is not a JSON object"),
+    ("missing.log", None, "--error-file", b"cannot read error file"),
+    ("bin.log", b"\x00\x01\x02ELF\x00" * 100 + b"\nValueError: late", "--error-file", b"binary"),
+    ("latin1.log", "KeyError: 'caf\xe9'".encode("latin-1"), "--error-file", b"UTF-8"),
+])
+def test_bad_input_warns_once_records_and_exits_0(tmp_path, name, content, option, warning):
+    path = tmp_path / name
+    if content is not None:
+        path.write_bytes(content)
+    out = run_cli("capture", "--run", "r", "--exit-code", "3", option, str(path))
+    assert out.returncode == 0
+    lines = out.stderr.decode().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("reflect: warning:") and warning in out.stderr
+    (entry,) = captured()
+    assert entry["exit_code"] == 3
+
+
+def test_huge_error_file_reads_a_bounded_tail(tmp_path):
+    path = tmp_path / "huge.log"
+    path.write_bytes(b"progress 42%\n" * 400_000 + b"PermissionError: [Errno 13] denied\n")
+    out = run_cli("capture", "--run", "r", "--exit-code", "1", "--error-file", str(path))
+    assert out.returncode == 0 and b"kept its last part" in out.stderr
+    (entry,) = captured()
+    assert entry["error_type"] == "PermissionError"
+
+
+def test_unwritable_store_keeps_the_failure_in_a_fallback_file(tmp_path):
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("")
+    home = {"REFLECT_HOME": str(blocker / "store")}
+    out = run_cli("capture", "--run", "r", "--exit-code", "1", env=home)
+    assert out.returncode == 0
+    assert b"not writable" in out.stderr and b"pending-" in out.stderr
+    kept = list((tmp_path).glob("reflect-*/pending-*.jsonl"))
+    assert len(kept) == 1 and '"exit_code": 1' in kept[0].read_text()
+
+
+def test_kill_switch_prints_nothing_and_creates_nothing(own_store):
+    off = {"REFLECT_FAILURE_MEMORY": "0"}
+    for args in (["capture", "--exit-code", "1"], ["recall"], ["outcome", "--iteration", "1",
+                                                              "--success"]):
+        out = run_cli(*args, env=off)
+        assert (out.returncode, out.stdout, out.stderr) == (0, b"", b"")
+    assert not own_store.exists()
+
+
+def test_outcome_for_an_unknown_run_warns_and_exits_0():
+    out = run_cli("outcome", "--run", "nope", "--iteration", "2", "--success")
+    assert out.returncode == 0 and b"no captured failures" in out.stderr
+
+
+def test_outcome_resolves_and_stats_counts():
+    run_cli("capture", "--run", "r", "--exit-code", "1", "--error-file", "-", stdin=TRACEBACK)
+    out = run_cli("outcome", "--run", "r", "--iteration", "2", "--success",
+                  "--action", "python manage.py migrate", "--format", "json")
+    assert len(json.loads(out.stdout)["resolved_failure_ids"]) == 1
+    stats = run_cli("stats").stdout.decode()
+    assert "failures: 1" in stats and "OperationalError" in stats

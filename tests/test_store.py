@@ -1,0 +1,76 @@
+import sqlite3
+import stat
+import subprocess
+import sys
+import textwrap
+
+from reflect import Memory
+from reflect.migrations import MIGRATIONS, migrate
+from reflect.store import DB_NAME
+
+
+def test_new_store_is_private_with_gitignore(own_store):
+    with Memory() as mem:
+        mem.capture(run="r", exit_code=1, error_text="boom")
+    assert stat.S_IMODE(own_store.stat().st_mode) == 0o700
+    assert (own_store / ".gitignore").read_text() == "*\n"
+
+
+def test_store_uses_wal_and_records_migrations(own_store):
+    with Memory() as mem:
+        mem.capture(run="r", exit_code=1)
+    conn = sqlite3.connect(own_store / DB_NAME)
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    rows = conn.execute("SELECT version, name FROM migrations ORDER BY version").fetchall()
+    assert rows == [(i, m.__name__) for i, m in enumerate(MIGRATIONS, 1)]
+
+
+def test_migrate_from_empty_database_and_again_is_a_no_op(tmp_path):
+    conn = sqlite3.connect(tmp_path / "x.db", isolation_level=None)
+    migrate(conn)
+    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    assert {"failures", "lessons", "meta", "migrations"} <= tables
+    migrate(conn)
+    assert conn.execute("SELECT COUNT(*) FROM migrations").fetchone()[0] == len(MIGRATIONS)
+
+
+def test_capture_is_committed_before_it_returns(own_store):
+    mem = Memory()
+    entry = mem.capture(run="r", exit_code=1, error_text="ValueError: bad")
+    # A second connection sees the row while the first is still open.
+    other = sqlite3.connect(own_store / DB_NAME)
+    assert other.execute("SELECT id FROM failures").fetchall() == [(entry.failure_id,)]
+    mem.close()
+
+
+WORKER = textwrap.dedent("""
+    import sys
+    from reflect import Memory
+    worker = sys.argv[1]
+    with Memory(busy_timeout=60) as mem:
+        for i in range(200):
+            mem.capture(run=f"w{worker}", iteration=i, exit_code=1,
+                        error_text=f"ValueError: worker {worker} capture {i}")
+""")
+
+
+def test_eight_processes_capture_into_a_new_store_without_losing_a_row(own_store):
+    assert not own_store.exists()
+    procs = [
+        subprocess.Popen([sys.executable, "-c", WORKER, str(n)], stderr=subprocess.PIPE)
+        for n in range(8)
+    ]
+    for p in procs:
+        _, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err.decode()
+        assert b"warning" not in err, err.decode()  # nothing fell back to the pending file
+    conn = sqlite3.connect(own_store / DB_NAME)
+    assert conn.execute("SELECT COUNT(*) FROM failures").fetchone()[0] == 1600
+    assert conn.execute("SELECT COUNT(DISTINCT seq) FROM failures").fetchone()[0] == 1600
+    per_run = conn.execute("SELECT run, COUNT(*) FROM failures GROUP BY run").fetchall()
+    assert sorted(per_run) == [(f"w{n}", 200) for n in range(8)]
+    # Within one process the sequence follows the order of its captures.
+    for n in range(8):
+        order = [r[0] for r in conn.execute(
+            "SELECT iteration FROM failures WHERE run = ? ORDER BY seq", (f"w{n}",))]
+        assert order == list(range(200))
