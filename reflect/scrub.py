@@ -30,78 +30,75 @@ __all__ = ["Scrubber", "repo_from_git_config"]
 
 _B64 = r"[A-Za-z0-9+/=]"
 _TOKEN = r"[A-Za-z0-9._~+/=-]"
-_HEX4 = r"[0-9A-Fa-f]{0,4}"
+_HEX = r"[0-9A-Fa-f]"
 _IPV4 = r"\d{1,3}(?:\.\d{1,3}){3}"
-# A key name holding a secret: the keyword may follow a prefix (DB_PASSWORD,
-# clientSecret, X-Api-Key) and be followed by separated words
-# (AWS_SECRET_ACCESS_KEY, password_file), but not glued letters, so
-# `tokenizer` and `max_tokens` are ordinary words.
-_KEY = (
-    r"[A-Za-z0-9_.-]*?(?i:pass(?:word|wd|phrase)|secret|token|api[_-]?key|access[_-]?key)"
-    r"(?:[_.-][A-Za-z0-9]+)*"
-)
+_HOME_USER = r"[^\s/\\:\"'\[\]]+"
+# A key name holding a secret ends with one of these (DB_PASSWORD, clientSecret,
+# X-Api-Key, AWS_SECRET_ACCESS_KEY); `tokenizer` and `max_tokens` do not.
+_KEY_ENDS = ("password", "passwd", "passphrase", "secret", "token", "apikey", r"api[_-]key",
+             r"access[_-]key", r"secret[_-]key", r"private[_-]key")
+_KEY = r"[A-Za-z_][A-Za-z0-9_.-]*+(?i:" + "|".join(f"(?<={k})" for k in _KEY_ENDS) + ")"
 
-# (group name, regex). Group names k_<name> hold text kept in front of the
-# placeholder. Lookbehinds anchor rules at word starts, which keeps the
-# single pass linear: no rule rescans the inside of a long word.
-_RULES = [
-    (
-        "private_key",
-        r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY-----(?:[\s\S]*?-----END[A-Z0-9 ]*PRIVATE KEY-----"
-        # No END (output cut off): take the following lines that look like key body.
-        rf"|(?:(?:\s|\\[nr])+(?:{_B64}+|(?:Proc-Type|DEK-Info):[^\r\n\\]*)"
-        r"(?=[ \t]*(?:[\r\n\"]|\\[nr]|\Z)))*)",
-    ),
-    # Empty user (redis://:pass@host) is allowed; the password runs to the last @.
-    ("credentials", r"(?P<k_credentials>(?<![\w+.-])[A-Za-z][A-Za-z0-9+.-]*://)"
-                    r"[^\s/@:\[]*:[^\s/]+(?=@)"),
-    (
-        "secret",
-        r"(?P<k_secret>(?<![\w.-])(?:--" + _KEY + r"(?:[ \t]*=[ \t]*|[ \t]+(?!-))"
-        r"|" + _KEY + r"\\?[\"']?[ \t]*[:=](?![:=])[ \t]*)"
-        r"(?:(?P<dq>\\?\")|(?P<sq>\\?'))?)(?!\[REDACTED)"
-        r"(?(dq)[^\"\\\n]+|(?(sq)[^'\\\n]+|(?:[Bb]earer[ \t]+)?[^\s\"'\\&,;]+))",
-    ),
+# Each rule ends with an empty group named for it (so match.lastgroup names the
+# rule) and may hold an empty group v_<rule> where the redacted part starts; what
+# comes before it is kept. Performance (on the capture hot path, ~0.25 ms for
+# 4 KB): every alternative starts with a literal or a character class, so the
+# engine rejects a position on its first character; lookbehinds sit after that
+# character. Rules that start a word share one lookbehind, which rejects the
+# inside of words at once.
+_ANYWHERE = {
+    "private_key": r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY-----(?:[\s\S]*?-----END[A-Z0-9 ]*PRIVATE KEY-----"
+    # No END (output cut off): take the following lines that look like key body.
+    rf"|(?:(?:\s|\\[nr])+(?:{_B64}+|(?:Proc-Type|DEK-Info):[^\r\n\\]*)"
+    r"(?=[ \t]*(?:[\r\n\"]|\\[nr]|\Z)))*)",
+    # user:pass after the scheme (the user may be empty: redis://:pw@host); the
+    # password runs to the last @ of the authority.
+    "credentials": r"://(?P<v_credentials>)[^\s/@:\[]*:[^\s/]+(?=@)",
+    # Anywhere, so /var/home/alice is caught too; /root is left alone.
+    "home": rf"/(?:home|Users)/(?P<v_home>){_HOME_USER}",
+    "home_win": rf":(?<=[A-Za-z]:)(?:\\\\?|/)Users(?:\\\\?|/)(?P<v_home_win>){_HOME_USER}",
+}
+_WORD_START = {
+    # KEY=v, KEY: v, "KEY": "v", --KEY v, --KEY=v. A quoted value may hold spaces.
+    "secret": rf"(?:--{_KEY}(?:[ \t]*=[ \t]*|[ \t]+(?!-))|{_KEY}\\?[\"']?[ \t]*[:=](?![:=])[ \t]*)"
+    r"(?:(?P<dq>\\?\")|(?P<sq>\\?'))?(?P<v_secret>)(?!\[REDACTED)"
+    r"(?(dq)[^\"\\\n]+|(?(sq)[^'\\\n]+|(?:[Bb]earer[ \t]+)?[^\s\"'\\&,;]+))",
     # A bearer token holds a digit or is long: "Bearer authentication" is prose.
-    ("bearer", rf"(?P<k_bearer>\b(?i:bearer)[ \t]+)"
-               rf"(?:(?=[A-Za-z._~+/=-]*\d){_TOKEN}{{8,}}|{_TOKEN}{{20,}})"),
-    ("jwt", r"(?<![\w-])eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*"),
-    (
-        "api_key",
-        r"(?<![\w-])(?:sk-(?=[A-Za-z0-9_-]*\d)[A-Za-z0-9_-]{20,}|gh[pousr]_[A-Za-z0-9]{30,}"
-        r"|github_pat_[A-Za-z0-9_]{22,}|(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Za-z0-9])"
-        r"|xox[abprs]-[A-Za-z0-9-]{10,})",
-    ),
+    "bearer": rf"[Bb](?i:earer)[ \t]+(?P<v_bearer>)"
+    rf"(?:(?=[A-Za-z._~+/=-]*\d){_TOKEN}{{8,}}|{_TOKEN}{{20,}})",
+    "jwt": r"eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*",
+    # `sk-` needs a digit and 20 characters: `sk-learn-style` is a word.
+    "api_key": r"sk-(?=[A-Za-z0-9_-]*\d)[A-Za-z0-9_-]{20,}|gh[pousr]_[A-Za-z0-9]{30,}"
+    r"|github_pat_[A-Za-z0-9_]{22,}|A[KS]IA[A-Z0-9]{16}(?![A-Za-z0-9])|xox[abprs]-[A-Za-z0-9-]{10,}",
     # `git@host:owner/repo` is an SSH remote, not a person.
-    ("email", r"(?<![\w.%+-])(?!git@)[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*"
-              r"\.[A-Za-z]{2,}\b"),
-    # Not glued to a word, a dot or a version specifier: `v1.2.3.4`, `==1.2.3.4`,
-    # `python3.11.7.1`, `1.2.3.4.tar.gz` are versions. A bare dotted quad is taken for
-    # an address: a leaked address costs more than a blurred version.
-    ("ip4", rf"(?<![\w.-])(?<![=<>~!]=){_IPV4}(?!\.?\w)"),
-    # Candidates only; _is_ip6 rejects `a::b`, `1::2` (a slice) and times.
-    ("ip6", rf"(?<![\w:.])(?:{_HEX4}:){{2,7}}(?:{_IPV4}|{_HEX4})(?![\w:])"),
-    ("home", r"(?P<k_home>(?<![\w.-])(?:/home/|/Users/|[A-Za-z]:(?:\\\\?|/)Users(?:\\\\?|/)))"
-             r"[^\s/\\:\"'\[\]]+"),
-]
-# Every rule but private_key starts a word: one shared lookbehind rejects the
-# inside of words at once instead of trying each rule there (3x faster).
-_BUILTIN = re.compile(
-    f"(?P<private_key>{_RULES[0][1]})|(?<!\\w)(?:"
-    + "|".join(f"(?P<{name}>{rx})" for name, rx in _RULES[1:])
-    + ")"
-)
+    "email": r"[A-Za-z0-9._%+-][A-Za-z0-9._%+-]*+(?<!\bgit)@"
+    r"[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b",
+    # IPv4: not after a dot, a dash or a version specifier, so `v1.2.3.4`,
+    # `==1.2.3.4`, `python3.11.7.1` and `1.2.3.4.tar.gz` are versions; a bare
+    # dotted quad is taken for an address (a leaked address costs more than a
+    # blurred version). IPv6: candidates only; _is_ip rejects `a::b`, times and slices.
+    "ip": rf"\d(?<![.-]\d)(?<![=<>~!]=\d)\d{{0,2}}(?:\.\d{{1,3}}){{3}}(?!\.?\w)"
+    rf"|(?:{_HEX}(?<![:.].){_HEX}{{0,3}}|:(?<![:.].))"
+    rf":(?:{_HEX}{{0,4}}:){{0,5}}(?:{_IPV4}|{_HEX}{{0,4}})(?![\w:])",
+}
+
+
+def _alternatives(rules: dict[str, str]) -> str:
+    return "|".join(f"(?:{rx})(?P<{name}>)" for name, rx in rules.items())
+
+
+_BUILTIN = re.compile(f"{_alternatives(_ANYWHERE)}|(?<!\\w)(?:{_alternatives(_WORD_START)})")
 _LABEL = {
     "private_key": "[REDACTED:private_key]",
     "credentials": "[REDACTED:credentials]",
+    "home": "[USER]",
+    "home_win": "[USER]",
     "secret": "[REDACTED:secret]",
     "bearer": "[REDACTED:token]",
     "jwt": "[REDACTED:token]",
     "api_key": "[REDACTED:api_key]",
     "email": "[REDACTED:email]",
-    "ip4": "[REDACTED:ip]",
-    "ip6": "[REDACTED:ip]",
-    "home": "[USER]",
+    "ip": "[REDACTED:ip]",
 }
 _PLACEHOLDER = re.compile(r"(\[(?:REDACTED(?::[a-z_]+)?|USER|REPO)\])")
 
@@ -124,10 +121,11 @@ def _is_ip(text: str) -> bool:
 
 def _builtin(match: re.Match) -> str:
     kind = match.lastgroup
-    if kind in ("ip4", "ip6") and not _is_ip(match[0]):
+    if kind == "ip" and not _is_ip(match[0]):
         return match[0]
-    keep = match.group(f"k_{kind}") if f"k_{kind}" in _BUILTIN.groupindex else ""
-    return keep + _LABEL[kind]
+    keep = f"v_{kind}"
+    start = match.start(keep) if keep in _BUILTIN.groupindex else match.start()
+    return match.string[match.start() : start] + _LABEL[kind]
 
 
 class Scrubber:
