@@ -8,7 +8,9 @@ STAMP := $(VENV)/.installed
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	# torch first and pinned: the CPU build; an unpinned torch pulls a CUDA build of several GB.
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check torch==2.13.0
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[embeddings,model,dev]'
 	touch $(STAMP)
 
 install: $(STAMP)

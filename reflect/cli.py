@@ -10,11 +10,13 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 from datetime import UTC, datetime
 
 from reflect import config
 from reflect.capture import read_crash_file, read_error_file
+from reflect.eval.cli import add_eval_command
 from reflect.memory import DEFAULT_MAX_TOKENS, Memory
 
 LOOP_COMMANDS = {"capture", "recall", "outcome"}
@@ -50,6 +52,9 @@ def parser() -> argparse.ArgumentParser:
     def run(c: argparse.ArgumentParser, help: str = "run id (default: $REFLECT_RUN)") -> None:
         c.add_argument("--run", help=help)
 
+    def model(c: argparse.ArgumentParser) -> None:
+        c.add_argument("--model", help="litellm model for lessons (default: $REFLECT_MODEL)")
+
     c = command("capture", cmd_capture, "Record a failed iteration.")
     run(c)
     c.add_argument("--iteration", type=int, help="default: the run's next number")
@@ -59,6 +64,7 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--exit-code", type=int)
     c.add_argument("--crash-file", metavar="F", help="a crash record (JSON) from the harness")
     c.add_argument("--error-file", metavar="F", help="error output to read, - for stdin")
+    model(c)
     fmt(c)
 
     c = command("recall", cmd_recall, "Print the block for the next iteration's prompt.")
@@ -76,6 +82,16 @@ def parser() -> argparse.ArgumentParser:
     ended.add_argument("--success", action="store_true")
     ended.add_argument("--failure", action="store_true")
     c.add_argument("--action", default="", help="the command that worked")
+    model(c)
+    fmt(c)
+
+    c = command("worker", cmd_worker, "Run queued jobs: model-written lessons.")
+    model(c)
+    c.add_argument("--once", action="store_true", help="run the jobs due now, then exit")
+    c.add_argument("--idle-exit", type=float, metavar="SECONDS", help="exit when idle this long")
+    c.add_argument("--nice", type=int, default=0, help="lower this process's priority by N")
+
+    c = command("status", cmd_status, "Queue, worker, model and spend.")
     fmt(c)
 
     c = command("failures", None, "Inspect captured failures.")
@@ -99,6 +115,8 @@ def parser() -> argparse.ArgumentParser:
     which.add_argument("--run", help="delete this run's failures")
     which.add_argument("--all", action="store_true", help="delete everything (needs --yes)")
     c.add_argument("--yes", action="store_true")
+
+    add_eval_command(sub)
     return p
 
 
@@ -119,11 +137,12 @@ def cmd_capture(args) -> int:
         problems += more
     for problem in problems:
         config.warn(problem)
-    with Memory() as mem:
+    with Memory(model=args.model) as mem:
         entry = mem.capture(
             run=args.run, iteration=args.iteration, goal=args.goal, phase=args.phase,
             action=args.action, exit_code=args.exit_code, error_text=error_text, crash=crash,
         )
+        mem.ensure_worker()
     emit(args, entry.to_dict(), f"{entry.failure_id} run {entry.run} iteration {entry.iteration}: "
          f"{entry.error_type}: {entry.message.splitlines()[0] if entry.message else ''}")
     return 0
@@ -138,11 +157,43 @@ def cmd_recall(args) -> int:
 
 
 def cmd_outcome(args) -> int:
-    with Memory() as mem:
+    with Memory(model=args.model) as mem:
         resolved = mem.outcome(run=args.run, iteration=args.iteration, success=args.success,
                                action=args.action)
+        mem.ensure_worker()
     emit(args, {"resolved_failure_ids": resolved},
          f"resolved {len(resolved)} failure(s)" if resolved else "")
+    return 0
+
+
+def cmd_worker(args) -> int:
+    if args.nice:
+        os.nice(args.nice)
+    with Memory(model=args.model) as mem:
+        if mem.model is None:
+            print("reflect: no model configured (set REFLECT_MODEL or --model); nothing to run",
+                  file=sys.stderr)
+            return 0
+        done = mem.run_worker(once=args.once, idle_exit=args.idle_exit)
+    if args.once:
+        print(f"ran {done} job(s)")
+    return 0
+
+
+def cmd_status(args) -> int:
+    with Memory() as mem:
+        status = mem.status()
+    jobs = status["jobs"]
+    lines = [
+        f"model: {status['model'] or 'none (heuristic lessons only; set REFLECT_MODEL)'}",
+        "jobs: " + (", ".join(f"{n} {state}" for state, n in sorted(jobs.items())) or "none"),
+        f"spend today: ${status['spend_today_usd']:.4f} in {status['calls_today']} call(s)"
+        + (f" (cap ${status['max_cost_usd']:.2f})" if status["max_cost_usd"] is not None else ""),
+        f"workers alive: {status['workers_alive']}",
+    ]
+    lines += [f"  job {j['id']} {j['kind']} {j['target']}: {j['reason']}"
+              for j in status["failed_jobs"]]
+    emit(args, status, "\n".join(lines))
     return 0
 
 

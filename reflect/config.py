@@ -5,7 +5,10 @@ from __future__ import annotations
 import logging
 import os
 import re
+from dataclasses import dataclass
 from pathlib import Path
+
+from reflect.scrub import Scrubber, repo_from_git_config
 
 log = logging.getLogger("reflect")
 
@@ -25,6 +28,11 @@ def enabled(env=os.environ) -> bool:
 
 def offline(env=os.environ) -> bool:
     return env.get("REFLECT_OFFLINE", "").strip().lower() in {"1", "true", "on", "yes"}
+
+
+def worker_allowed(env=os.environ) -> bool:
+    """``REFLECT_WORKER=off``: capture never starts a detached worker."""
+    return env.get("REFLECT_WORKER", "").strip().lower() not in {"off", "0", "false", "no"}
 
 
 def repo_root(start: Path) -> Path | None:
@@ -65,3 +73,48 @@ def read_patterns(home: Path) -> list[str]:
             continue
         patterns.append(line)
     return patterns
+
+
+def scrubber(home: Path, extra: tuple[str, ...] = ()) -> Scrubber:
+    """The scrubber for a store: built-in patterns, the caller's, the store's file, and
+    the repository's owner/name read from ``.git/config``."""
+    return Scrubber((*extra, *read_patterns(home)), repo=repo_from_git_config(Path.cwd()))
+
+
+@dataclass(frozen=True)
+class ModelSettings:
+    """How reflection calls a model; absent (None) means no model is ever called."""
+
+    model: str
+    api_base: str | None = None
+    api_key: str | None = None
+    timeout: float = 30.0
+    max_tokens: int = 400
+    temperature: float = 0.2
+    max_cost_usd: float | None = None  # per UTC day, across processes
+    max_calls_per_run: int = 50
+
+
+def model_settings(model: str | None = None, env=os.environ) -> ModelSettings | None:
+    """``REFLECT_MODEL`` (or ``model``) names a litellm model; ``REFLECT_OFFLINE`` wins."""
+    model = model or env.get("REFLECT_MODEL", "").strip()
+    if not model or offline(env):
+        return None
+    return ModelSettings(
+        model=model,
+        api_base=env.get("REFLECT_API_BASE") or None,
+        api_key=env.get("REFLECT_API_KEY") or None,
+        max_cost_usd=_number(env, "REFLECT_MAX_COST_USD", float, None),
+        max_calls_per_run=_number(env, "REFLECT_MAX_CALLS_PER_RUN", int, 50),
+    )
+
+
+def _number(env, name: str, kind: type, default):
+    raw = env.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        return kind(raw)
+    except ValueError:
+        warn(f"{name}={raw!r} is not a number; using {default}")
+        return default

@@ -7,6 +7,7 @@ import json
 import os
 import sqlite3
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -17,8 +18,8 @@ from reflect.fingerprint import fingerprint
 from reflect.heuristics import heuristic_lesson
 from reflect.records import ErrorEntry, Recall, RecallItem
 from reflect.render import RECENT_HEADER, fit, recent_item_text
-from reflect.scrub import Scrubber, repo_from_git_config
 from reflect.store import SQLiteStore, new_id, prepare_home
+from reflect.worker import HEARTBEAT_STALE, Worker, start_detached, start_thread
 
 PENDING_FILE = "pending.jsonl"  # captures that could not reach the store, replayed later
 RECENT_WINDOW = 200  # failures scanned for the recent section: bounds recall on long runs
@@ -34,17 +35,26 @@ class Memory:
         *,
         run: str | None = None,
         scrub_patterns: tuple[str, ...] = (),
+        model: str | None = None,
+        reflect: bool = False,
         busy_timeout: float = 5.0,
+        close_timeout: float = 2.0,
         clock: Callable[[], float] = time.time,
     ):
+        """``model`` (else ``REFLECT_MODEL``) names the litellm model that writes lessons;
+        ``reflect=True`` runs the worker that calls it in a daemon thread of this process."""
         self.home = Path(home) if home is not None else config.default_home()
         self.enabled = config.enabled()
         self.run = run or config.default_run()
         self.clock = clock
         self.busy_timeout = busy_timeout
-        patterns = (*scrub_patterns, *config.read_patterns(self.home))
-        self.scrubber = Scrubber(patterns, repo=repo_from_git_config(Path.cwd()))
+        self.close_timeout = close_timeout
+        self.scrubber = config.scrubber(self.home, scrub_patterns)
+        self.model = config.model_settings(model) if self.enabled else None
         self._store: SQLiteStore | None = None
+        self._worker = None
+        if reflect and self.model is not None:
+            self._worker = start_thread(self.home, self.model, clock)
 
     # The store opens on first use, so a Memory can always be constructed;
     # a store that cannot be opened degrades capture and recall, never raises.
@@ -55,6 +65,13 @@ class Memory:
         return self._store
 
     def close(self) -> None:
+        """Close the store; a worker thread gets ``close_timeout`` seconds to finish its
+        job, never more (an unfinished job is retried by the next worker)."""
+        if self._worker is not None:
+            thread, stop = self._worker
+            stop.set()
+            thread.join(self.close_timeout)
+            self._worker = None
         if self._store is not None:
             self._store.close()
             self._store = None
@@ -92,7 +109,9 @@ class Memory:
         failure, lesson = self._entry_rows(run or self.run, iteration, goal, action, parsed)
         try:
             self._replay_pending()
-            stored, lesson_row = self.store.add_failure(failure, lesson)
+            stored, lesson_row = self.store.add_failure(
+                failure, lesson, reflect=self.model is not None
+            )
         except (sqlite3.Error, OSError) as e:
             path = self._keep_pending(failure, lesson)
             config.warn(f"store {self.home} not writable ({e}); failure kept in {path}")
@@ -201,9 +220,11 @@ class Memory:
         phase: str = "",
         iteration: int | None = None,
         max_tokens: int = DEFAULT_MAX_TOKENS,
+        sections: tuple[str, ...] = ("recent", "lessons"),
     ) -> Recall:
-        """This run's recent failures, one item per fingerprint, newest first."""
-        if not self.enabled:
+        """The block for the next prompt: this run's recent failures, one item per
+        fingerprint, newest first. ``sections`` limits what is searched."""
+        if not self.enabled or "recent" not in sections:
             return Recall()
         try:
             rows = self.store.recent_failures(run or self.run, iteration, RECENT_WINDOW)
@@ -211,22 +232,59 @@ class Memory:
             for row in rows:  # newest first, so each group's first row is its latest
                 groups.setdefault(row["fingerprint"], []).append(row)
             latest = [group[0] for group in groups.values()][:MAX_RECENT_ITEMS]
-            lessons = self.store.lessons([f["lesson_id"] for f in latest])
+            lessons = self.store.active_lessons([f["fingerprint"] for f in latest])
         except (sqlite3.Error, OSError) as e:
             config.warn(f"store {self.home} not readable ({e}); no failures recalled")
             return Recall()
         items = []
         for rank, f in enumerate(latest):
             group = groups[f["fingerprint"]]
+            lesson = lessons.get(f["fingerprint"])
             items.append(RecallItem(
                 section="recent",
-                id=f["lesson_id"],
-                text=recent_item_text(f, len(group), lessons.get(f["lesson_id"])),
+                id=lesson["id"] if lesson else f["lesson_id"],
+                text=recent_item_text(f, len(group), lesson),
                 fingerprint=f["fingerprint"],
                 source_failure_ids=[g["id"] for g in group],
                 score=round(1 / (1 + rank), 3),
             ))
         return fit(RECENT_HEADER, items, max_tokens)
+
+    # -- background work ---------------------------------------------------------
+
+    def ensure_worker(self) -> bool:
+        """For shell harnesses: start a detached worker when jobs are due and no live
+        worker holds the queue (``REFLECT_WORKER=off`` disables it). True if started."""
+        if not self.enabled or not config.worker_allowed() or self.model is None:
+            return False
+        if not self.store.claim_worker_start(self.clock(), HEARTBEAT_STALE):
+            return False
+        start_detached(self.home, self.model)
+        return True
+
+    def run_worker(self, once: bool = False, idle_exit: float | None = None) -> int:
+        """Run jobs in this process: those due now with ``once``, else until idle."""
+        worker = Worker(self.home, self.model, clock=self.clock)
+        try:
+            if once:
+                return worker.run_once()
+            worker.run(threading.Event(), idle_exit)
+            return 0
+        finally:
+            worker.close()
+
+    def status(self) -> dict:
+        now = self.clock()
+        cost, calls = self.store.spent_today(now)
+        return {
+            "model": self.model.model if self.model else None,
+            "jobs": self.store.job_counts(),
+            "failed_jobs": self.store.failed_jobs(),
+            "spend_today_usd": round(cost, 6),
+            "calls_today": calls,
+            "max_cost_usd": self.model.max_cost_usd if self.model else None,
+            "workers_alive": self.store.live_workers(now, HEARTBEAT_STALE),
+        }
 
     # -- outcome and inspection --------------------------------------------------
 
@@ -245,18 +303,20 @@ class Memory:
         if iteration is None:
             iteration = self.store.next_iteration(run)
         resolution, _ = self.scrubber.scrub(bounded(action) or "a later iteration succeeded")
-        return self.store.resolve_open(run, iteration, resolution, self.clock())
+        # With a model, the worker revises the lessons of what this fixed.
+        return self.store.resolve_open(run, iteration, resolution, self.clock(),
+                                       reflect=self.model is not None)
 
     def failures(self, run: str | None = None, limit: int = 20) -> list[ErrorEntry]:
         rows = self.store.failures(run, limit)
-        lessons = self.store.lessons([r["lesson_id"] for r in rows])
-        return [_entry(r, lessons.get(r["lesson_id"])) for r in rows]
+        lessons = self.store.active_lessons([r["fingerprint"] for r in rows])
+        return [_entry(r, lessons.get(r["fingerprint"])) for r in rows]
 
     def failure(self, failure_id: str) -> ErrorEntry | None:
         row = self.store.failure(failure_id)
         if row is None:
             return None
-        return _entry(row, self.store.lessons([row["lesson_id"]]).get(row["lesson_id"]))
+        return _entry(row, self.store.active_lessons([row["fingerprint"]]).get(row["fingerprint"]))
 
     def stats(self, run: str | None = None) -> dict:
         by_type = self.store.count_by("error_type", run)
@@ -292,7 +352,7 @@ def _entry(row: dict, lesson: dict | None) -> ErrorEntry:
         redactions=row["redactions"],
         category=row["category"],
         severity=row["severity"],
-        lesson_id=row["lesson_id"],
+        lesson_id=lesson["id"] if lesson else row["lesson_id"],
         friction=row["friction"],
         resolution=row.get("resolution", ""),
         hint=lesson["guidance"] if lesson else "",

@@ -58,12 +58,66 @@ def create_failures_and_lessons(conn: sqlite3.Connection) -> None:
     )
 
 
-MIGRATIONS = [create_failures_and_lessons]
+def add_jobs_and_model_lessons(conn: sqlite3.Connection) -> None:
+    _script(
+        conn,
+        """
+        -- The durable queue: a job is leased for a while, and a lease that runs out
+        -- (its worker was killed) makes the job available again.
+        CREATE TABLE jobs (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            kind TEXT NOT NULL,
+            target TEXT NOT NULL,
+            run TEXT NOT NULL DEFAULT '',
+            state TEXT NOT NULL DEFAULT 'queued',
+            attempts INTEGER NOT NULL DEFAULT 0,
+            due REAL NOT NULL,
+            lease_owner TEXT NOT NULL DEFAULT '',
+            lease_until REAL NOT NULL DEFAULT 0,
+            reason TEXT NOT NULL DEFAULT '',
+            created REAL NOT NULL,
+            updated REAL NOT NULL
+        );
+        CREATE INDEX jobs_state_due ON jobs (state, due);
+        CREATE UNIQUE INDEX jobs_pending_once ON jobs (kind, target)
+            WHERE state IN ('queued', 'leased');
+        CREATE TABLE breaker (
+            provider TEXT PRIMARY KEY,
+            failures INTEGER NOT NULL,
+            open_until REAL NOT NULL
+        );
+        CREATE TABLE spend (
+            day TEXT NOT NULL,
+            run TEXT NOT NULL,
+            calls INTEGER NOT NULL,
+            cost_usd REAL NOT NULL,
+            PRIMARY KEY (day, run)
+        );
+        CREATE TABLE workers (
+            id TEXT PRIMARY KEY,
+            pid INTEGER NOT NULL,
+            host TEXT NOT NULL,
+            started REAL NOT NULL,
+            heartbeat REAL NOT NULL
+        );
+        ALTER TABLE lessons ADD COLUMN model TEXT NOT NULL DEFAULT '';
+        ALTER TABLE lessons ADD COLUMN prompt_tokens INTEGER;
+        ALTER TABLE lessons ADD COLUMN completion_tokens INTEGER;
+        ALTER TABLE lessons ADD COLUMN cost_usd REAL;
+        ALTER TABLE lessons ADD COLUMN quarantine TEXT NOT NULL DEFAULT '';
+        ALTER TABLE lessons ADD COLUMN superseded_by TEXT NOT NULL DEFAULT '';
+        ALTER TABLE lessons ADD COLUMN evidence INTEGER NOT NULL DEFAULT 1
+        """,
+    )
+
+
+MIGRATIONS = [create_failures_and_lessons, add_jobs_and_model_lessons]
 
 
 def _script(conn: sqlite3.Connection, sql: str) -> None:
     # Not executescript(): it commits first, which would split the migration
-    # from its record in the migrations table.
+    # from its record in the migrations table. Statements split on ";", so
+    # comments in migrations must not contain one.
     for statement in sql.split(";"):
         if statement.strip():
             conn.execute(statement)

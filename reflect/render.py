@@ -52,7 +52,8 @@ def recent_item_text(failure: dict, count: int, lesson: dict | None) -> str:
     what = f"{failure['error_type']}: {quoted(failure['message'])}"
     if failure["action"]:
         what = f"{code(failure['action'])} -> {what}"
-    lines = [f"- [{failure['lesson_id']}] {where}: {what}"]
+    lesson_id = lesson["id"] if lesson else failure["lesson_id"]
+    lines = [f"- [{lesson_id}] {where}: {what}"]
     if lesson is not None:
         lines.append(f"  Hint: {neutralize(lesson['guidance'])}")
     if failure["resolution"]:

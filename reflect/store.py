@@ -15,9 +15,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from reflect import queue
 from reflect.migrations import migrate
 
 DB_NAME = "reflect.db"
+STARTING = 10.0  # seconds a just-started worker gets to register before another is started
 
 
 def new_id(prefix: str) -> str:
@@ -77,12 +79,15 @@ class SQLiteStore:
 
     # -- capture ---------------------------------------------------------------
 
-    def add_failure(self, failure: dict, lesson: dict) -> tuple[dict, dict]:
+    def add_failure(self, failure: dict, lesson: dict, reflect: bool = False
+                    ) -> tuple[dict, dict]:
         """Insert a failure and link it to its fingerprint's lesson, in one transaction.
 
         ``failure["iteration"]`` may be None: the run's next number is taken
         inside the transaction. The lesson is only inserted when the
-        fingerprint has no active lesson yet. Returns the stored rows.
+        fingerprint has no active lesson yet. With ``reflect``, a fingerprint
+        that has only its heuristic lesson gets a reflection job, queued in the
+        same transaction so it cannot be lost. Returns the stored rows.
         """
         with self.write() as conn:
             if failure["iteration"] is None:
@@ -101,6 +106,9 @@ class SQLiteStore:
                 )
                 row = conn.execute("SELECT * FROM lessons WHERE id = ?", (lesson["id"],)).fetchone()
             failure["lesson_id"] = row["id"]
+            if reflect and row["kind"] == "heuristic":
+                queue.enqueue(conn, "reflect", failure["fingerprint"], failure["run"],
+                              failure["ts"])
             columns = ", ".join(failure)
             cursor = conn.execute(
                 f"INSERT INTO failures ({columns}) VALUES ({', '.join(':' + c for c in failure)})",
@@ -133,10 +141,15 @@ class SQLiteStore:
         args.append(window)
         return [dict(r) for r in self.conn.execute(sql, args)]
 
-    def lessons(self, ids: list[str]) -> dict[str, dict]:
-        marks = ", ".join("?" * len(ids))
-        rows = self.conn.execute(f"SELECT * FROM lessons WHERE id IN ({marks})", ids)
-        return {r["id"]: dict(r) for r in rows}
+    def active_lessons(self, fingerprints: list[str]) -> dict[str, dict]:
+        """The lesson recall shows for each fingerprint."""
+        marks = ", ".join("?" * len(fingerprints))
+        rows = self.conn.execute(
+            f"SELECT * FROM lessons WHERE status = 'active' AND fingerprint IN ({marks})"
+            " ORDER BY seq",
+            fingerprints,
+        )
+        return {r["fingerprint"]: dict(r) for r in rows}
 
     def failure(self, failure_id: str) -> dict | None:
         row = self.conn.execute("SELECT * FROM failures WHERE id = ?", (failure_id,)).fetchone()
@@ -166,23 +179,62 @@ class SQLiteStore:
         row = self.conn.execute("SELECT 1 FROM failures WHERE run = ? LIMIT 1", (run,))
         return row.fetchone() is not None
 
+    # -- the queue, as the CLI and status see it -----------------------------------
+
+    def claim_worker_start(self, now: float, stale_after: float) -> bool:
+        """True when jobs are due, no live worker holds the queue and no other process
+        started one a moment ago: the caller then starts one."""
+        with self.write() as conn:
+            due = conn.execute(
+                "SELECT 1 FROM jobs WHERE (state = 'queued' AND due <= ?)"
+                " OR (state = 'leased' AND lease_until < ?) LIMIT 1",
+                (now, now),
+            ).fetchone()
+            if due is None or queue.live_workers(conn, now, stale_after):
+                return False
+            last = conn.execute("SELECT value FROM meta WHERE key = 'worker_started'").fetchone()
+            if last is not None and float(last[0]) > now - STARTING:
+                return False
+            conn.execute(
+                "INSERT OR REPLACE INTO meta (key, value) VALUES ('worker_started', ?)", (now,)
+            )
+            return True
+
+    def spent_today(self, now: float) -> tuple[float, int]:
+        return queue.spent_today(self.conn, now)
+
+    def job_counts(self) -> dict[str, int]:
+        return queue.counts(self.conn)
+
+    def failed_jobs(self) -> list[dict]:
+        return queue.failed_jobs(self.conn)
+
+    def live_workers(self, now: float, stale_after: float) -> int:
+        return queue.live_workers(self.conn, now, stale_after)
+
     # -- changes ---------------------------------------------------------------
 
-    def resolve_open(self, run: str, iteration: int, resolution: str, now: float) -> list[str]:
-        """Give the run's unresolved failures before ``iteration`` the action that worked."""
+    def resolve_open(self, run: str, iteration: int, resolution: str, now: float,
+                     reflect: bool = False) -> list[str]:
+        """Give the run's unresolved failures before ``iteration`` the action that worked;
+        with ``reflect``, queue a revision of each of their lessons."""
         with self.write() as conn:
             open_failures = "run = ? AND iteration < ? AND resolution = ''"
             rows = conn.execute(
-                f"SELECT id, lesson_id FROM failures WHERE {open_failures}", (run, iteration)
+                f"SELECT id, fingerprint FROM failures WHERE {open_failures}", (run, iteration)
             ).fetchall()
             conn.execute(
                 f"UPDATE failures SET resolution = ? WHERE {open_failures}",
                 (resolution, run, iteration),
             )
-            conn.executemany(
-                "UPDATE lessons SET resolution = ?, updated = ? WHERE id = ?",
-                [(resolution, now, r["lesson_id"]) for r in rows],
-            )
+            for fingerprint in {r["fingerprint"] for r in rows}:
+                conn.execute(
+                    "UPDATE lessons SET resolution = ?, updated = ?"
+                    " WHERE fingerprint = ? AND status = 'active'",
+                    (resolution, now, fingerprint),
+                )
+                if reflect:
+                    queue.enqueue(conn, "reflect", fingerprint, run, now)
         return [r["id"] for r in rows]
 
     def clear(self, run: str | None) -> int:
@@ -192,9 +244,9 @@ class SQLiteStore:
                 n = conn.execute("DELETE FROM failures").rowcount
             else:
                 n = conn.execute("DELETE FROM failures WHERE run = ?", (run,)).rowcount
-            conn.execute(
-                "DELETE FROM lessons WHERE id NOT IN (SELECT DISTINCT lesson_id FROM failures)"
-            )
+            kept = "(SELECT DISTINCT fingerprint FROM failures)"
+            conn.execute(f"DELETE FROM lessons WHERE fingerprint NOT IN {kept}")
+            conn.execute(f"DELETE FROM jobs WHERE kind = 'reflect' AND target NOT IN {kept}")
         # Deleted text must not linger in the WAL or in free pages.
         self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         self.conn.execute("VACUUM")

@@ -1,0 +1,1 @@
+"""Evaluation: replay recorded failure traces and compare memory on, recency-only and off."""

@@ -1,0 +1,209 @@
+"""The job runner: leases jobs from the store and runs them; reflection is one kind.
+
+It runs as a daemon thread in a process that uses ``Memory(reflect=True)``, as
+``reflect worker`` for a long-running process, or detached, started by
+``reflect capture``. Several may run at once: the store hands each job to one.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+from reflect import config, queue
+from reflect.config import ModelSettings
+from reflect.lessons import active_lesson, add_model_lesson
+from reflect.store import SQLiteStore
+
+POLL = 1.0  # seconds between looks at an empty queue
+HEARTBEAT_STALE = 30.0  # a worker silent this long is taken for dead
+EARLIER_FAILURES = 5
+WORKER_LOG = "worker.log"
+
+
+class Worker:
+    def __init__(self, home: Path, model: ModelSettings | None, *,
+                 clock: Callable[[], float] = time.time, busy_timeout: float = 30.0):
+        self.store = SQLiteStore(home, busy_timeout)
+        self.model = model
+        self.clock = clock
+        self.scrubber = config.scrubber(home)
+        self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self.handlers = {"reflect": self._reflect} if model else {}
+
+    def close(self) -> None:
+        with self.store.write() as conn:
+            queue.retire(conn, self.owner)
+        self.store.close()
+
+    def run_once(self) -> int:
+        """Run every job that is due now; returns how many were taken."""
+        done = 0
+        while self.handlers:
+            with self.store.write() as conn:
+                queue.heartbeat(conn, self.owner, os.getpid(), socket.gethostname(), self.clock())
+                job = queue.lease(conn, self.owner, self.clock(), self._lease_seconds(),
+                                  tuple(self.handlers))
+            if job is None:
+                break
+            self.handlers[job.kind](job)
+            done += 1
+        return done
+
+    def run(self, stop: threading.Event, idle_exit: float | None = None) -> None:
+        """Work until ``stop`` is set, or until idle for ``idle_exit`` seconds."""
+        idle_since = time.monotonic()
+        while not stop.is_set():
+            if self.run_once():
+                idle_since = time.monotonic()
+            elif idle_exit is not None and time.monotonic() - idle_since >= idle_exit:
+                return
+            stop.wait(POLL)
+
+    def _lease_seconds(self) -> float:
+        # Longer than one model call, so a live worker never loses its job.
+        return (self.model.timeout if self.model else 0) + 30.0
+
+    # -- reflection --------------------------------------------------------------
+
+    def _reflect(self, job: queue.Job) -> None:
+        from reflect.gateway import ProviderError, complete, provider_of
+        from reflect.review import MalformedLesson, review
+
+        model = self.model
+        provider = provider_of(model.model)
+        now = self.clock()
+        with self.store.write() as conn:
+            if (until := queue.breaker_open_until(conn, provider, now)) is not None:
+                queue.postpone(conn, job, self.owner, until, f"{provider} circuit open", now)
+                return
+            cost, _ = queue.spent_today(conn, now)
+            if model.max_cost_usd is not None and cost >= model.max_cost_usd:
+                queue.postpone(conn, job, self.owner, queue.next_day(now),
+                               f"daily spend cap ${model.max_cost_usd:.2f} reached", now)
+                return
+            if queue.run_calls(conn, job.run) >= model.max_calls_per_run:
+                queue.finish(conn, job, self.owner, now, "skipped",
+                             f"run reached its cap of {model.max_calls_per_run} model calls")
+                return
+            context = self._context(conn, job.target)
+        if context is None:  # its failures were cleared meanwhile
+            with self.store.write() as conn:
+                queue.finish(conn, job, self.owner, now, "skipped", "failure no longer stored")
+            return
+        try:
+            completion = complete(model.model, self._messages(context), timeout=model.timeout,
+                                  max_tokens=model.max_tokens, temperature=model.temperature,
+                                  api_base=model.api_base, api_key=model.api_key)
+        except ProviderError as e:
+            now = self.clock()
+            with self.store.write() as conn:
+                queue.record_spend(conn, job.run, None, now)
+                if e.retryable:
+                    queue.breaker_record(conn, provider, False, now)
+                    queue.retry_later(conn, job, self.owner, now, e.reason, e.retry_after)
+                else:
+                    queue.finish(conn, job, self.owner, now, "failed", e.reason)
+            return
+        now = self.clock()
+        try:
+            reviewed = review(completion.text, self.scrubber.scrub)
+        except MalformedLesson as e:
+            with self.store.write() as conn:
+                queue.record_spend(conn, job.run, completion.cost_usd, now)
+                queue.breaker_record(conn, provider, True, now)
+                queue.retry_later(conn, job, self.owner, now, f"malformed lesson: {e}")
+            return
+        with self.store.write() as conn:
+            queue.record_spend(conn, job.run, completion.cost_usd, now)
+            queue.breaker_record(conn, provider, True, now)
+            if queue.finish(conn, job, self.owner, now):  # still ours: write the lesson
+                add_model_lesson(conn, job.target, {
+                    "trigger": reviewed.trigger, "guidance": reviewed.guidance,
+                    "category": reviewed.category, "kind": reviewed.kind,
+                    "confidence": reviewed.confidence, "quarantine": reviewed.quarantine,
+                    "model": model.model, "prompt_tokens": completion.prompt_tokens,
+                    "completion_tokens": completion.completion_tokens,
+                    "cost_usd": completion.cost_usd,
+                }, now)
+
+    def _context(self, conn, fingerprint: str) -> dict | None:
+        """The scrubbed fields the prompt may see: the failure, its run's earlier
+        failures with their lessons, the current lesson and any resolution."""
+        failure = conn.execute(
+            "SELECT * FROM failures WHERE fingerprint = ? ORDER BY seq DESC LIMIT 1",
+            (fingerprint,),
+        ).fetchone()
+        if failure is None:
+            return None
+        earlier = conn.execute(
+            """SELECT f.error_type, f.message, l.guidance FROM failures f
+               JOIN lessons l ON l.fingerprint = f.fingerprint AND l.status = 'active'
+               WHERE f.run = ? AND f.seq < ? AND f.fingerprint != ?
+               GROUP BY f.fingerprint ORDER BY MAX(f.seq) DESC LIMIT ?""",
+            (failure["run"], failure["seq"], fingerprint, EARLIER_FAILURES),
+        ).fetchall()
+        resolution = conn.execute(
+            "SELECT resolution FROM failures WHERE fingerprint = ? AND resolution != ''"
+            " ORDER BY seq DESC LIMIT 1",
+            (fingerprint,),
+        ).fetchone()
+        return {
+            "failure": dict(failure),
+            "earlier": [dict(r) for r in earlier],
+            "lesson": active_lesson(conn, fingerprint) or {},
+            "resolution": resolution[0] if resolution else "",
+        }
+
+    @staticmethod
+    def _messages(context: dict) -> list[dict]:
+        from reflect.prompting import reflection_messages
+
+        failure, lesson = context["failure"], context["lesson"]
+        fields = ("error_type", "message", "signature", "phase", "goal", "action")
+        return reflection_messages(
+            {k: failure[k] for k in fields},
+            context["earlier"],
+            {k: lesson.get(k, "") for k in ("trigger", "guidance", "category")},
+            context["resolution"],
+        )
+
+
+def start_detached(home: Path, model: ModelSettings | None, idle_exit: float = 60.0) -> None:
+    """Start ``reflect worker`` in its own session for a shell harness: its stdio goes to a
+    log in the store directory (never the caller's pipes), at a lowered priority, and it
+    exits once idle."""
+    argv = [sys.executable, "-m", "reflect", "worker", "--idle-exit", str(idle_exit),
+            "--nice", "10"]
+    if model is not None:
+        argv += ["--model", model.model]
+    with open(home / WORKER_LOG, "ab") as log:
+        subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                         start_new_session=True, close_fds=True,
+                         env={**os.environ, "REFLECT_HOME": str(home)})
+
+
+def start_thread(home: Path, model: ModelSettings, clock: Callable[[], float]
+                 ) -> tuple[threading.Thread, threading.Event]:
+    """A daemon worker thread: it never keeps the agent's process alive."""
+    stop = threading.Event()
+
+    def work() -> None:
+        worker = Worker(home, model, clock=clock)
+        try:
+            worker.run(stop)
+        except Exception as e:  # the agent goes on; the job's lease runs out and it is retried
+            config.warn(f"reflection worker stopped ({e!r}); jobs stay queued")
+        finally:
+            worker.close()
+
+    thread = threading.Thread(target=work, name="reflect-worker", daemon=True)
+    thread.start()
+    return thread, stop
