@@ -4,6 +4,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 from reflect import Memory
 from reflect.migrations import MIGRATIONS, migrate
 from reflect.store import DB_NAME
@@ -32,6 +34,23 @@ def test_migrate_from_empty_database_and_again_is_a_no_op(tmp_path):
     assert {"failures", "lessons", "meta", "migrations"} <= tables
     migrate(conn)
     assert conn.execute("SELECT COUNT(*) FROM migrations").fetchone()[0] == len(MIGRATIONS)
+
+
+@pytest.mark.parametrize("applied", range(1, len(MIGRATIONS)))
+def test_migrate_from_each_older_schema_keeps_the_data(tmp_path, monkeypatch, applied):
+    path = tmp_path / "old" / DB_NAME
+    path.parent.mkdir()
+    monkeypatch.setattr("reflect.migrations.MIGRATIONS", MIGRATIONS[:applied])
+    with Memory(tmp_path / "old") as mem:
+        entry = mem.capture(run="r", exit_code=1, error_text="KeyError: 'k'")
+    monkeypatch.undo()
+    conn = sqlite3.connect(path, isolation_level=None)
+    assert conn.execute("SELECT COUNT(*) FROM migrations").fetchone()[0] == applied
+    migrate(conn)
+    assert conn.execute("SELECT COUNT(*) FROM migrations").fetchone()[0] == len(MIGRATIONS)
+    with Memory(tmp_path / "old") as mem:
+        assert mem.failure(entry.failure_id).hint == entry.hint
+        assert mem.recall(run="r").items[0].source_failure_ids == [entry.failure_id]
 
 
 def test_capture_is_committed_before_it_returns(own_store):
