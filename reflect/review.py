@@ -1,0 +1,215 @@
+"""Validate what a model returns for a reflection before it becomes a lesson.
+
+A model's answer is untrusted text: it may wrap the JSON in prose or code fences, drift
+from the schema, echo a secret from the prompt, or (steered by text planted in an error
+message) tell the agent to leave its task. ``review`` parses and normalizes the answer,
+scrubs it again and checks it against ``HOSTILE``; a lesson that matches is returned with a
+``quarantine`` reason, so it is stored for a person to see but never recalled.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import unicodedata
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from reflect.heuristics import CATEGORIES
+
+__all__ = ["HOSTILE", "KINDS", "MalformedLesson", "Reviewed", "review"]
+
+KINDS = ("fix", "avoid", "check")  # do this instead / do not do this again / verify first
+DEFAULT_KIND = "fix"
+DEFAULT_CONFIDENCE = 0.5
+TRIGGER_MAX = 160
+GUIDANCE_MAX = 300
+MAX_ANSWER = 20_000  # characters of an answer searched for the JSON object
+MAX_CANDIDATES = 50  # "{" positions tried: bounds the work on an answer full of braces
+
+
+@dataclass(frozen=True)
+class Reviewed:
+    trigger: str
+    guidance: str
+    kind: str  # one of KINDS
+    category: str  # one of heuristics.CATEGORIES
+    confidence: float  # 0..1
+    redactions: int  # secrets the second scrub removed
+    quarantine: str  # "" when fine; else why the lesson is stored but never recalled
+
+
+class MalformedLesson(ValueError):
+    """The answer holds no usable lesson; asking again may help."""
+
+
+def review(text: str, scrub: Callable[[str], tuple[str, int]]) -> Reviewed:
+    data = _first_object(text or "")
+    trigger, guidance = _text(data, "trigger"), _text(data, "guidance")
+    # Judge what the model said in full, before scrubbing and trimming hide part of it.
+    quarantine = hostile_reason(f"{trigger}\n{guidance}")
+    trigger, n_trigger = scrub(trigger)
+    guidance, n_guidance = scrub(guidance)
+    category = str(data.get("category", "")).strip().lower()
+    kind = str(data.get("kind", "")).strip().lower()
+    return Reviewed(
+        trigger=_trim(trigger, TRIGGER_MAX),
+        guidance=_trim(guidance, GUIDANCE_MAX),
+        kind=kind if kind in KINDS else DEFAULT_KIND,
+        category=category if category in CATEGORIES else "general",
+        confidence=_confidence(data.get("confidence")),
+        redactions=n_trigger + n_guidance,
+        quarantine=quarantine,
+    )
+
+
+# -- parsing ------------------------------------------------------------------
+
+
+def _first_object(text: str) -> dict:
+    """The first JSON object in ``text`` that looks like a lesson, wherever it sits."""
+    text = text[:MAX_ANSWER]
+    decoder = json.JSONDecoder()
+    start, found, tried = text.find("{"), None, 0
+    while start != -1 and tried < MAX_CANDIDATES:
+        tried += 1
+        try:
+            value, _ = decoder.raw_decode(text, start)
+        except json.JSONDecodeError:
+            value = None
+        if isinstance(value, dict):
+            if "trigger" in value or "guidance" in value:
+                return value
+            found = found or value
+        start = text.find("{", start + 1)
+    if found is not None:
+        return found  # an object, but not a lesson: _text names the missing field
+    if "{" in text:
+        raise MalformedLesson("the answer's JSON object is cut off or invalid")
+    raise MalformedLesson("the answer holds no JSON object")
+
+
+def _text(data: dict, key: str) -> str:
+    value = data.get(key)
+    if not isinstance(value, str) or not value.strip():
+        raise MalformedLesson(f"the lesson has no {key} (a non-empty string)")
+    return " ".join(value.split())
+
+
+def _confidence(value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or math.isnan(value):
+        return DEFAULT_CONFIDENCE
+    return min(1.0, max(0.0, float(value)))
+
+
+def _trim(text: str, limit: int) -> str:
+    """Cut at the last word boundary that fits, with an ellipsis."""
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 1]
+    head = cut.rsplit(" ", 1)[0] if " " in cut else cut
+    return head.rstrip(" ,;:-") + "…"
+
+
+# -- hostile lessons ----------------------------------------------------------
+
+_FETCH = r"(?:curl|wget|iwr|irm|invoke-webrequest|invoke-restmethod|fetch)"
+_SHELL = r"(?:sudo\s+)?(?:ba|z|k|da|fi)?sh|python[0-9.]*|perl|ruby|node|iex|invoke-expression"
+_REMOTE = r"(?:https?|ftp)://(?!(?:localhost|127\.0\.0\.1|0\.0\.0\.0|\[::1\])(?:[:/]|\b))"
+_SECRET = (
+    r"secrets?|credentials?|passwords?|passphrases?|private[ _-]?keys?|ssh[ _-]?keys?"
+    r"|(?:api|secret|access|aws|openai|anthropic)[ _-]?keys?"
+    r"|(?:api|auth|access|bearer|oauth|github|gh|npm|pypi|session|refresh|secret)[ _-]?tokens?"
+    r"|\$\{?\w*(?:key|token|secret|password|passwd)\b"
+)
+_CRED_FILE = (
+    r"(?:~|\$HOME|/root|/home/\S+)/\.ssh\b|\bid_(?:rsa|dsa|ecdsa|ed25519)\b|/etc/(?:g?shadow|sudoers)"
+    r"|\.aws/credentials|\.git-credentials|\.netrc\b|\.pgpass\b|\.docker/config\.json"
+)
+_TESTS = (
+    r"(?:the\s+|this\s+|that\s+|these\s+|those\s+|all\s+|any\s+)?"
+    r"(?:failing\s+|broken\s+|flaky\s+|offending\s+|slow\s+|red\s+)?"
+    r"(?:unit\s+|integration\s+|e2e\s+)?(?:tests?|test\s+cases?|test\s+files?|assertions?|specs?)\b"
+)
+_DATA = (
+    r"(?:files?|env(?:ironment)?(?:\s+variables)?|\.env|output|logs?|source(?:\s+code)?"
+    r"|repo(?:sitory)?|contents?|data|history|database|" + _SECRET + r")"
+)
+_DEST = (
+    _REMOTE + r"|webhooks?|pastebin|ngrok|requestbin|discord|telegram|gist|s3://"
+    r"|e-?mail\b|[\w.+-]+@[\w-]+\.[\w.]+|remote\s+(?:server|host|endpoint)|external\s+\w+"
+)
+
+# (reason, pattern), checked in order; the first match names the reason.
+HOSTILE: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
+    (reason, re.compile(pattern, re.IGNORECASE))
+    for reason, pattern in (
+        (
+            "overrides the agent's instructions",
+            r"\b(?:ignore|disregard|forget|override|bypass)\b[^.\n]{0,40}?"
+            r"\b(?:previous|prior|earlier|above|preceding|system|original|all|your|user'?s?)\s+"
+            r"(?:\w+\s+)?(?:instructions?|prompts?|rules|guidelines|directives|constraints)\b"
+            r"|\bsystem\s+prompt\b|\b(?:new|updated)\s+(?:system\s+)?instructions?\s*:",
+        ),
+        (
+            "fetches and runs a remote script",
+            rf"\b{_FETCH}\b[^|\n]*\|\s*(?:{_SHELL})\b"
+            rf"|\b(?:iex|invoke-expression)\s*\(?\s*(?:\(\s*)?(?:{_FETCH}|new-object\s+net\.webclient)\b"
+            # $(curl …), <(curl …); backticks only after eval / -c, as `…` is also markdown
+            rf"|\$\(\s*{_FETCH}\b|<\(\s*{_FETCH}\b|(?:\beval\s+|\s-c\s+)[\"']?`\s*{_FETCH}\b"
+            rf"|\b(?:download|fetch)\b[^.\n]{{0,80}}{_REMOTE}\S*[^.\n]{{0,40}}"
+            r"\b(?:and|then)\s+(?:run|execute|source)\b",
+        ),
+        (
+            "sends data off the machine",
+            rf"\b(?:post|upload|send|exfiltrate|transmit|forward|e-?mail|mail|leak|sync|pipe)\b"
+            rf"[^.\n]{{0,60}}?(?<!\w){_DATA}[^.\n]{{0,60}}?\b(?:to|into|at)\s+(?:the\s+|an?\s+)?"
+            rf"(?:{_DEST})"
+            rf"|\b(?:curl|wget)\b[^\n|]*(?:\s-d\s*@|--data(?:-binary|-raw|-urlencode)?[\s=]*@"
+            rf"|\s-F\s*\S*=@|--form\s*\S*=@|--upload-file|\s-T\s|--post-file)[^\n|]*{_REMOTE}"
+            rf"|\b(?:curl|wget|nc|ncat|netcat)\b[^\n]*\$\(\s*(?:env|printenv|cat|base64|set)\b"
+            r"|\b(?:env|printenv|cat\s+\S+)\s*\|\s*(?:base64\s*\|\s*)?(?:curl|wget|nc|ncat|netcat)\b",
+        ),
+        (
+            "disables tests or safety checks",
+            rf"\b(?:skip|skipping|delete|remove|comment(?:ing)?\s+out|disable|xfail|drop|ignore)\s+{_TESTS}"
+            r"|@?pytest\.mark\.(?:skip|xfail)|\bpytest\.(?:skip|xfail)\s*\(|\bunittest\.skip"
+            r"|\b(?:it|describe|test)\.skip\b|\bxit\s*\(|--deselect\b|--ignore(?:-glob)?[= ]\S*test"
+            r"|\b(?:rm|del|delete|remove)\s+(?:-\w+\s+)*\S*\btest\w*\.(?:py|js|ts|go|rb)\b"
+            r"|\bassert\s+True\b|\balways\s+pass|--no-verify\b|\bHUSKY=0\b"
+            r"|\b(?:disable|turn\s+off|skip|bypass|remove|delete|silence|suppress)\s+(?:the\s+|all\s+)?"
+            r"(?:\w+\s+)?(?:linters?|linting|type[- ]?check(?:s|ing|er)?|mypy|ruff|flake8|eslint"
+            r"|pylint|pre-commit(?:\s+hooks?)?|git\s+hooks?|hooks|ci|ci\s+(?:pipeline|checks?)"
+            r"|workflows?|safety\s+checks?|security\s+checks?|(?:ssl|tls|certificate)\s+verification"
+            r"|coverage\s+threshold)\b|\bNODE_TLS_REJECT_UNAUTHORIZED=0|\bPYTHONHTTPSVERIFY=0",
+        ),
+        (
+            "destructive command outside the task",
+            r"\brm\s+(?:-\w+\s+)*-\w*r\w*\s+(?:-\S+\s+)*"
+            r"(?:/\*?|~/?|\$HOME/?|/(?:etc|usr|home|var|bin|boot|lib|opt|root)\S*)(?=$|[\s`'\";])"
+            r"|--no-preserve-root|\bchmod\s+(?:-R\s+)?0?777\s+/(?=$|[\s`'\";*])|\bchmod\s+-R\s+0?777\b"
+            r"|\bmkfs(?:\.\w+)?\s|\bdd\s+[^\n]*of=/dev/|:\(\)\s*\{\s*:\|:&\s*\}",
+        ),
+        (
+            "touches credentials",
+            rf"{_CRED_FILE}"
+            rf"|\b(?:print|echo|cat|show|dump|display|log|reveal|output|expose|copy|cp|paste|list)\b"
+            rf"[^.\n]{{0,40}}?(?<!\w)(?:{_SECRET})"
+            r"|\b(?:print|dump|show|list|echo|display|log)\s+(?:all\s+)?(?:the\s+)?"
+            r"(?:env(?:ironment)?\s+variables|environment)\b|\b(?:cat|print|read|open|source)\s+\S*\.env\b(?!\.)",
+        ),
+    )
+)
+
+_INVISIBLE = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u2060\ufeff\u00ad"))
+
+
+def hostile_reason(text: str) -> str:
+    """Why ``text`` steers an agent outside its task, or "" when it does not."""
+    # NFKC folds look-alike characters (fullwidth letters); invisible ones split words.
+    text = unicodedata.normalize("NFKC", text).translate(_INVISIBLE)
+    for reason, pattern in HOSTILE:
+        if pattern.search(text):
+            return reason
+    return ""
