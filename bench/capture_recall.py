@@ -76,7 +76,8 @@ os.close(r)
 os.write(w, stdin)
 os.close(w)
 _, status, usage = os.wait4(pid, 0)
-print((time.perf_counter() - start) * 1000, usage.ru_maxrss / 1024, os.waitstatus_to_exitcode(status))
+elapsed = (time.perf_counter() - start) * 1000
+print(elapsed, usage.ru_maxrss / 1024, os.waitstatus_to_exitcode(status))
 """
 
 

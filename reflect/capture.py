@@ -12,9 +12,14 @@ import json
 from dataclasses import dataclass
 
 from reflect.extract import Extracted, extract_exception, extract_text
+from reflect.fingerprint import fingerprint
+from reflect.heuristics import heuristic_lesson
+from reflect.records import new_id
+from reflect.scrub import Scrubber
 
 MAX_ERROR_BYTES = 64 * 1024  # a tail this long always holds the error that ended the run
 MAX_FIELD = 4000
+HEURISTIC_CONFIDENCE = 0.5
 
 # Crash records carry much more (environment, argv, paths); only these survive.
 CRASH_FIELDS = {
@@ -162,3 +167,62 @@ def bounded(text: str | None, limit: int = MAX_FIELD) -> str:
     text = text or ""
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
+
+def entry_rows(parsed: Parsed, *, run: str, iteration: int | None, goal: str, action: str,
+               scrubber: Scrubber, scope: str, now: float) -> tuple[dict, dict]:
+    """The failure and heuristic-lesson rows: every field scrubbed, the scrubbed error
+    fingerprinted, the lesson written from the error's own details."""
+    redactions = 0
+
+    def scrub(text: str) -> str:
+        nonlocal redactions
+        clean, n = scrubber.scrub(bounded(text))
+        redactions += n
+        return clean
+
+    error = parsed.error
+    fields = {
+        "goal": scrub(goal),
+        "phase": scrub(parsed.phase),
+        "action": scrub(action),
+        "error_type": scrub(error.error_type),
+        "message": scrub(error.message),
+        "signature": scrub(error.signature),
+        "friction": scrub(parsed.friction),
+    }
+    frames = tuple(f for f in fields["signature"].split(" > ") if f)
+    if parsed.harness_fingerprint:  # the harness already knows which failures are one
+        frames = (scrub(parsed.harness_fingerprint),)
+    fp = fingerprint(fields["error_type"], fields["message"], frames)
+    hint = heuristic_lesson(
+        fields["error_type"], fields["message"], fields["action"], fields["phase"],
+        parsed.exit_code,
+    )
+    lesson = {
+        "id": new_id("L"),
+        "fingerprint": fp,
+        "trigger": hint.trigger,
+        "guidance": hint.guidance,
+        "category": hint.category,
+        "severity": hint.severity,
+        "kind": "heuristic",
+        "confidence": HEURISTIC_CONFIDENCE,
+        "created": now,
+        "updated": now,
+        "scope": scope,
+        "error_text": f"{fields['error_type']}: {fields['message']}",
+    }
+    failure = {
+        "id": new_id("F"),
+        "run": scrub(run),
+        "iteration": iteration,
+        "ts": now,
+        **fields,
+        "exit_code": parsed.exit_code,
+        "fingerprint": fp,
+        "source": parsed.source,
+        "redactions": redactions,
+        "category": hint.category,
+        "severity": hint.severity,
+    }
+    return failure, lesson

@@ -30,6 +30,15 @@ def offline(env=os.environ) -> bool:
     return env.get("REFLECT_OFFLINE", "").strip().lower() in {"1", "true", "on", "yes"}
 
 
+def embeddings_spec(value: str | None = None, env=os.environ) -> str | None:
+    """The embedding model to use: ``value`` (else ``REFLECT_EMBEDDINGS``); "" is the
+    bundled model, "hash" the numpy fallback; None when dense search is off."""
+    spec = (value if value is not None else env.get("REFLECT_EMBEDDINGS", "")).strip()
+    if spec == "off" or offline(env):
+        return None
+    return spec
+
+
 def worker_allowed(env=os.environ) -> bool:
     """``REFLECT_WORKER=off``: capture never starts a detached worker."""
     return env.get("REFLECT_WORKER", "").strip().lower() not in {"off", "0", "false", "no"}

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import sqlite3
 
-from reflect.store import new_id
+from reflect.records import new_id
 
 SAME_MEANING = 0.6  # word-set overlap above which two guidances say the same thing
 _WORD = re.compile(r"[a-z0-9_]+")

@@ -2,30 +2,21 @@
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import sqlite3
-import tempfile
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-from reflect import config
-from reflect.capture import Parsed, bounded, parse, synthesize
-from reflect.fingerprint import fingerprint
-from reflect.heuristics import heuristic_lesson
-from reflect.records import ErrorEntry, Recall, RecallItem
-from reflect.render import RECENT_HEADER, fit, recent_item_text
-from reflect.store import SQLiteStore, new_id, prepare_home
+from reflect import config, pending, recall
+from reflect.capture import Parsed, bounded, entry_rows, parse, synthesize
+from reflect.embedding import Vectors
+from reflect.records import ErrorEntry, Recall
+from reflect.store import SQLiteStore
 from reflect.worker import HEARTBEAT_STALE, Worker, start_detached, start_thread
 
-PENDING_FILE = "pending.jsonl"  # captures that could not reach the store, replayed later
-RECENT_WINDOW = 200  # failures scanned for the recent section: bounds recall on long runs
-MAX_RECENT_ITEMS = 8
 DEFAULT_MAX_TOKENS = 400
-HEURISTIC_CONFIDENCE = 0.5
 
 
 class Memory:
@@ -37,24 +28,33 @@ class Memory:
         scrub_patterns: tuple[str, ...] = (),
         model: str | None = None,
         reflect: bool = False,
+        embeddings: str | None = None,
+        semantic: str = "wait",
         busy_timeout: float = 5.0,
         close_timeout: float = 2.0,
         clock: Callable[[], float] = time.time,
     ):
-        """``model`` (else ``REFLECT_MODEL``) names the litellm model that writes lessons;
-        ``reflect=True`` runs the worker that calls it in a daemon thread of this process."""
+        """``model`` (else ``REFLECT_MODEL``) names the litellm model that writes lessons.
+        ``embeddings`` (else ``REFLECT_EMBEDDINGS``) names the embedding model; "off"
+        forbids it. ``semantic="wait"`` loads it lazily, once, on the first recall that
+        needs it; ``"cached"`` never loads it here: cached vectors are used and the rest
+        is queued for a worker. ``reflect=True`` runs the worker in a daemon thread."""
         self.home = Path(home) if home is not None else config.default_home()
         self.enabled = config.enabled()
         self.run = run or config.default_run()
         self.clock = clock
         self.busy_timeout = busy_timeout
         self.close_timeout = close_timeout
+        self.semantic = semantic
         self.scrubber = config.scrubber(self.home, scrub_patterns)
         self.model = config.model_settings(model) if self.enabled else None
+        self.embeddings = config.embeddings_spec(embeddings) if self.enabled else None
         self._store: SQLiteStore | None = None
+        self._vectors: Vectors | None = None
+        self._scope: str | None = None
         self._worker = None
-        if reflect and self.model is not None:
-            self._worker = start_thread(self.home, self.model, clock)
+        if reflect and (self.model is not None or self.embeddings is not None):
+            self._worker = start_thread(self.home, self.model, self.embeddings, clock)
 
     # The store opens on first use, so a Memory can always be constructed;
     # a store that cannot be opened degrades capture and recall, never raises.
@@ -63,6 +63,18 @@ class Memory:
         if self._store is None:
             self._store = SQLiteStore(self.home, self.busy_timeout)
         return self._store
+
+    @property
+    def vectors(self) -> Vectors:
+        if self._vectors is None:
+            self._vectors = Vectors(self.store, self.embeddings)
+        return self._vectors
+
+    @property
+    def scope(self) -> str:
+        if self._scope is None:
+            self._scope = self.store.project_scope(Path.cwd())
+        return self._scope
 
     def close(self) -> None:
         """Close the store; a worker thread gets ``close_timeout`` seconds to finish its
@@ -74,7 +86,7 @@ class Memory:
             self._worker = None
         if self._store is not None:
             self._store.close()
-            self._store = None
+            self._store = self._vectors = None
 
     def __enter__(self) -> Memory:
         return self
@@ -82,7 +94,7 @@ class Memory:
     def __exit__(self, *exc_info) -> None:
         self.close()
 
-    # -- capture ---------------------------------------------------------------
+    # -- capture and recall ----------------------------------------------------------
 
     def capture(
         self,
@@ -106,112 +118,24 @@ class Memory:
         except Exception as e:  # a parser bug must not cost the agent its failure record
             config.warn(f"could not parse the error ({e!r}); recorded from phase and exit code")
             parsed = Parsed("synthesized", synthesize(phase, exit_code), phase, exit_code)
-        failure, lesson = self._entry_rows(run or self.run, iteration, goal, action, parsed)
         try:
-            self._replay_pending()
+            scope = self.scope
+        except (sqlite3.Error, OSError):
+            scope = "global"  # the store is unreachable: the capture is kept aside below
+        failure, lesson = entry_rows(parsed, run=run or self.run, iteration=iteration, goal=goal,
+                                     action=action, scrubber=self.scrubber, scope=scope,
+                                     now=self.clock())
+        try:
+            pending.replay(self.home, self.store)
             stored, lesson_row = self.store.add_failure(
-                failure, lesson, reflect=self.model is not None
+                failure, lesson, reflect=self.model is not None,
+                embed=self.embeddings is not None,
             )
         except (sqlite3.Error, OSError) as e:
-            path = self._keep_pending(failure, lesson)
+            path = pending.keep(self.home, failure, lesson)
             config.warn(f"store {self.home} not writable ({e}); failure kept in {path}")
             return _entry({**failure, "seq": 0, "lesson_id": lesson["id"]}, lesson)
         return _entry(stored, lesson_row)
-
-    def _entry_rows(
-        self, run: str, iteration: int | None, goal: str, action: str, parsed: Parsed
-    ) -> tuple[dict, dict]:
-        """Scrub every field, fingerprint the scrubbed error and write its heuristic lesson."""
-        redactions = 0
-
-        def scrub(text: str) -> str:
-            nonlocal redactions
-            clean, n = self.scrubber.scrub(bounded(text))
-            redactions += n
-            return clean
-
-        error = parsed.error
-        fields = {
-            "goal": scrub(goal),
-            "phase": scrub(parsed.phase),
-            "action": scrub(action),
-            "error_type": scrub(error.error_type),
-            "message": scrub(error.message),
-            "signature": scrub(error.signature),
-            "friction": scrub(parsed.friction),
-        }
-        frames = tuple(f for f in fields["signature"].split(" > ") if f)
-        if parsed.harness_fingerprint:  # the harness already knows which failures are one
-            frames = (scrub(parsed.harness_fingerprint),)
-        fp = fingerprint(fields["error_type"], fields["message"], frames)
-        hint = heuristic_lesson(
-            fields["error_type"], fields["message"], fields["action"], fields["phase"],
-            parsed.exit_code,
-        )
-        now = self.clock()
-        lesson = {
-            "id": new_id("L"),
-            "fingerprint": fp,
-            "trigger": hint.trigger,
-            "guidance": hint.guidance,
-            "category": hint.category,
-            "severity": hint.severity,
-            "kind": "heuristic",
-            "confidence": HEURISTIC_CONFIDENCE,
-            "created": now,
-        }
-        failure = {
-            "id": new_id("F"),
-            "run": scrub(run),
-            "iteration": iteration,
-            "ts": now,
-            **fields,
-            "exit_code": parsed.exit_code,
-            "fingerprint": fp,
-            "source": parsed.source,
-            "redactions": redactions,
-            "category": hint.category,
-            "severity": hint.severity,
-        }
-        return failure, lesson
-
-    def _keep_pending(self, failure: dict, lesson: dict) -> Path:
-        line = json.dumps({"failure": failure, "lesson": lesson}) + "\n"
-        for path in (self.home / PENDING_FILE, self._spare_pending()):
-            try:
-                prepare_home(path.parent)
-                with open(path, "a", encoding="utf-8") as f:
-                    f.write(line)
-                return path
-            except OSError:
-                continue
-        raise OSError(f"cannot write {PENDING_FILE} beside {self.home} nor in the temp directory")
-
-    def _replay_pending(self) -> None:
-        """Move captures kept while the store was unwritable into it, once."""
-        for path in (self.home / PENDING_FILE, self._spare_pending()):
-            if not path.exists():
-                continue
-            claimed = path.with_name(f"{path.name}.{os.getpid()}")
-            try:
-                os.rename(path, claimed)  # atomic: only one process replays a file
-            except OSError:
-                continue
-            for line in claimed.read_text(encoding="utf-8").splitlines():
-                record = json.loads(line)
-                try:
-                    self.store.add_failure(record["failure"], record["lesson"])
-                except sqlite3.IntegrityError:  # already replayed
-                    pass
-            claimed.unlink()
-
-    def _spare_pending(self) -> Path:
-        """Where captures go when even the store directory cannot be written: one file
-        per store, so they are replayed into the store they were meant for."""
-        key = hashlib.sha256(str(self.home.resolve()).encode()).hexdigest()[:16]
-        return Path(tempfile.gettempdir()) / f"reflect-{os.getuid()}" / f"pending-{key}.jsonl"
-
-    # -- recall ----------------------------------------------------------------
 
     def recall(
         self,
@@ -222,40 +146,30 @@ class Memory:
         max_tokens: int = DEFAULT_MAX_TOKENS,
         sections: tuple[str, ...] = ("recent", "lessons"),
     ) -> Recall:
-        """The block for the next prompt: this run's recent failures, one item per
-        fingerprint, newest first. ``sections`` limits what is searched."""
-        if not self.enabled or "recent" not in sections:
+        """The block for the next prompt: this run's recent failures (one item per root
+        cause, newest first), then lessons from earlier runs that fit the goal.
+        ``sections`` limits what is searched."""
+        if not self.enabled:
             return Recall()
         try:
-            rows = self.store.recent_failures(run or self.run, iteration, RECENT_WINDOW)
-            groups: dict[str, list[dict]] = {}
-            for row in rows:  # newest first, so each group's first row is its latest
-                groups.setdefault(row["fingerprint"], []).append(row)
-            latest = [group[0] for group in groups.values()][:MAX_RECENT_ITEMS]
-            lessons = self.store.active_lessons([f["fingerprint"] for f in latest])
+            goal, _ = self.scrubber.scrub(bounded(goal, recall.MAX_GOAL_CHARS))
+            return recall.build(
+                self.store, self.vectors, run=run or self.run, goal=goal, phase=phase,
+                iteration=iteration, max_tokens=max_tokens, sections=sections,
+                scope=self.scope, now=self.clock(), embed=self.semantic == "wait",
+            )
         except (sqlite3.Error, OSError) as e:
             config.warn(f"store {self.home} not readable ({e}); no failures recalled")
             return Recall()
-        items = []
-        for rank, f in enumerate(latest):
-            group = groups[f["fingerprint"]]
-            lesson = lessons.get(f["fingerprint"])
-            items.append(RecallItem(
-                section="recent",
-                id=lesson["id"] if lesson else f["lesson_id"],
-                text=recent_item_text(f, len(group), lesson),
-                fingerprint=f["fingerprint"],
-                source_failure_ids=[g["id"] for g in group],
-                score=round(1 / (1 + rank), 3),
-            ))
-        return fit(RECENT_HEADER, items, max_tokens)
 
     # -- background work ---------------------------------------------------------
 
     def ensure_worker(self) -> bool:
         """For shell harnesses: start a detached worker when jobs are due and no live
         worker holds the queue (``REFLECT_WORKER=off`` disables it). True if started."""
-        if not self.enabled or not config.worker_allowed() or self.model is None:
+        if not self.enabled or not config.worker_allowed():
+            return False
+        if self.model is None and self.embeddings is None:
             return False
         if not self.store.claim_worker_start(self.clock(), HEARTBEAT_STALE):
             return False
@@ -264,7 +178,7 @@ class Memory:
 
     def run_worker(self, once: bool = False, idle_exit: float | None = None) -> int:
         """Run jobs in this process: those due now with ``once``, else until idle."""
-        worker = Worker(self.home, self.model, clock=self.clock)
+        worker = Worker(self.home, self.model, self.embeddings, clock=self.clock)
         try:
             if once:
                 return worker.run_once()
@@ -278,6 +192,7 @@ class Memory:
         cost, calls = self.store.spent_today(now)
         return {
             "model": self.model.model if self.model else None,
+            "embeddings": self.vectors.model_name() if self.embeddings is not None else "off",
             "jobs": self.store.job_counts(),
             "failed_jobs": self.store.failed_jobs(),
             "spend_today_usd": round(cost, 6),

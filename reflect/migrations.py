@@ -79,8 +79,9 @@ def add_jobs_and_model_lessons(conn: sqlite3.Connection) -> None:
             updated REAL NOT NULL
         );
         CREATE INDEX jobs_state_due ON jobs (state, due);
-        CREATE UNIQUE INDEX jobs_pending_once ON jobs (kind, target)
-            WHERE state IN ('queued', 'leased');
+        -- One queued job per target: work that arrives while a job is leased
+        -- queues a second one, so nothing added meanwhile is missed.
+        CREATE UNIQUE INDEX jobs_queued_once ON jobs (kind, target) WHERE state = 'queued';
         CREATE TABLE breaker (
             provider TEXT PRIMARY KEY,
             failures INTEGER NOT NULL,
@@ -111,16 +112,93 @@ def add_jobs_and_model_lessons(conn: sqlite3.Connection) -> None:
     )
 
 
-MIGRATIONS = [create_failures_and_lessons, add_jobs_and_model_lessons]
+def add_search(conn: sqlite3.Connection) -> None:
+    _script(
+        conn,
+        """
+        ALTER TABLE lessons ADD COLUMN scope TEXT NOT NULL DEFAULT 'global';
+        ALTER TABLE lessons ADD COLUMN error_text TEXT NOT NULL DEFAULT '';
+        UPDATE lessons SET error_text = COALESCE((
+            SELECT f.error_type || ': ' || f.message FROM failures f
+            WHERE f.fingerprint = lessons.fingerprint ORDER BY f.seq LIMIT 1), '');
+        -- Keyword search, kept in step with lessons by triggers whatever writes them.
+        -- No stemmer: the vocabulary must hold the words a query is made of, so
+        -- recall can pick a goal's rarest terms (meaning is the dense half's job).
+        CREATE VIRTUAL TABLE lessons_fts USING fts5 (
+            trigger, guidance, error, tokenize = 'unicode61 remove_diacritics 2'
+        );
+        CREATE VIRTUAL TABLE lessons_vocab USING fts5vocab (lessons_fts, 'row');
+        INSERT INTO lessons_fts (rowid, trigger, guidance, error)
+            SELECT seq, trigger, guidance, error_text FROM lessons;
+        CREATE TRIGGER lessons_fts_insert AFTER INSERT ON lessons BEGIN
+            INSERT INTO lessons_fts (rowid, trigger, guidance, error)
+            VALUES (new.seq, new.trigger, new.guidance, new.error_text);
+        END;
+        CREATE TRIGGER lessons_fts_update AFTER UPDATE OF trigger, guidance, error_text
+        ON lessons BEGIN
+            UPDATE lessons_fts SET trigger = new.trigger, guidance = new.guidance,
+                error = new.error_text WHERE rowid = old.seq;
+        END;
+        CREATE TRIGGER lessons_fts_delete AFTER DELETE ON lessons BEGIN
+            DELETE FROM lessons_fts WHERE rowid = old.seq;
+            DELETE FROM lesson_vectors WHERE lesson_id = old.id;
+        END;
+        -- Vectors are little-endian float32 blobs, one per lesson and model: the
+        -- source of truth for the memory-mapped index file.
+        CREATE TABLE lesson_vectors (
+            lesson_id TEXT NOT NULL,
+            model TEXT NOT NULL,
+            vector BLOB NOT NULL,
+            PRIMARY KEY (lesson_id, model)
+        );
+        -- Every change to a model's vectors bumps its generation, which stamps the
+        -- index file: a file with another stamp is stale and rebuilt.
+        CREATE TABLE vector_generations (model TEXT PRIMARY KEY, generation INTEGER NOT NULL);
+        CREATE TRIGGER lesson_vectors_insert AFTER INSERT ON lesson_vectors BEGIN
+            INSERT INTO vector_generations VALUES (new.model, 1)
+            ON CONFLICT (model) DO UPDATE SET generation = generation + 1;
+        END;
+        CREATE TRIGGER lesson_vectors_delete AFTER DELETE ON lesson_vectors BEGIN
+            UPDATE vector_generations SET generation = generation + 1 WHERE model = old.model;
+        END;
+        -- How widely each root cause recurs: evidence that outweighs the goal's words.
+        CREATE TABLE fingerprints (
+            fingerprint TEXT PRIMARY KEY,
+            runs INTEGER NOT NULL,
+            failures INTEGER NOT NULL,
+            last_seen REAL NOT NULL
+        );
+        INSERT INTO fingerprints
+            SELECT fingerprint, COUNT(DISTINCT run), COUNT(*), MAX(ts) FROM failures
+            GROUP BY fingerprint;
+        CREATE INDEX failures_fingerprint_run ON failures (fingerprint, run);
+        CREATE INDEX fingerprints_runs ON fingerprints (runs);
+        -- Query texts (goals, error lines) and their vectors once the worker has them.
+        CREATE TABLE query_vectors (
+            key TEXT PRIMARY KEY,
+            text TEXT NOT NULL,
+            model TEXT NOT NULL DEFAULT '',
+            vector BLOB,
+            created REAL NOT NULL
+        )
+        """,
+    )
+
+
+MIGRATIONS = [create_failures_and_lessons, add_jobs_and_model_lessons, add_search]
 
 
 def _script(conn: sqlite3.Connection, sql: str) -> None:
     # Not executescript(): it commits first, which would split the migration
-    # from its record in the migrations table. Statements split on ";", so
-    # comments in migrations must not contain one.
-    for statement in sql.split(";"):
-        if statement.strip():
-            conn.execute(statement)
+    # from its record in the migrations table. complete_statement() keeps a
+    # trigger's body, semicolons and all, in one statement.
+    statement = ""
+    for part in sql.split(";"):
+        statement += part + ";"
+        if sqlite3.complete_statement(statement):
+            if statement.strip(" \n;"):
+                conn.execute(statement)
+            statement = ""
 
 
 def migrate(conn: sqlite3.Connection) -> None:

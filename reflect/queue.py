@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 MAX_ATTEMPTS = 5
 BACKOFF_BASE = 2.0  # seconds; doubles with each attempt, with jitter
 BACKOFF_CAP = 600.0
+RETRY_AFTER_CAP = 3600.0
 BREAKER_THRESHOLD = 5  # consecutive retryable failures that open the breaker
 BREAKER_COOLDOWN = 120.0
 
@@ -74,8 +75,8 @@ def retry_later(conn: sqlite3.Connection, job: Job, owner: str, now: float, reas
         finish(conn, job, owner, now, "failed", f"{reason} (after {job.attempts} attempts)")
         return "failed"
     delay = min(BACKOFF_CAP, BACKOFF_BASE * 2 ** (job.attempts - 1)) * random.uniform(0.5, 1.5)
-    if retry_after is not None:
-        delay = max(delay, retry_after)
+    if retry_after is not None:  # a far-future Retry-After date must not park a job for days
+        delay = max(delay, min(retry_after, RETRY_AFTER_CAP))
     conn.execute(
         "UPDATE jobs SET state = 'queued', due = ?, reason = ?, updated = ?, lease_owner = ''"
         " WHERE id = ? AND lease_owner = ?",

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import secrets
 from dataclasses import asdict, dataclass, field
+
+
+def new_id(prefix: str) -> str:
+    """``F-…`` a failure, ``L-…`` a lesson: a person can tell them apart and type them."""
+    return f"{prefix}-{secrets.token_hex(4)}"
 
 
 @dataclass

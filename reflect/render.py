@@ -8,6 +8,7 @@ import re
 from reflect.records import Recall, RecallItem
 
 RECENT_HEADER = "PAST FAILURES TO AVOID:"
+LESSONS_HEADER = "LESSONS FROM EARLIER RUNS:"
 MAX_LINE = 240
 
 # Tool output can carry text aimed at the model reading the prompt. Such lines
@@ -61,14 +62,28 @@ def recent_item_text(failure: dict, count: int, lesson: dict | None) -> str:
     return "\n".join(bound(line) for line in lines)
 
 
-def fit(header: str, items: list[RecallItem], max_tokens: int) -> Recall:
-    """Keep items in order while the block stays within ``max_tokens``."""
+def lesson_item_text(lesson: dict, runs: int) -> str:
+    seen = f" (seen in {runs} runs)" if runs > 1 else ""
+    lines = [f"- [{lesson['id']}] When {neutralize(lesson['trigger'])}{seen}:",
+             f"  {neutralize(lesson['guidance'])}"]
+    if lesson["resolution"]:
+        lines.append(f"  What worked: {code(lesson['resolution'])}")
+    return "\n".join(bound(line) for line in lines)
+
+
+def fit(sections: list[tuple[str, list[RecallItem]]], max_tokens: int) -> Recall:
+    """Keep items in order, section by section, while the block stays within
+    ``max_tokens``; a section without items has no header."""
     kept: list[RecallItem] = []
-    text = ""
-    for item in items:
-        candidate = "\n".join([header, *(i.text for i in kept), item.text])
-        if estimate_tokens(candidate) > max_tokens:
-            break
-        kept.append(item)
-        text = candidate
+    block: list[str] = []
+    for header, items in sections:
+        section = [header]
+        for item in items:
+            if estimate_tokens("\n".join([*block, *section, item.text])) > max_tokens:
+                break
+            section.append(item.text)
+            kept.append(item)
+        if len(section) > 1:
+            block += section
+    text = "\n".join(block)
     return Recall(text=text, tokens=estimate_tokens(text), items=kept)

@@ -8,7 +8,7 @@ one). A shared PostgreSQL backend will implement the same methods.
 
 from __future__ import annotations
 
-import secrets
+import hashlib
 import sqlite3
 import time
 from collections.abc import Iterator
@@ -16,14 +16,23 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from reflect import queue
+from reflect.config import repo_root
+from reflect.lessons import active_lesson
 from reflect.migrations import migrate
+from reflect.scrub import repo_from_git_config
 
 DB_NAME = "reflect.db"
+EMBED_TARGET = "pending"  # one embed job covers everything that lacks a vector
 STARTING = 10.0  # seconds a just-started worker gets to register before another is started
 
 
-def new_id(prefix: str) -> str:
-    return f"{prefix}-{secrets.token_hex(4)}"
+def text_key(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def error_query(failure: dict) -> str:
+    """The text that stands for a failure in a search: its error type and message."""
+    return f"{failure['error_type']}: {failure['message']}"
 
 
 def prepare_home(home: Path) -> None:
@@ -79,45 +88,87 @@ class SQLiteStore:
 
     # -- capture ---------------------------------------------------------------
 
-    def add_failure(self, failure: dict, lesson: dict, reflect: bool = False
-                    ) -> tuple[dict, dict]:
+    def add_failure(self, failure: dict, lesson: dict, reflect: bool = False,
+                    embed: bool = False) -> tuple[dict, dict]:
         """Insert a failure and link it to its fingerprint's lesson, in one transaction.
 
         ``failure["iteration"]`` may be None: the run's next number is taken
         inside the transaction. The lesson is only inserted when the
-        fingerprint has no active lesson yet. With ``reflect``, a fingerprint
-        that has only its heuristic lesson gets a reflection job, queued in the
-        same transaction so it cannot be lost. Returns the stored rows.
+        fingerprint has no active lesson yet. Jobs are queued in the same
+        transaction, so none can be lost: with ``reflect`` a reflection job for a
+        fingerprint that has only its heuristic lesson; with ``embed`` vectors
+        for a new lesson and for the error's text. Returns the stored rows.
         """
+        fp = failure["fingerprint"]
         with self.write() as conn:
             if failure["iteration"] is None:
                 failure["iteration"] = self._next_iteration(failure["run"])
-            row = conn.execute(
-                "SELECT * FROM lessons WHERE fingerprint = ? AND status = 'active' "
-                "ORDER BY seq DESC LIMIT 1",
-                (failure["fingerprint"],),
-            ).fetchone()
+            row = active_lesson(conn, fp)
             if row is None:
                 conn.execute(
-                    "INSERT INTO lessons (id, fingerprint, trigger, guidance, category, severity,"
-                    " kind, confidence, created, updated) VALUES (:id, :fingerprint, :trigger,"
-                    " :guidance, :category, :severity, :kind, :confidence, :created, :created)",
+                    f"INSERT INTO lessons ({', '.join(lesson)})"
+                    f" VALUES ({', '.join(':' + c for c in lesson)})",
                     lesson,
                 )
-                row = conn.execute("SELECT * FROM lessons WHERE id = ?", (lesson["id"],)).fetchone()
+                row = active_lesson(conn, fp)
+                if embed:
+                    queue.enqueue(conn, "embed", EMBED_TARGET, "", failure["ts"])
             failure["lesson_id"] = row["id"]
-            if reflect and row["kind"] == "heuristic":
-                queue.enqueue(conn, "reflect", failure["fingerprint"], failure["run"],
-                              failure["ts"])
-            columns = ", ".join(failure)
+            new_run = conn.execute(
+                "SELECT 1 FROM failures WHERE fingerprint = ? AND run = ? LIMIT 1",
+                (fp, failure["run"]),
+            ).fetchone() is None
             cursor = conn.execute(
-                f"INSERT INTO failures ({columns}) VALUES ({', '.join(':' + c for c in failure)})",
+                f"INSERT INTO failures ({', '.join(failure)})"
+                f" VALUES ({', '.join(':' + c for c in failure)})",
                 failure,
             )
+            conn.execute(
+                """INSERT INTO fingerprints VALUES (?, 1, 1, ?) ON CONFLICT (fingerprint)
+                   DO UPDATE SET runs = runs + ?, failures = failures + 1, last_seen = ?""",
+                (fp, failure["ts"], int(new_run), failure["ts"]),
+            )
+            if reflect and row["kind"] == "heuristic":
+                queue.enqueue(conn, "reflect", fp, failure["run"], failure["ts"])
+            if embed:
+                self._queue_texts(conn, [error_query(failure)], failure["ts"])
             stored = conn.execute(
                 "SELECT * FROM failures WHERE seq = ?", (cursor.lastrowid,)
             ).fetchone()
-        return dict(stored), dict(row)
+        return dict(stored), row
+
+    def queue_texts(self, texts: list[str], now: float) -> None:
+        """Ask the worker for these texts' vectors (goals, error lines)."""
+        with self.write() as conn:
+            self._queue_texts(conn, texts, now)
+
+    def _queue_texts(self, conn: sqlite3.Connection, texts: list[str], now: float) -> None:
+        added = sum(
+            conn.execute(
+                "INSERT OR IGNORE INTO query_vectors (key, text, created) VALUES (?, ?, ?)",
+                (text_key(t), t, now),
+            ).rowcount
+            for t in texts
+        )
+        if added:
+            queue.enqueue(conn, "embed", EMBED_TARGET, "", now)
+
+    def project_scope(self, cwd: Path) -> str:
+        """The scope of lessons learnt here: the repository's (by its remote's owner/name,
+        else its path), derived once and cached in the store; "global" outside one."""
+        root = repo_root(cwd)
+        if root is None:
+            return "global"
+        key = "scope:" + hashlib.sha256(str(root).encode()).hexdigest()[:16]
+        row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        if row is not None:
+            return row[0]
+        repo = repo_from_git_config(root)
+        name = "/".join(repo) if repo else str(root)
+        scope = "project:" + hashlib.sha256(name.encode()).hexdigest()[:12]
+        with self.write() as conn:
+            conn.execute("INSERT OR IGNORE INTO meta VALUES (?, ?)", (key, scope))
+        return scope
 
     def _next_iteration(self, run: str) -> int:
         last = self.conn.execute(
@@ -150,6 +201,24 @@ class SQLiteStore:
             fingerprints,
         )
         return {r["fingerprint"]: dict(r) for r in rows}
+
+    def has_other_lessons(self, fingerprints: set[str]) -> bool:
+        marks = ", ".join("?" * len(fingerprints))
+        return self.conn.execute(
+            f"SELECT 1 FROM lessons WHERE status = 'active' AND fingerprint NOT IN ({marks})"
+            " LIMIT 1",
+            list(fingerprints),
+        ).fetchone() is not None
+
+    def failure_ids(self, fingerprints: list[str], per: int = 5) -> dict[str, list[str]]:
+        """The latest failures of each fingerprint: a recalled lesson's provenance."""
+        return {
+            fp: [r[0] for r in self.conn.execute(
+                "SELECT id FROM failures WHERE fingerprint = ? ORDER BY seq DESC LIMIT ?",
+                (fp, per),
+            )]
+            for fp in fingerprints
+        }
 
     def failure(self, failure_id: str) -> dict | None:
         row = self.conn.execute("SELECT * FROM failures WHERE id = ?", (failure_id,)).fetchone()
@@ -247,6 +316,16 @@ class SQLiteStore:
             kept = "(SELECT DISTINCT fingerprint FROM failures)"
             conn.execute(f"DELETE FROM lessons WHERE fingerprint NOT IN {kept}")
             conn.execute(f"DELETE FROM jobs WHERE kind = 'reflect' AND target NOT IN {kept}")
+            conn.execute("DELETE FROM fingerprints")
+            conn.execute(
+                "INSERT INTO fingerprints SELECT fingerprint, COUNT(DISTINCT run), COUNT(*),"
+                " MAX(ts) FROM failures GROUP BY fingerprint"
+            )
+            if run is None:
+                conn.execute("DELETE FROM query_vectors")
+        # Index files hold vectors of deleted lessons until rebuilt: drop them now.
+        for path in self.path.parent.glob("vectors-*.idx"):
+            path.unlink(missing_ok=True)
         # Deleted text must not linger in the WAL or in free pages.
         self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         self.conn.execute("VACUUM")

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from reflect import config, queue
 from reflect.config import ModelSettings
+from reflect.embedding import Vectors
 from reflect.lessons import active_lesson, add_model_lesson
 from reflect.store import SQLiteStore
 
@@ -29,14 +30,21 @@ WORKER_LOG = "worker.log"
 
 
 class Worker:
-    def __init__(self, home: Path, model: ModelSettings | None, *,
+    def __init__(self, home: Path, model: ModelSettings | None, embeddings: str | None, *,
                  clock: Callable[[], float] = time.time, busy_timeout: float = 30.0):
+        """``model`` writes lessons (None: no reflection jobs are taken); ``embeddings`` is
+        the REFLECT_EMBEDDINGS spec (None: no embedding jobs are taken)."""
         self.store = SQLiteStore(home, busy_timeout)
         self.model = model
         self.clock = clock
         self.scrubber = config.scrubber(home)
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-        self.handlers = {"reflect": self._reflect} if model else {}
+        self.vectors = Vectors(self.store, embeddings)
+        self.handlers = {}
+        if model is not None:
+            self.handlers["reflect"] = self._reflect
+        if embeddings is not None:
+            self.handlers["embed"] = self._embed
 
     def close(self) -> None:
         with self.store.write() as conn:
@@ -68,8 +76,13 @@ class Worker:
             stop.wait(POLL)
 
     def _lease_seconds(self) -> float:
-        # Longer than one model call, so a live worker never loses its job.
-        return (self.model.timeout if self.model else 0) + 30.0
+        # Longer than one model call or a model load, so a live worker keeps its job.
+        return (self.model.timeout if self.model else 0) + 60.0
+
+    def _embed(self, job: queue.Job) -> None:
+        self.vectors.embed_pending()
+        with self.store.write() as conn:
+            queue.finish(conn, job, self.owner, self.clock())
 
     # -- reflection --------------------------------------------------------------
 
@@ -78,7 +91,8 @@ class Worker:
         from reflect.review import MalformedLesson, review
 
         model = self.model
-        provider = provider_of(model.model)
+        # Two local servers behind one provider fail independently.
+        provider = provider_of(model.model) + (f"@{model.api_base}" if model.api_base else "")
         now = self.clock()
         with self.store.write() as conn:
             if (until := queue.breaker_open_until(conn, provider, now)) is not None:
@@ -190,13 +204,13 @@ def start_detached(home: Path, model: ModelSettings | None, idle_exit: float = 6
                          env={**os.environ, "REFLECT_HOME": str(home)})
 
 
-def start_thread(home: Path, model: ModelSettings, clock: Callable[[], float]
-                 ) -> tuple[threading.Thread, threading.Event]:
+def start_thread(home: Path, model: ModelSettings | None, embeddings: str | None,
+                 clock: Callable[[], float]) -> tuple[threading.Thread, threading.Event]:
     """A daemon worker thread: it never keeps the agent's process alive."""
     stop = threading.Event()
 
     def work() -> None:
-        worker = Worker(home, model, clock=clock)
+        worker = Worker(home, model, embeddings, clock=clock)
         try:
             worker.run(stop)
         except Exception as e:  # the agent goes on; the job's lease runs out and it is retried

@@ -18,6 +18,11 @@ def own_store(tmp_path, monkeypatch):
             monkeypatch.delenv(name)
     home = tmp_path / "store"
     monkeypatch.setenv("REFLECT_HOME", str(home))
+    # Unit tests embed with the deterministic hashing embedder; the tests on the
+    # real bundled model ask for it.
+    monkeypatch.setenv("REFLECT_EMBEDDINGS", "hash")
+    # Detached workers are started only by the tests about them.
+    monkeypatch.setenv("REFLECT_WORKER", "off")
     # The fallback for an unwritable store lives in the temp directory: keep it per test.
     monkeypatch.setenv("TMPDIR", str(tmp_path))
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))

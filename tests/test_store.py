@@ -37,20 +37,37 @@ def test_migrate_from_empty_database_and_again_is_a_no_op(tmp_path):
 
 
 @pytest.mark.parametrize("applied", range(1, len(MIGRATIONS)))
-def test_migrate_from_each_older_schema_keeps_the_data(tmp_path, monkeypatch, applied):
-    path = tmp_path / "old" / DB_NAME
-    path.parent.mkdir()
-    monkeypatch.setattr("reflect.migrations.MIGRATIONS", MIGRATIONS[:applied])
-    with Memory(tmp_path / "old") as mem:
-        entry = mem.capture(run="r", exit_code=1, error_text="KeyError: 'k'")
-    monkeypatch.undo()
-    conn = sqlite3.connect(path, isolation_level=None)
-    assert conn.execute("SELECT COUNT(*) FROM migrations").fetchone()[0] == applied
+def test_migrate_from_each_older_schema_keeps_the_data(tmp_path, applied):
+    home = tmp_path / "old"
+    home.mkdir()
+    conn = sqlite3.connect(home / DB_NAME, isolation_level=None)
+    conn.execute("CREATE TABLE migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL,"
+                 " applied REAL NOT NULL)")
+    for version, step in enumerate(MIGRATIONS[:applied], 1):
+        step(conn)
+        conn.execute("INSERT INTO migrations VALUES (?, ?, 0)", (version, step.__name__))
+    # Rows as the oldest schema wrote them: every later schema must keep them.
+    conn.execute(
+        "INSERT INTO lessons (id, fingerprint, trigger, guidance, category, severity, kind,"
+        " confidence, created, updated) VALUES (?, 'fp1', ?, ?, 'import', 'high', 'heuristic',"
+        " 0.5, 1, 1)",
+        ("L-00000001", "running `python a.py` fails", "Install `requests` first."),
+    )
+    conn.execute(
+        "INSERT INTO failures (id, run, iteration, ts, goal, phase, action, exit_code,"
+        " error_type, message, signature, friction, fingerprint, source, redactions, category,"
+        " severity, lesson_id) VALUES (?, 'r', 1, 1, 'g', '', 'python a.py', 1,"
+        " 'ModuleNotFoundError', ?, '', '', 'fp1', 'text', 0, 'import', 'high', 'L-00000001')",
+        ("F-00000001", "No module named 'requests'"),
+    )
     migrate(conn)
     assert conn.execute("SELECT COUNT(*) FROM migrations").fetchone()[0] == len(MIGRATIONS)
-    with Memory(tmp_path / "old") as mem:
-        assert mem.failure(entry.failure_id).hint == entry.hint
-        assert mem.recall(run="r").items[0].source_failure_ids == [entry.failure_id]
+    with Memory(home, embeddings="off") as mem:
+        assert mem.failure("F-00000001").hint == "Install `requests` first."
+        assert mem.recall(run="r").items[0].source_failure_ids == ["F-00000001"]
+        # Later schemas index the old lesson for keyword search and count its runs.
+        other = mem.recall(run="other", goal="the requests package is missing")
+        assert [i.id for i in other.items] == ["L-00000001"]
 
 
 def test_capture_is_committed_before_it_returns(own_store):

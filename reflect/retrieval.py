@@ -1,0 +1,144 @@
+"""Lessons from earlier runs that fit the goal: keywords, meaning and evidence, gated.
+
+Candidates come from three places: an FTS5 query on the goal's rarest terms,
+a dense search with the goal's and the latest error's vectors, and lessons whose
+root cause recurred in several runs (environment-level failures recur whatever
+the goal says). Each candidate gets calibrated signals (cosine, the share of
+query terms it holds, its number of runs) that the gate can judge on any store
+size, where BM25 scores on a handful of lessons would be near zero; the score
+then weighs relevance with confidence, age and evidence.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from reflect.embedding import Vectors
+from reflect.store import SQLiteStore
+
+MAX_TERMS = 12  # a goal is an issue text of hundreds of words: keep its rarest terms
+CANDIDATES = 50
+# Gate, tuned on labelled goal/lesson pairs (see bench/gate.py and the README).
+MIN_COSINE = 0.40
+MIN_TERM_SHARE = 0.34
+EVIDENCE_RUNS = 3  # a root cause seen in this many runs passes on evidence alone
+HALF_LIFE_DAYS = 90.0
+PROJECT_BONUS = 1.15
+
+_WORD = re.compile(r"[a-z][a-z0-9_]{2,}")
+STOPWORDS = frozenset(
+    "the and for that this with from are was were been have has had not but you your can"
+    " will would should could into when then than there their them they what which who how"
+    " all any each some such only also more most other use used using does did doing done"
+    " its our out off one two get got may might must just like make made very here where"
+    " about after before while because issue error fails failed failing test tests code"
+    " file line run running should expected actual".split()
+)
+
+
+@dataclass
+class Candidate:
+    lesson: dict
+    cosine: float = 0.0
+    term_share: float = 0.0
+    runs: int = 1
+    score: float = 0.0
+
+
+def words(text: str) -> list[str]:
+    return [w for w in _WORD.findall(text.lower()) if w not in STOPWORDS]
+
+
+def rare_terms(store: SQLiteStore, text: str, limit: int = MAX_TERMS) -> list[str]:
+    """The query's words that lessons hold, rarest first (fewest lessons holding them)."""
+    unique = list(dict.fromkeys(words(text)))[:400]
+    if not unique:
+        return []
+    marks = ", ".join("?" * len(unique))
+    df = dict(store.conn.execute(
+        f"SELECT term, doc FROM lessons_vocab WHERE term IN ({marks})", unique
+    ).fetchall())
+    present = [w for w in unique if w in df]
+    return sorted(present, key=lambda w: (df[w], unique.index(w)))[:limit]
+
+
+def find_lessons(store: SQLiteStore, vectors: Vectors, *, query: str, query_vectors: list,
+                 run: str, scope: str, exclude: set[str], now: float, limit: int
+                 ) -> list[Candidate]:
+    """The lessons learnt in runs other than ``run`` that pass the gate, best first."""
+    found: dict[str, Candidate] = {}
+    terms = rare_terms(store, query)
+    if terms:
+        match = " OR ".join(f'"{t}"' for t in terms)
+        for row in store.conn.execute(
+            "SELECT l.* FROM lessons_fts JOIN lessons l ON l.seq = lessons_fts.rowid"
+            " WHERE lessons_fts MATCH ? ORDER BY bm25(lessons_fts) LIMIT ?",
+            (match, CANDIDATES),
+        ):
+            found.setdefault(row["id"], Candidate(dict(row)))
+    dense = [v for v in query_vectors if v is not None]
+    if dense:
+        query_vector = np.sum(dense, axis=0)
+        for lesson_id, cosine in vectors.search(query_vector, CANDIDATES):
+            found.setdefault(lesson_id, Candidate({"id": lesson_id})).cosine = cosine
+    for row in store.conn.execute(
+        "SELECT l.* FROM fingerprints f JOIN lessons l ON l.fingerprint = f.fingerprint"
+        " WHERE f.runs >= ? AND l.status = 'active' ORDER BY f.runs DESC LIMIT ?",
+        (EVIDENCE_RUNS, CANDIDATES),
+    ):
+        found.setdefault(row["id"], Candidate(dict(row)))
+    _complete(store, found, run)
+    kept = []
+    term_set = set(terms)
+    for c in found.values():
+        lesson = c.lesson
+        if lesson.get("status") != "active" or lesson["fingerprint"] in exclude:
+            continue
+        if not lesson["elsewhere"]:  # only this run has failed this way: not an earlier lesson
+            continue
+        if lesson["scope"] not in (scope, "global"):
+            continue
+        held = set(words(f"{lesson['trigger']} {lesson['guidance']} {lesson['error_text']}"))
+        c.term_share = len(term_set & held) / min(len(term_set), 3) if term_set else 0.0
+        if c.cosine < MIN_COSINE and c.term_share < MIN_TERM_SHARE and c.runs < EVIDENCE_RUNS:
+            continue
+        c.score = _score(c, scope, now)
+        kept.append(c)
+    kept.sort(key=lambda c: c.score, reverse=True)
+    return kept[:limit]
+
+
+def _complete(store: SQLiteStore, found: dict[str, Candidate], run: str) -> None:
+    """Fill in the rows of dense-only candidates, every candidate's run count, and
+    whether its failure occurred in another run."""
+    if not found:
+        return
+    ids = list(found)
+    marks = ", ".join("?" * len(ids))
+    for row in store.conn.execute(
+        f"""SELECT l.*, COALESCE(f.runs, 1) AS runs,
+                   EXISTS (SELECT 1 FROM failures o WHERE o.fingerprint = l.fingerprint
+                           AND o.run != ?) AS elsewhere
+            FROM lessons l LEFT JOIN fingerprints f ON f.fingerprint = l.fingerprint
+            WHERE l.id IN ({marks})""",
+        [run, *ids],
+    ):
+        c = found[row["id"]]
+        c.lesson = dict(row)
+        c.runs = row["runs"]
+
+
+def _score(c: Candidate, scope: str, now: float) -> float:
+    relevance = max(c.cosine, min(1.0, c.term_share) * 0.8)
+    if c.runs >= EVIDENCE_RUNS:  # evidence earns a place even when the words differ
+        relevance = max(relevance, 0.35)
+    evidence = 1.0 + 0.25 * math.log2(max(c.runs, 1))
+    confidence = 0.5 + c.lesson["confidence"]
+    age_days = max(0.0, now - c.lesson["updated"]) / 86400
+    fresh = 0.5 ** (age_days / HALF_LIFE_DAYS)
+    bonus = PROJECT_BONUS if c.lesson["scope"] == scope else 1.0
+    return round(relevance * evidence * confidence * fresh * bonus, 4)
