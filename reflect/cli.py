@@ -73,6 +73,9 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--phase", default="")
     c.add_argument("--iteration", type=int, help="the iteration about to run")
     c.add_argument("--max-tokens", type=int, default=DEFAULT_MAX_TOKENS)
+    c.add_argument("--semantic", choices=["cached", "wait"], default="cached",
+                   help="cached: use vectors the worker made, queue the rest (default); "
+                        "wait: load the embedding model here")
     fmt(c)
 
     c = command("outcome", cmd_outcome, "Report how an iteration ended.")
@@ -149,7 +152,7 @@ def cmd_capture(args) -> int:
 
 
 def cmd_recall(args) -> int:
-    with Memory() as mem:
+    with Memory(semantic=args.semantic) as mem:
         rec = mem.recall(run=args.run, goal=args.goal, phase=args.phase,
                          iteration=args.iteration, max_tokens=args.max_tokens)
     emit(args, rec.to_dict(), rec.text)

@@ -59,6 +59,16 @@ class Vectors:
 
     # -- writing vectors (worker, or an in-process recall) ---------------------------
 
+    def embed_queued(self) -> int:
+        """In process: do the queued embedding work now, if there is any. The queued job
+        is claimed first, so work queued meanwhile queues a new one."""
+        with self.store.write() as conn:
+            claimed = conn.execute(
+                "UPDATE jobs SET state = 'done', reason = 'embedded in process'"
+                " WHERE kind = 'embed' AND state = 'queued'"
+            ).rowcount
+        return self.embed_pending() if claimed else 0
+
     def embed_pending(self, limit: int | None = None) -> int:
         """Embed lessons and queued texts that have no vector from the current model."""
         embedder = self.embedder()

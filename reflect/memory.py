@@ -151,6 +151,8 @@ class Memory:
         ``sections`` limits what is searched."""
         if not self.enabled:
             return Recall()
+        if config.offline():  # recency only: this run's failures and hints, from SQL
+            sections = tuple(s for s in sections if s == "recent")
         try:
             goal, _ = self.scrubber.scrub(bounded(goal, recall.MAX_GOAL_CHARS))
             return recall.build(

@@ -54,15 +54,20 @@ def lesson_items(store: SQLiteStore, vectors: Vectors, *, goal: str, phase: str,
         return []  # nothing to search: no reason to load a model
     # The goal and phase, plus the run's latest error (searched by meaning too) and action.
     goal_text = f"{goal[:MAX_GOAL_CHARS]}\n{phase}".strip()
-    dense_texts = [t for t in (goal_text, latest and error_query(latest)) if t]
-    query = "\n".join([*dense_texts, latest["action"] if latest else ""])
-    query_vectors = []
+    query = goal_text
+    if latest is not None:
+        query += f"\n{error_query(latest)}\n{latest['action']}"
+    goal_vector = error_vector = None
     if vectors.spec is not None:
         if embed:
-            vectors.embed_pending(limit=256)
-        query_vectors = [vectors.query_vector(text, embed) for text in dense_texts]
-    found = find_lessons(store, vectors, query=query, query_vectors=query_vectors, run=run,
-                         scope=scope, exclude=exclude, now=now, limit=MAX_LESSON_ITEMS)
+            vectors.embed_queued()
+        if goal_text:
+            goal_vector = vectors.query_vector(goal_text, embed)
+        if latest is not None:
+            error_vector = vectors.query_vector(error_query(latest), embed)
+    found = find_lessons(store, vectors, query=query, goal_vector=goal_vector,
+                         error_vector=error_vector, run=run, scope=scope, exclude=exclude,
+                         now=now, limit=MAX_LESSON_ITEMS)
     sources = store.failure_ids([c.lesson["fingerprint"] for c in found])
     return [
         RecallItem(

@@ -5,10 +5,13 @@ from __future__ import annotations
 import secrets
 from dataclasses import asdict, dataclass, field
 
+ID_ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"  # Crockford's base32: no i, l, o, u
+
 
 def new_id(prefix: str) -> str:
-    """``F-…`` a failure, ``L-…`` a lesson: a person can tell them apart and type them."""
-    return f"{prefix}-{secrets.token_hex(4)}"
+    """``F-…`` a failure, ``L-…`` a lesson: a person can tell them apart and type them.
+    Ten base32 characters (50 bits) keep a store of millions free of collisions."""
+    return f"{prefix}-{''.join(secrets.choice(ID_ALPHABET) for _ in range(10))}"
 
 
 @dataclass

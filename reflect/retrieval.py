@@ -22,14 +22,18 @@ from reflect.store import SQLiteStore
 
 MAX_TERMS = 12  # a goal is an issue text of hundreds of words: keep its rarest terms
 CANDIDATES = 50
-# Gate, tuned on labelled goal/lesson pairs (see bench/gate.py and the README).
-MIN_COSINE = 0.40
+COMMON_SHARE = 0.05  # a term in more than this share of lessons is not searched for...
+COMMON_FLOOR = 20  # ...unless the store is small
+# Gate, tuned on labelled goal/lesson pairs (see bench/gate.py and the README). A goal
+# is a long issue text, an error a short line: their cosines live on different scales.
+MIN_GOAL_COSINE = 0.30
+MIN_ERROR_COSINE = 0.55
 MIN_TERM_SHARE = 0.34
 EVIDENCE_RUNS = 3  # a root cause seen in this many runs passes on evidence alone
 HALF_LIFE_DAYS = 90.0
 PROJECT_BONUS = 1.15
 
-_WORD = re.compile(r"[a-z][a-z0-9_]{2,}")
+_WORD = re.compile(r"[a-z][a-z0-9]{2,}")  # as FTS5 unicode61 splits: "auth_user" is two
 STOPWORDS = frozenset(
     "the and for that this with from are was were been have has had not but you your can"
     " will would should could into when then than there their them they what which who how"
@@ -43,7 +47,8 @@ STOPWORDS = frozenset(
 @dataclass
 class Candidate:
     lesson: dict
-    cosine: float = 0.0
+    goal_cosine: float = 0.0
+    error_cosine: float = 0.0
     term_share: float = 0.0
     runs: int = 1
     score: float = 0.0
@@ -54,7 +59,9 @@ def words(text: str) -> list[str]:
 
 
 def rare_terms(store: SQLiteStore, text: str, limit: int = MAX_TERMS) -> list[str]:
-    """The query's words that lessons hold, rarest first (fewest lessons holding them)."""
+    """The query's words that lessons hold, rarest first (fewest lessons holding them).
+    A word most lessons hold tells them apart no better than none (and matching it
+    would rank most of the store)."""
     unique = list(dict.fromkeys(words(text)))[:400]
     if not unique:
         return []
@@ -62,13 +69,15 @@ def rare_terms(store: SQLiteStore, text: str, limit: int = MAX_TERMS) -> list[st
     df = dict(store.conn.execute(
         f"SELECT term, doc FROM lessons_vocab WHERE term IN ({marks})", unique
     ).fetchall())
-    present = [w for w in unique if w in df]
+    lessons = store.conn.execute("SELECT COALESCE(MAX(seq), 0) FROM lessons").fetchone()[0]
+    common = max(COMMON_FLOOR, COMMON_SHARE * lessons)
+    present = [w for w in unique if 0 < df.get(w, 0) <= common]
     return sorted(present, key=lambda w: (df[w], unique.index(w)))[:limit]
 
 
-def find_lessons(store: SQLiteStore, vectors: Vectors, *, query: str, query_vectors: list,
-                 run: str, scope: str, exclude: set[str], now: float, limit: int
-                 ) -> list[Candidate]:
+def find_lessons(store: SQLiteStore, vectors: Vectors, *, query: str,
+                 goal_vector: np.ndarray | None, error_vector: np.ndarray | None, run: str,
+                 scope: str, exclude: set[str], now: float, limit: int) -> list[Candidate]:
     """The lessons learnt in runs other than ``run`` that pass the gate, best first."""
     found: dict[str, Candidate] = {}
     terms = rare_terms(store, query)
@@ -80,11 +89,12 @@ def find_lessons(store: SQLiteStore, vectors: Vectors, *, query: str, query_vect
             (match, CANDIDATES),
         ):
             found.setdefault(row["id"], Candidate(dict(row)))
-    dense = [v for v in query_vectors if v is not None]
-    if dense:
-        query_vector = np.sum(dense, axis=0)
-        for lesson_id, cosine in vectors.search(query_vector, CANDIDATES):
-            found.setdefault(lesson_id, Candidate({"id": lesson_id})).cosine = cosine
+    if goal_vector is not None:
+        for lesson_id, cosine in vectors.search(goal_vector, CANDIDATES):
+            found.setdefault(lesson_id, Candidate({"id": lesson_id})).goal_cosine = cosine
+    if error_vector is not None:
+        for lesson_id, cosine in vectors.search(error_vector, CANDIDATES):
+            found.setdefault(lesson_id, Candidate({"id": lesson_id})).error_cosine = cosine
     for row in store.conn.execute(
         "SELECT l.* FROM fingerprints f JOIN lessons l ON l.fingerprint = f.fingerprint"
         " WHERE f.runs >= ? AND l.status = 'active' ORDER BY f.runs DESC LIMIT ?",
@@ -104,7 +114,7 @@ def find_lessons(store: SQLiteStore, vectors: Vectors, *, query: str, query_vect
             continue
         held = set(words(f"{lesson['trigger']} {lesson['guidance']} {lesson['error_text']}"))
         c.term_share = len(term_set & held) / min(len(term_set), 3) if term_set else 0.0
-        if c.cosine < MIN_COSINE and c.term_share < MIN_TERM_SHARE and c.runs < EVIDENCE_RUNS:
+        if not passes(c):
             continue
         c.score = _score(c, scope, now)
         kept.append(c)
@@ -132,13 +142,26 @@ def _complete(store: SQLiteStore, found: dict[str, Candidate], run: str) -> None
         c.runs = row["runs"]
 
 
+def passes(c: Candidate) -> bool:
+    """The relevance gate: noise in a prompt is worse than nothing."""
+    return (c.goal_cosine >= MIN_GOAL_COSINE or c.error_cosine >= MIN_ERROR_COSINE
+            or c.term_share >= MIN_TERM_SHARE or c.runs >= EVIDENCE_RUNS)
+
+
+def relevance(c: Candidate) -> float:
+    """The strongest signal, each scaled so that its gate sits at 0.5."""
+    return min(1.0, max(c.goal_cosine / (2 * MIN_GOAL_COSINE),
+                        c.error_cosine / (2 * MIN_ERROR_COSINE),
+                        c.term_share / (2 * MIN_TERM_SHARE)))
+
+
 def _score(c: Candidate, scope: str, now: float) -> float:
-    relevance = max(c.cosine, min(1.0, c.term_share) * 0.8)
+    relevance_ = relevance(c)
     if c.runs >= EVIDENCE_RUNS:  # evidence earns a place even when the words differ
-        relevance = max(relevance, 0.35)
+        relevance_ = max(relevance_, 0.5)
     evidence = 1.0 + 0.25 * math.log2(max(c.runs, 1))
     confidence = 0.5 + c.lesson["confidence"]
     age_days = max(0.0, now - c.lesson["updated"]) / 86400
     fresh = 0.5 ** (age_days / HALF_LIFE_DAYS)
     bonus = PROJECT_BONUS if c.lesson["scope"] == scope else 1.0
-    return round(relevance * evidence * confidence * fresh * bonus, 4)
+    return round(relevance_ * evidence * confidence * fresh * bonus, 4)
