@@ -88,7 +88,7 @@ def parser() -> argparse.ArgumentParser:
     model(c)
     fmt(c)
 
-    c = command("worker", cmd_worker, "Run queued jobs: model-written lessons.")
+    c = command("worker", cmd_worker, "Run queued jobs: model-written lessons, embeddings.")
     model(c)
     c.add_argument("--once", action="store_true", help="run the jobs due now, then exit")
     c.add_argument("--idle-exit", type=float, metavar="SECONDS", help="exit when idle this long")
@@ -173,9 +173,9 @@ def cmd_worker(args) -> int:
     if args.nice:
         os.nice(args.nice)
     with Memory(model=args.model) as mem:
-        if mem.model is None:
-            print("reflect: no model configured (set REFLECT_MODEL or --model); nothing to run",
-                  file=sys.stderr)
+        if mem.model is None and mem.embeddings is None:
+            print("reflect: no model and embeddings off (REFLECT_MODEL, REFLECT_EMBEDDINGS);"
+                  " nothing to run", file=sys.stderr)
             return 0
         done = mem.run_worker(once=args.once, idle_exit=args.idle_exit)
     if args.once:
