@@ -8,16 +8,16 @@ breaks the agent loop.
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import os
 import sys
-from datetime import UTC, datetime
 
 from reflect import config
 from reflect.capture import read_crash_file, read_error_file
+from reflect.cli_lessons import add_lesson_commands
 from reflect.eval.cli import add_eval_command
 from reflect.memory import DEFAULT_MAX_TOKENS, Memory
+from reflect.output import emit, first_line, when
 
 LOOP_COMMANDS = {"capture", "recall", "outcome"}
 
@@ -119,15 +119,9 @@ def parser() -> argparse.ArgumentParser:
     which.add_argument("--all", action="store_true", help="delete everything (needs --yes)")
     c.add_argument("--yes", action="store_true")
 
+    add_lesson_commands(sub)
     add_eval_command(sub)
     return p
-
-
-def emit(args, data: dict, text: str) -> None:
-    if args.format == "json":
-        print(json.dumps(data, ensure_ascii=False))
-    elif text:
-        print(text)
 
 
 def cmd_capture(args) -> int:
@@ -204,8 +198,8 @@ def cmd_failures_list(args) -> int:
     with Memory() as mem:
         entries = mem.failures(run=args.run, limit=args.limit)
     lines = [
-        f"{e.failure_id}  {_when(e.ts)}  {e.run}#{e.iteration}  {e.category:<11}  "
-        f"{e.error_type}: {_first_line(e.message, 80)}"
+        f"{e.failure_id}  {when(e.ts)}  {e.run}#{e.iteration}  {e.category:<11}  "
+        f"{e.error_type}: {first_line(e.message, 80)}"
         for e in entries
     ]
     emit(args, {"failures": [e.to_dict() for e in entries]}, "\n".join(lines) or "no failures")
@@ -246,12 +240,3 @@ def cmd_clear(args) -> int:
         n = mem.clear(run=None if args.all else args.run)
     print(f"deleted {n} failure(s)")
     return 0
-
-
-def _when(ts: float) -> str:
-    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%d %H:%M")
-
-
-def _first_line(text: str, limit: int) -> str:
-    line = text.splitlines()[0] if text else ""
-    return line if len(line) <= limit else line[: limit - 1] + "…"

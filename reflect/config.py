@@ -39,6 +39,16 @@ def embeddings_spec(value: str | None = None, env=os.environ) -> str | None:
     return spec
 
 
+def escalate_after(env=os.environ) -> int:
+    """Times a lesson may fail to prevent its failure before it is escalated."""
+    return _number(env, "REFLECT_ESCALATE_AFTER", int, 3)
+
+
+def half_life_days(env=os.environ) -> float:
+    """Days without use over which a lesson's effective confidence halves."""
+    return _number(env, "REFLECT_HALF_LIFE_DAYS", float, 90.0)
+
+
 def worker_allowed(env=os.environ) -> bool:
     """``REFLECT_WORKER=off``: capture never starts a detached worker."""
     return env.get("REFLECT_WORKER", "").strip().lower() not in {"off", "0", "false", "no"}

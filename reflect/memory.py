@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from reflect import config, pending, recall
+from reflect import config, controls, pending, recall, upkeep
 from reflect.capture import Parsed, bounded, entry_rows, parse, synthesize
 from reflect.embedding import Vectors
 from reflect.records import ErrorEntry, Recall
@@ -153,13 +153,21 @@ class Memory:
             return Recall()
         if config.offline():  # recency only: this run's failures and hints, from SQL
             sections = tuple(s for s in sections if s == "recent")
+        run = run or self.run
         try:
             goal, _ = self.scrubber.scrub(bounded(goal, recall.MAX_GOAL_CHARS))
-            return recall.build(
-                self.store, self.vectors, run=run or self.run, goal=goal, phase=phase,
+            now = self.clock()
+            rec = recall.build(
+                self.store, self.vectors, run=run, goal=goal, phase=phase,
                 iteration=iteration, max_tokens=max_tokens, sections=sections,
-                scope=self.scope, now=self.clock(), embed=self.semantic == "wait",
+                scope=self.scope, now=now, embed=self.semantic == "wait",
+                escalate_after=config.escalate_after(),
             )
+            if rec.items:  # the injection log: what the agent saw, for credit and people
+                if iteration is None:
+                    iteration = self.store.next_iteration(run)
+                self.store.record_injections(run, iteration, rec.items, rec.tokens, now)
+            return rec
         except (sqlite3.Error, OSError) as e:
             config.warn(f"store {self.home} not readable ({e}); no failures recalled")
             return Recall()
@@ -213,8 +221,8 @@ class Memory:
         ``action`` as their resolution; returns the ids of the failures resolved."""
         run = run or self.run
         if not self.enabled or not success:
-            return []
-        if not self.store.has_run(run):
+            return []  # a failed iteration is credited when it is captured
+        if not self.store.has_run(run) and not self.store.injections(run, 1):
             config.warn(f"run {run!r} has no captured failures; nothing to resolve")
             return []
         if iteration is None:
@@ -245,9 +253,50 @@ class Memory:
             "by_run": dict(self.store.count_by("run", run)),
         }
 
+    def injections(self, run: str | None = None, limit: int = 50) -> list[dict]:
+        """What recall put into prompts, newest first, with rank, score and outcome."""
+        return self.store.injections(run, limit)
+
     def clear(self, run: str | None = None) -> int:
         """Delete one run's failures, or all of them with ``run=None``."""
         return self.store.clear(run)
+
+    # -- a person's controls over lessons ---------------------------------------------
+
+    def lessons(self, status: str | None = "active", ineffective: bool = False,
+                limit: int = 50) -> list[dict]:
+        after = config.escalate_after() if ineffective else 0
+        return controls.listing(self.store, status=status, ineffective_after=after,
+                                limit=limit)
+
+    def lesson(self, lesson_id: str) -> dict:
+        """One lesson with its provenance; raises ``controls.UnknownLesson``."""
+        return controls.detail(self.store, lesson_id)
+
+    def search_lessons(self, text: str, limit: int = 20) -> list[dict]:
+        return controls.search(self.store, text, limit)
+
+    def pin(self, lesson_id: str, pinned: bool = True) -> None:
+        controls.set_pinned(self.store, lesson_id, pinned, self.clock())
+
+    def forget(self, lesson_id: str) -> None:
+        controls.forget(self.store, lesson_id, self.clock())
+
+    def quarantine(self, lesson_id: str, why: str) -> None:
+        controls.quarantine(self.store, lesson_id, self.scrubber.scrub(why)[0], self.clock())
+
+    def release(self, lesson_id: str) -> None:
+        controls.release(self.store, lesson_id, self.clock())
+
+    def feedback(self, lesson_id: str, good: bool) -> dict:
+        return controls.feedback(self.store, lesson_id, good, self.clock())
+
+    def teach(self, text: str) -> str:
+        """``"when <trigger>: <guidance>"``: a pinned, confident lesson; returns its id."""
+        return controls.teach(self.store, text, self.scope, self.scrubber.scrub, self.clock())
+
+    def consolidate(self) -> dict:
+        return upkeep.consolidate(self.store, self.clock(), config.half_life_days())
 
 
 def _entry(row: dict, lesson: dict | None) -> ErrorEntry:

@@ -185,7 +185,47 @@ def add_search(conn: sqlite3.Connection) -> None:
     )
 
 
-MIGRATIONS = [create_failures_and_lessons, add_jobs_and_model_lessons, add_search]
+def add_credit_and_controls(conn: sqlite3.Connection) -> None:
+    _script(
+        conn,
+        """
+        -- What went into which prompt, and how the iteration after it ended.
+        CREATE TABLE injections (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            run TEXT NOT NULL,
+            iteration INTEGER NOT NULL,
+            lesson_id TEXT NOT NULL,
+            fingerprint TEXT NOT NULL,
+            section TEXT NOT NULL,
+            rank INTEGER NOT NULL,
+            score REAL NOT NULL,
+            tokens INTEGER NOT NULL,
+            ts REAL NOT NULL,
+            outcome TEXT NOT NULL DEFAULT ''
+        );
+        CREATE INDEX injections_run_iteration ON injections (run, iteration);
+        CREATE INDEX injections_lesson ON injections (lesson_id);
+        -- Credit: confidence follows a smoothed win rate around the lesson's prior.
+        ALTER TABLE lessons ADD COLUMN prior REAL NOT NULL DEFAULT 0.5;
+        UPDATE lessons SET prior = confidence;
+        ALTER TABLE lessons ADD COLUMN wins REAL NOT NULL DEFAULT 0;
+        ALTER TABLE lessons ADD COLUMN losses INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE lessons ADD COLUMN injected INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE lessons ADD COLUMN last_used REAL NOT NULL DEFAULT 0;
+        ALTER TABLE lessons ADD COLUMN pinned INTEGER NOT NULL DEFAULT 0;
+        -- Every removal, by whom and why; never the removed text.
+        CREATE TABLE removals (
+            lesson_id TEXT NOT NULL,
+            fingerprint TEXT NOT NULL,
+            reason TEXT NOT NULL,
+            ts REAL NOT NULL
+        )
+        """,
+    )
+
+
+MIGRATIONS = [create_failures_and_lessons, add_jobs_and_model_lessons, add_search,
+              add_credit_and_controls]
 
 
 def _script(conn: sqlite3.Connection, sql: str) -> None:

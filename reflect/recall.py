@@ -16,9 +16,10 @@ MAX_GOAL_CHARS = 2000
 
 def build(store: SQLiteStore, vectors: Vectors, *, run: str, goal: str, phase: str,
           iteration: int | None, max_tokens: int, sections: tuple[str, ...], scope: str,
-          now: float, embed: bool) -> Recall:
+          now: float, embed: bool, escalate_after: int) -> Recall:
     """``embed``: compute missing vectors in this process (the model loads once);
-    otherwise use cached vectors and queue the rest for the worker."""
+    otherwise use cached vectors and queue the rest for the worker. A lesson that failed
+    to prevent its failure ``escalate_after`` times comes first in its section, marked."""
     rows = store.recent_failures(run, iteration, RECENT_WINDOW)
     groups: dict[str, list[dict]] = {}
     for row in rows:  # newest first, so each group's first row is its latest
@@ -33,23 +34,26 @@ def build(store: SQLiteStore, vectors: Vectors, *, run: str, goal: str, phase: s
             recent.append(RecallItem(
                 section="recent",
                 id=lesson["id"] if lesson else f["lesson_id"],
-                text=recent_item_text(f, len(group), lesson),
+                text=recent_item_text(f, len(group), lesson, escalate_after),
                 fingerprint=f["fingerprint"],
                 source_failure_ids=[g["id"] for g in group],
                 score=round(1 / (1 + rank), 3),
             ))
+        recent.sort(key=lambda item: not escalated(lessons.get(item.fingerprint),
+                                                   escalate_after))
     earlier: list[RecallItem] = []
     if "lessons" in sections:
         shown = set(groups)  # what the recent section covers is not repeated
         earlier = lesson_items(store, vectors, goal=goal, phase=phase,
                                latest=rows[0] if rows else None, run=run, scope=scope,
-                               exclude=shown, now=now, embed=embed)
+                               exclude=shown, now=now, embed=embed,
+                               escalate_after=escalate_after)
     return fit([(RECENT_HEADER, recent), (LESSONS_HEADER, earlier)], max_tokens)
 
 
 def lesson_items(store: SQLiteStore, vectors: Vectors, *, goal: str, phase: str,
                  latest: dict | None, run: str, scope: str, exclude: set[str], now: float,
-                 embed: bool) -> list[RecallItem]:
+                 embed: bool, escalate_after: int) -> list[RecallItem]:
     if not store.has_other_lessons(exclude):
         return []  # nothing to search: no reason to load a model
     # The goal and phase, plus the run's latest error (searched by meaning too) and action.
@@ -68,15 +72,20 @@ def lesson_items(store: SQLiteStore, vectors: Vectors, *, goal: str, phase: str,
     found = find_lessons(store, vectors, query=query, goal_vector=goal_vector,
                          error_vector=error_vector, run=run, scope=scope, exclude=exclude,
                          now=now, limit=MAX_LESSON_ITEMS)
+    found.sort(key=lambda c: not escalated(c.lesson, escalate_after))
     sources = store.failure_ids([c.lesson["fingerprint"] for c in found])
     return [
         RecallItem(
             section="lesson",
             id=c.lesson["id"],
-            text=lesson_item_text(c.lesson, c.runs),
+            text=lesson_item_text(c.lesson, c.runs, escalate_after),
             fingerprint=c.lesson["fingerprint"],
             source_failure_ids=sources.get(c.lesson["fingerprint"], []),
             score=c.score,
         )
         for c in found
     ]
+
+
+def escalated(lesson: dict | None, escalate_after: int) -> bool:
+    return lesson is not None and lesson["losses"] >= escalate_after

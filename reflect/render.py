@@ -44,7 +44,16 @@ def bound(line: str, limit: int = MAX_LINE) -> str:
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
-def recent_item_text(failure: dict, count: int, lesson: dict | None) -> str:
+def repeated(lesson: dict | None, escalate_after: int) -> str:
+    """The mark of a hint that keeps failing: the agent should try something else."""
+    if lesson is None or lesson["losses"] < escalate_after:
+        return ""
+    return (f"  REPEATED FAILURE: this hint did not prevent it {lesson['losses']} times;"
+            " try a different fix.")
+
+
+def recent_item_text(failure: dict, count: int, lesson: dict | None,
+                     escalate_after: int) -> str:
     where = f"iteration {failure['iteration']}"
     if failure["phase"]:
         where += f", phase {failure['phase']}"
@@ -57,15 +66,19 @@ def recent_item_text(failure: dict, count: int, lesson: dict | None) -> str:
     lines = [f"- [{lesson_id}] {where}: {what}"]
     if lesson is not None:
         lines.append(f"  Hint: {neutralize(lesson['guidance'])}")
+    if mark := repeated(lesson, escalate_after):
+        lines.append(mark)
     if failure["resolution"]:
         lines.append(f"  Fixed later by: {code(failure['resolution'])}")
     return "\n".join(bound(line) for line in lines)
 
 
-def lesson_item_text(lesson: dict, runs: int) -> str:
+def lesson_item_text(lesson: dict, runs: int, escalate_after: int) -> str:
     seen = f" (seen in {runs} runs)" if runs > 1 else ""
     lines = [f"- [{lesson['id']}] When {neutralize(lesson['trigger'])}{seen}:",
              f"  {neutralize(lesson['guidance'])}"]
+    if mark := repeated(lesson, escalate_after):
+        lines.append(mark)
     if lesson["resolution"]:
         lines.append(f"  What worked: {code(lesson['resolution'])}")
     return "\n".join(bound(line) for line in lines)

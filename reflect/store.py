@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from reflect import queue
+from reflect import credit, queue
 from reflect.config import repo_root
 from reflect.lessons import active_lesson
 from reflect.migrations import migrate
@@ -57,6 +57,8 @@ class SQLiteStore:
         self.conn.row_factory = sqlite3.Row
         self._set_wal(busy_timeout)
         self.conn.execute("PRAGMA synchronous=NORMAL")
+        # Deleted rows are overwritten, not left in free pages: a forgotten secret is gone.
+        self.conn.execute("PRAGMA secure_delete=ON")
         migrate(self.conn)
 
     def _set_wal(self, busy_timeout: float) -> None:
@@ -128,6 +130,7 @@ class SQLiteStore:
                    DO UPDATE SET runs = runs + ?, failures = failures + 1, last_seen = ?""",
                 (fp, failure["ts"], int(new_run), failure["ts"]),
             )
+            credit.on_failure(conn, failure["run"], failure["iteration"], fp)
             if reflect and row["kind"] == "heuristic":
                 queue.enqueue(conn, "reflect", fp, failure["run"], failure["ts"])
             if embed:
@@ -283,11 +286,21 @@ class SQLiteStore:
 
     # -- changes ---------------------------------------------------------------
 
+    def record_injections(self, run: str, iteration: int, items: list, tokens: int,
+                          now: float) -> None:
+        with self.write() as conn:
+            credit.record(conn, run, iteration, items, tokens, now)
+
+    def injections(self, run: str | None, limit: int) -> list[dict]:
+        return credit.injections(self.conn, run, limit)
+
     def resolve_open(self, run: str, iteration: int, resolution: str, now: float,
                      reflect: bool = False) -> list[str]:
-        """Give the run's unresolved failures before ``iteration`` the action that worked;
-        with ``reflect``, queue a revision of each of their lessons."""
+        """``iteration`` succeeded: credit what was injected before it, give the run's
+        unresolved failures before it the action that worked, and with ``reflect``
+        queue a revision of each of their lessons."""
         with self.write() as conn:
+            credit.on_success(conn, run, iteration)
             open_failures = "run = ? AND iteration < ? AND resolution = ''"
             rows = conn.execute(
                 f"SELECT id, fingerprint FROM failures WHERE {open_failures}", (run, iteration)
@@ -306,15 +319,26 @@ class SQLiteStore:
                     queue.enqueue(conn, "reflect", fingerprint, run, now)
         return [r["id"] for r in rows]
 
-    def clear(self, run: str | None) -> int:
-        """Delete one run's failures (or everything), and lessons left with no failure."""
+    def purge(self) -> None:
+        """After a deletion: rewrite the keyword index without the deleted text, drop the
+        index files (rebuilt from the store on next use) and empty the WAL."""
         with self.write() as conn:
-            if run is None:
-                n = conn.execute("DELETE FROM failures").rowcount
-            else:
-                n = conn.execute("DELETE FROM failures WHERE run = ?", (run,)).rowcount
+            conn.execute("INSERT INTO lessons_fts (lessons_fts) VALUES ('optimize')")
+        for path in self.path.parent.glob("vectors-*.idx"):
+            path.unlink(missing_ok=True)
+        self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+    def clear(self, run: str | None) -> int:
+        """Delete one run's failures (or everything), and the lessons learnt only from them;
+        a person's taught lessons stay."""
+        with self.write() as conn:
+            where, args = ("WHERE run = ?", (run,)) if run is not None else ("", ())
+            n = conn.execute(f"DELETE FROM failures {where}", args).rowcount
+            conn.execute(f"DELETE FROM injections {where}", args)
             kept = "(SELECT DISTINCT fingerprint FROM failures)"
-            conn.execute(f"DELETE FROM lessons WHERE fingerprint NOT IN {kept}")
+            conn.execute(
+                f"DELETE FROM lessons WHERE kind != 'taught' AND fingerprint NOT IN {kept}"
+            )
             conn.execute(f"DELETE FROM jobs WHERE kind = 'reflect' AND target NOT IN {kept}")
             conn.execute("DELETE FROM fingerprints")
             conn.execute(
@@ -323,12 +347,6 @@ class SQLiteStore:
             )
             if run is None:
                 conn.execute("DELETE FROM query_vectors")
-        # Index files hold vectors of deleted lessons until rebuilt: drop them now.
-        for path in self.path.parent.glob("vectors-*.idx"):
-            path.unlink(missing_ok=True)
-        # Deleted text must not linger in the WAL or in free pages.
-        self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        self.conn.execute("VACUUM")
-        self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        self.purge()
         return n
 

@@ -1,0 +1,215 @@
+"""``reflect lessons``, ``teach``, ``injections``, ``consolidate``, ``export``, ``import``,
+``progress``: what a person uses to inspect and steer what the agent is told."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from reflect.memory import Memory
+from reflect.output import emit, first_line, when
+
+
+def add_lesson_commands(sub: argparse._SubParsersAction) -> None:
+    def fmt(c: argparse.ArgumentParser) -> None:
+        c.add_argument("--format", choices=["text", "json"], default="text")
+
+    c = sub.add_parser("lessons", help="Inspect and steer lessons.")
+    what = c.add_subparsers(dest="what", required=True,
+                            metavar="list|show|search|pin|unpin|forget|quarantine|release|feedback")
+    ls = what.add_parser("list", help="lessons, newest first")
+    ls.add_argument("--status", default="active",
+                    choices=["active", "superseded", "quarantined", "all"])
+    ls.add_argument("--ineffective", action="store_true",
+                    help="only lessons that repeatedly failed to prevent their failure")
+    ls.add_argument("--limit", type=int, default=50)
+    fmt(ls)
+    ls.set_defaults(handler=cmd_list)
+    show = what.add_parser("show", help="one lesson with its provenance")
+    show.add_argument("id")
+    fmt(show)
+    show.set_defaults(handler=cmd_show)
+    find = what.add_parser("search", help="lessons matching words")
+    find.add_argument("text")
+    fmt(find)
+    find.set_defaults(handler=cmd_search)
+    for name, handler, help in (("pin", cmd_pin, "keep it: never removed by upkeep"),
+                                ("unpin", cmd_unpin, "let upkeep judge it again"),
+                                ("forget", cmd_forget, "delete it everywhere it lives"),
+                                ("release", cmd_release, "back into recall")):
+        p = what.add_parser(name, help=help)
+        p.add_argument("id")
+        p.set_defaults(handler=handler)
+    q = what.add_parser("quarantine", help="out of recall, with the reason")
+    q.add_argument("id")
+    q.add_argument("--why", required=True)
+    q.set_defaults(handler=cmd_quarantine)
+    fb = what.add_parser("feedback", help="a person's verdict moves its confidence")
+    fb.add_argument("id")
+    verdict = fb.add_mutually_exclusive_group(required=True)
+    verdict.add_argument("--good", action="store_true")
+    verdict.add_argument("--bad", action="store_true")
+    fb.set_defaults(handler=cmd_feedback)
+
+    t = sub.add_parser("teach", help='Teach a lesson: "when <trigger>: <guidance>".')
+    t.add_argument("text")
+    t.set_defaults(handler=cmd_teach)
+
+    inj = sub.add_parser("injections", help="What recall put into which prompt.")
+    inj.add_argument("--run")
+    inj.add_argument("--limit", type=int, default=50)
+    fmt(inj)
+    inj.set_defaults(handler=cmd_injections)
+
+    con = sub.add_parser("consolidate", help="Decay, remove weak lessons and old history.")
+    fmt(con)
+    con.set_defaults(handler=cmd_consolidate)
+
+    ex = sub.add_parser("export", help="Write the confident lessons (markdown or jsonl).")
+    ex.add_argument("--format", choices=["markdown", "jsonl"], default="markdown")
+    ex.add_argument("-o", "--output", metavar="FILE", help="default: standard output")
+    ex.set_defaults(handler=cmd_export)
+
+    im = sub.add_parser("import", help="Read lessons exported from another store (jsonl).")
+    im.add_argument("file")
+    im.set_defaults(handler=cmd_import)
+
+    pr = sub.add_parser("progress", help="Is memory helping? Repeat rate over runs.")
+    pr.add_argument("--min-runs", type=int, default=5)
+    fmt(pr)
+    pr.set_defaults(handler=cmd_progress)
+
+
+def line(lesson: dict) -> str:
+    flags = " [pinned]" if lesson["pinned"] else ""
+    return (f"{lesson['id']}  {lesson['kind']:<9} conf {lesson['confidence']:.2f}  "
+            f"won {lesson['wins']:g} lost {lesson['losses']}{flags}  "
+            f"when {first_line(lesson['trigger'], 60)}: {first_line(lesson['guidance'], 70)}")
+
+
+def cmd_list(args) -> int:
+    with Memory() as mem:
+        rows = mem.lessons(status=None if args.status == "all" else args.status,
+                           ineffective=args.ineffective, limit=args.limit)
+    emit(args, {"lessons": rows}, "\n".join(line(r) for r in rows) or "no lessons")
+    return 0
+
+
+def cmd_show(args) -> int:
+    with Memory() as mem:
+        lesson = mem.lesson(args.id)
+    fields = ("id", "status", "kind", "trigger", "guidance", "resolution", "category",
+              "confidence", "wins", "losses", "injected", "pinned", "quarantine", "model",
+              "cost_usd", "scope")
+    text = [f"{k:>10}: {lesson[k]}" for k in fields if lesson.get(k) not in ("", None)]
+    text.append(f"{'created':>10}: {when(lesson['created'])}")
+    text.append(f"{'outcomes':>10}: {lesson['outcomes'] or '-'}")
+    text += [f"   failure: {f['id']} {f['run']}#{f['iteration']} {f['error_type']}: "
+             f"{first_line(f['message'], 70)}" for f in lesson["failures"]]
+    text += [f"   history: {h['id']} {h['kind']} {h['status']}" for h in lesson["history"]]
+    emit(args, lesson, "\n".join(text))
+    return 0
+
+
+def cmd_search(args) -> int:
+    with Memory() as mem:
+        rows = mem.search_lessons(args.text)
+    emit(args, {"lessons": rows}, "\n".join(line(r) for r in rows) or "no match")
+    return 0
+
+
+def _act(args, action: str) -> int:
+    with Memory() as mem:
+        getattr(mem, action)(args.id)
+    return 0
+
+
+def cmd_pin(args) -> int:
+    return _act(args, "pin")
+
+
+def cmd_unpin(args) -> int:
+    with Memory() as mem:
+        mem.pin(args.id, pinned=False)
+    return 0
+
+
+def cmd_forget(args) -> int:
+    return _act(args, "forget")
+
+
+def cmd_release(args) -> int:
+    return _act(args, "release")
+
+
+def cmd_quarantine(args) -> int:
+    with Memory() as mem:
+        mem.quarantine(args.id, args.why)
+    return 0
+
+
+def cmd_feedback(args) -> int:
+    with Memory() as mem:
+        lesson = mem.feedback(args.id, good=args.good)
+    print(f"{lesson['id']} confidence now {lesson['confidence']:.2f}")
+    return 0
+
+
+def cmd_teach(args) -> int:
+    with Memory() as mem:
+        lesson_id = mem.teach(args.text)
+    print(lesson_id)
+    return 0
+
+
+def cmd_injections(args) -> int:
+    with Memory() as mem:
+        rows = mem.injections(run=args.run, limit=args.limit)
+    text = "\n".join(
+        f"{when(r['ts'])}  {r['run']}#{r['iteration']}  #{r['rank']} {r['section']:<6} "
+        f"{r['lesson_id']}  score {r['score']:.3f}  {r['outcome'] or 'pending'}" for r in rows)
+    emit(args, {"injections": rows}, text or "no injections")
+    return 0
+
+
+def cmd_consolidate(args) -> int:
+    with Memory() as mem:
+        report = mem.consolidate()
+    emit(args, report, f"removed {len(report['removed_lessons'])} lesson(s), "
+                       f"{report['deleted_failures']} old failure(s), "
+                       f"{report['deleted_injections']} old injection(s)")
+    return 0
+
+
+def cmd_export(args) -> int:
+    from reflect.exchange import export_lessons, write_atomically
+
+    with Memory() as mem:
+        text = export_lessons(mem.store, args.format)
+    if args.output:
+        write_atomically(Path(args.output), text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def cmd_import(args) -> int:
+    from reflect.exchange import import_lessons
+
+    with Memory() as mem:
+        report = import_lessons(mem.store, Path(args.file), mem.scrubber.scrub, mem.clock())
+    for number, message in report.errors:
+        print(f"reflect: {args.file}:{number}: {message}", file=sys.stderr)
+    print(f"imported {report.imported}, merged {report.merged}, skipped {report.skipped}, "
+          f"{len(report.errors)} bad line(s)")
+    return 1 if report.errors else 0
+
+
+def cmd_progress(args) -> int:
+    from reflect.progress import render, report
+
+    with Memory() as mem:
+        data = report(mem.store, min_runs=args.min_runs)
+    emit(args, data, render(data))
+    return 0

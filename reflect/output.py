@@ -1,0 +1,22 @@
+"""How the CLI prints: one JSON object, or text for a person."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+
+
+def emit(args, data: dict, text: str) -> None:
+    if args.format == "json":
+        print(json.dumps(data, ensure_ascii=False))
+    elif text:
+        print(text)
+
+
+def when(ts: float) -> str:
+    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%d %H:%M")
+
+
+def first_line(text: str, limit: int) -> str:
+    line = text.splitlines()[0] if text else ""
+    return line if len(line) <= limit else line[: limit - 1] + "…"

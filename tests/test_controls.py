@@ -1,0 +1,188 @@
+"""Lessons that earn their place: injections, credit, escalation, upkeep, a person's controls."""
+
+import json
+import sqlite3
+
+import pytest
+from conftest import run_cli
+
+from reflect import Memory
+from reflect.controls import UnknownLesson
+from reflect.store import DB_NAME
+
+DAY = 86400.0
+NO_YAML = "ModuleNotFoundError: No module named 'yaml'"
+NO_TABLE = "django.db.utils.OperationalError: no such table: auth_user"
+
+
+class Clock:
+    def __init__(self, now=1_700_000_000.0):
+        self.now = now
+
+    def __call__(self):
+        return self.now
+
+
+@pytest.fixture
+def clock():
+    return Clock()
+
+
+@pytest.fixture
+def mem(clock):
+    with Memory(clock=clock) as m:
+        yield m
+
+
+def lesson(mem, lesson_id):
+    return mem.lesson(lesson_id)
+
+
+def test_every_recall_is_logged_with_rank_and_score(mem):
+    a = mem.capture(run="r", iteration=1, exit_code=1, error_text=NO_YAML)
+    b = mem.capture(run="r", iteration=2, exit_code=1, error_text=NO_TABLE)
+    rec = mem.recall(run="r", iteration=3)
+    rows = mem.injections(run="r")
+    assert [(r["iteration"], r["rank"], r["lesson_id"]) for r in reversed(rows)] == [
+        (3, 1, b.lesson_id), (3, 2, a.lesson_id)]
+    assert {r["tokens"] for r in rows} == {rec.tokens}
+    assert lesson(mem, a.lesson_id)["injected"] == 1
+
+
+def test_credit_by_outcome(mem):
+    yaml = mem.capture(run="r", iteration=1, exit_code=1, error_text=NO_YAML)
+    table = mem.capture(run="r", iteration=2, exit_code=1, error_text=NO_TABLE)
+    mem.recall(run="r", iteration=3)
+    mem.capture(run="r", iteration=3, exit_code=1, error_text=NO_YAML)  # yaml's hint failed
+    assert lesson(mem, yaml.lesson_id)["losses"] == 1
+    assert lesson(mem, table.lesson_id)["wins"] == 1  # no such table did not recur
+    mem.recall(run="r", iteration=4)
+    mem.outcome(run="r", iteration=4, success=True, action="pip install pyyaml")
+    assert lesson(mem, yaml.lesson_id)["wins"] == pytest.approx(0.5)  # shared by two
+    outcomes = [r["outcome"] for r in mem.injections(run="r")]
+    assert sorted(outcomes) == ["loss", "shared", "shared", "win"]
+
+
+def test_confidence_follows_outcomes_and_ranks_lessons(mem):
+    for run in ("a", "b"):
+        mem.capture(run=run, exit_code=1, error_text=f"RuntimeError: widget {run} broke")
+    good, bad = (mem.lessons()[i]["id"] for i in (0, 1))
+    conn = mem.store.conn
+    with mem.store.write():
+        conn.execute("UPDATE lessons SET wins = 5, confidence = (5 + 1.0) / 7 WHERE id = ?",
+                     (good,))
+        conn.execute("UPDATE lessons SET losses = 5, confidence = 1.0 / 7 WHERE id = ?", (bad,))
+    scores = {i.id: i.score for i in mem.recall(run="c", goal="the widget broke").items}
+    assert scores[good] > 2 * scores[bad]  # equally relevant: confidence decides
+    # Five losses also escalate the weaker lesson: shown first, marked, for a person to fix.
+    assert [r["id"] for r in mem.lessons(ineffective=True)] == [bad]
+
+
+def test_a_lesson_that_keeps_failing_is_escalated(mem, monkeypatch):
+    monkeypatch.setenv("REFLECT_ESCALATE_AFTER", "2")
+    first = mem.capture(run="r", iteration=1, exit_code=1, error_text=NO_YAML)
+    mem.capture(run="r", iteration=2, exit_code=1, error_text=NO_TABLE)
+    for i in (3, 4):
+        mem.recall(run="r", iteration=i)
+        mem.capture(run="r", iteration=i, exit_code=1, error_text=NO_YAML)
+    mem.capture(run="r", iteration=5, exit_code=1, error_text=NO_TABLE)  # newest is the table
+    rec = mem.recall(run="r", iteration=6)
+    assert rec.items[0].id == first.lesson_id  # first although not the newest
+    assert "REPEATED FAILURE" in rec.items[0].text
+    assert [r["id"] for r in mem.lessons(ineffective=True)] == [first.lesson_id]
+
+
+def test_confidence_decays_and_upkeep_removes_weak_lessons(mem, clock):
+    weak = mem.capture(run="a", exit_code=1, error_text=NO_YAML)
+    pinned = mem.capture(run="a", exit_code=1, error_text=NO_TABLE)
+    mem.pin(pinned.lesson_id)
+    taught = mem.teach("when running the tests: use `python -m pytest -x`")
+    clock.now += 365 * DAY  # a year unused: 0.5 halves four times
+    report = mem.consolidate()
+    assert report["removed_lessons"] == [weak.lesson_id]
+    assert report["deleted_failures"] == 2  # older than the retention period
+    ids = {r["id"] for r in mem.lessons()}
+    assert pinned.lesson_id in ids and taught in ids and weak.lesson_id not in ids
+    removals = mem.store.conn.execute("SELECT lesson_id, reason FROM removals").fetchall()
+    assert [tuple(r) for r in removals] == [(weak.lesson_id, "low confidence")]
+
+
+def test_pin_quarantine_release_feedback(mem):
+    entry = mem.capture(run="a", exit_code=1, error_text=NO_TABLE)
+    mem.quarantine(entry.lesson_id, "wrong advice for this repo")
+    detail = lesson(mem, entry.lesson_id)
+    assert (detail["status"], detail["quarantine"]) == ("quarantined", "wrong advice for this repo")
+    assert mem.recall(run="b", goal="django auth_user table").text == ""
+    mem.release(entry.lesson_id)
+    assert lesson(mem, entry.lesson_id)["status"] == "active"
+    before = lesson(mem, entry.lesson_id)["confidence"]
+    assert mem.feedback(entry.lesson_id, good=True)["confidence"] > before
+    assert mem.feedback(entry.lesson_id, good=False)["confidence"] < 0.9
+
+
+def test_quarantining_a_model_lesson_brings_back_the_one_it_replaced(mem):
+    entry = mem.capture(run="a", exit_code=1, error_text=NO_TABLE)
+    conn = mem.store.conn
+    with mem.store.write():
+        conn.execute("UPDATE lessons SET status = 'superseded', superseded_by = 'L-model'")
+        conn.execute("INSERT INTO lessons (id, fingerprint, trigger, guidance, category,"
+                     " severity, kind, confidence, created, updated) SELECT 'L-model',"
+                     " fingerprint, trigger, 'model says', category, severity, 'model', 0.8,"
+                     " created, updated FROM lessons WHERE id = ?", (entry.lesson_id,))
+    mem.quarantine("L-model", "bad")
+    assert lesson(mem, entry.lesson_id)["status"] == "active"
+
+
+def test_teach_supersedes_an_earlier_teaching_with_the_same_trigger(mem):
+    old = mem.teach("when running the tests: use pytest")
+    new = mem.teach("When running the tests: use `python -m pytest -x -q`")
+    assert lesson(mem, old)["status"] == "superseded"
+    taught = lesson(mem, new)
+    assert (taught["kind"], taught["pinned"], taught["confidence"]) == ("taught", 1, 0.9)
+    with pytest.raises(ValueError, match="when <trigger>: <guidance>"):
+        mem.teach("always use pytest")
+
+
+def test_forget_removes_the_text_everywhere(mem, own_store):
+    secretish = "unforgettable-marker-phrase"
+    entry = mem.capture(run="a", exit_code=1,
+                        error_text=f"RuntimeError: {secretish} in the pipeline")
+    mem.recall(run="b", goal=f"fix the {secretish} pipeline")  # vectors, index file, query
+    assert mem.search_lessons(secretish)
+    mem.forget(entry.lesson_id)
+    assert mem.search_lessons(secretish) == []
+    with pytest.raises(UnknownLesson, match="reflect lessons list"):
+        mem.lesson(entry.lesson_id)
+    conn = mem.store.conn
+    assert conn.execute("SELECT COUNT(*) FROM lesson_vectors WHERE lesson_id = ?",
+                        (entry.lesson_id,)).fetchone()[0] == 0
+    assert not list(own_store.glob("vectors-*.idx"))
+    wal = own_store / f"{DB_NAME}-wal"
+    assert not wal.exists() or wal.stat().st_size == 0
+    # The failure itself is history, not a lesson: it stays, with its own text.
+    trigger_text = "RuntimeError: " + secretish
+    lessons_dump = "\n".join(sqlite3.connect(own_store / DB_NAME).iterdump())
+    assert trigger_text in lessons_dump  # in the failures table
+    assert "lessons_fts" in lessons_dump
+    fts_rows = conn.execute("SELECT COUNT(*) FROM lessons_fts WHERE lessons_fts MATCH ?",
+                            (f'"{secretish}"',)).fetchone()[0]
+    assert fts_rows == 0
+
+
+def test_cli_lessons_commands_and_unknown_ids():
+    run_cli("capture", "--run", "a", "--exit-code", "1", "--error-file", "-",
+            stdin=NO_TABLE.encode())
+    listed = json.loads(run_cli("lessons", "list", "--format", "json").stdout)["lessons"]
+    lesson_id = listed[0]["id"]
+    assert run_cli("lessons", "pin", lesson_id).returncode == 0
+    shown = run_cli("lessons", "show", lesson_id).stdout.decode()
+    assert "pinned: 1" in shown and "auth_user" in shown
+    for args in (["lessons", "show", "L-nope"], ["lessons", "forget", "L-nope"],
+                 ["lessons", "quarantine", "L-nope", "--why", "x"]):
+        out = run_cli(*args)
+        assert out.returncode == 1 and b"reflect lessons list" in out.stderr
+    taught = run_cli("teach", "when running django scripts: call django.setup() first")
+    assert taught.returncode == 0 and taught.stdout.startswith(b"L-")
+    assert run_cli("teach", "no colon here").returncode == 1
+    assert b"REPEATED" not in run_cli("recall", "--run", "b").stdout
+    assert run_cli("injections").returncode == 0
