@@ -55,14 +55,16 @@ def add_model_lesson(conn: sqlite3.Connection, fingerprint: str, lesson: dict, n
     conn.execute(
         """INSERT INTO lessons (id, fingerprint, trigger, guidance, category, severity, kind,
                confidence, created, updated, status, quarantine, model, prompt_tokens,
-               completion_tokens, cost_usd, resolution)
-           VALUES (?, ?, ?, ?, ?, ?, 'model', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+               completion_tokens, cost_usd, resolution, scope, error_text)
+           VALUES (?, ?, ?, ?, ?, ?, 'model', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
         (
             lesson_id, fingerprint, lesson["trigger"], lesson["guidance"], lesson["category"],
             severity, lesson["confidence"], now, now,
             "quarantined" if lesson["quarantine"] else "active", lesson["quarantine"],
             lesson["model"], lesson["prompt_tokens"], lesson["completion_tokens"],
             lesson["cost_usd"], current["resolution"] if current else "",
+            # The lesson it replaces says where it was learnt and what error it is about.
+            current["scope"] if current else "global", current["error_text"] if current else "",
         ),
     )
     if current is not None and not lesson["quarantine"]:

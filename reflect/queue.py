@@ -77,6 +77,7 @@ def retry_later(conn: sqlite3.Connection, job: Job, owner: str, now: float, reas
     delay = min(BACKOFF_CAP, BACKOFF_BASE * 2 ** (job.attempts - 1)) * random.uniform(0.5, 1.5)
     if retry_after is not None:  # a far-future Retry-After date must not park a job for days
         delay = max(delay, min(retry_after, RETRY_AFTER_CAP))
+    _drop_queued_twin(conn, job, owner)
     conn.execute(
         "UPDATE jobs SET state = 'queued', due = ?, reason = ?, updated = ?, lease_owner = ''"
         " WHERE id = ? AND lease_owner = ?",
@@ -88,10 +89,21 @@ def retry_later(conn: sqlite3.Connection, job: Job, owner: str, now: float, reas
 def postpone(conn: sqlite3.Connection, job: Job, owner: str, until: float, reason: str,
              now: float) -> None:
     """Put a job back untouched (breaker open, spend cap): it does not use up an attempt."""
+    _drop_queued_twin(conn, job, owner)
     conn.execute(
         "UPDATE jobs SET state = 'queued', due = ?, reason = ?, attempts = attempts - 1,"
         " updated = ?, lease_owner = '' WHERE id = ? AND lease_owner = ?",
         (until, reason, now, job.id, owner),
+    )
+
+
+def _drop_queued_twin(conn: sqlite3.Connection, job: Job, owner: str) -> None:
+    """Work for the same target that arrived while we held the job was queued as a second
+    job; the same work, so it folds into ours as we requeue (only one may be queued)."""
+    conn.execute(
+        "DELETE FROM jobs WHERE kind = ? AND target = ? AND state = 'queued' AND id != ?"
+        " AND EXISTS (SELECT 1 FROM jobs WHERE id = ? AND state = 'leased' AND lease_owner = ?)",
+        (job.kind, job.target, job.id, job.id, owner),
     )
 
 

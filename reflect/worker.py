@@ -21,7 +21,7 @@ from reflect import config, queue
 from reflect.config import ModelSettings
 from reflect.embedding import Vectors
 from reflect.lessons import active_lesson, add_model_lesson
-from reflect.store import SQLiteStore
+from reflect.store import EMBED_TARGET, SQLiteStore
 
 POLL = 1.0  # seconds between looks at an empty queue
 HEARTBEAT_STALE = 30.0  # a worker silent this long is taken for dead
@@ -51,10 +51,10 @@ class Worker:
             queue.retire(conn, self.owner)
         self.store.close()
 
-    def run_once(self) -> int:
-        """Run every job that is due now; returns how many were taken."""
+    def run_once(self, stop: threading.Event | None = None) -> int:
+        """Run every job that is due now (until ``stop`` is set); returns how many were taken."""
         done = 0
-        while self.handlers:
+        while self.handlers and not (stop is not None and stop.is_set()):
             with self.store.write() as conn:
                 queue.heartbeat(conn, self.owner, os.getpid(), socket.gethostname(), self.clock())
                 job = queue.lease(conn, self.owner, self.clock(), self._lease_seconds(),
@@ -69,7 +69,7 @@ class Worker:
         """Work until ``stop`` is set, or until idle for ``idle_exit`` seconds."""
         idle_since = time.monotonic()
         while not stop.is_set():
-            if self.run_once():
+            if self.run_once(stop):
                 idle_since = time.monotonic()
             elif idle_exit is not None and time.monotonic() - idle_since >= idle_exit:
                 return
@@ -147,6 +147,8 @@ class Worker:
                     "completion_tokens": completion.completion_tokens,
                     "cost_usd": completion.cost_usd,
                 }, now)
+                if self.vectors.spec is not None:  # the new lesson needs its vector
+                    queue.enqueue(conn, "embed", EMBED_TARGET, "", now)
 
     def _context(self, conn, fingerprint: str) -> dict | None:
         """The scrubbed fields the prompt may see: the failure, its run's earlier

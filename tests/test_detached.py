@@ -1,0 +1,165 @@
+"""`reflect capture` starts a detached worker for a shell harness, and lets go of it.
+
+The worker runs in another process, so the provider is :class:`FakeProvider`, a small
+OpenAI-compatible server on 127.0.0.1 that stops by itself. Every process started against a
+test's store is found by the REFLECT_HOME in its environment and killed in a ``finally``.
+"""
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from test_worker import MODEL, PROXY_VARIABLES, TRACEBACK, FakeProvider, failure_text, wait_for
+
+from reflect import Memory
+from reflect.store import DB_NAME
+from reflect.worker import WORKER_LOG
+
+pytestmark = pytest.mark.skipif(not Path("/proc/self/environ").exists(),
+                                reason="finds the detached worker through /proc")
+
+
+@pytest.fixture
+def provider(monkeypatch):
+    """A model on a loopback server, configured through the environment as a harness does."""
+    for name in PROXY_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    with FakeProvider(lifetime=60) as server:
+        monkeypatch.setenv("REFLECT_MODEL", MODEL)
+        monkeypatch.setenv("REFLECT_API_BASE", server.base)
+        monkeypatch.setenv("REFLECT_API_KEY", "local-test-key")
+        yield server
+
+
+@pytest.fixture
+def no_stray_process(own_store):
+    """Kill whatever was started against this test's store, whatever the test's outcome."""
+    yield
+    for pid in processes_of(own_store):
+        try:
+            if os.getpgid(pid) == pid:  # a detached worker leads its own session and group
+                os.killpg(pid, signal.SIGKILL)
+            else:
+                os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    wait_for(lambda: not processes_of(own_store), 10, "the killed workers to go")
+
+
+def processes_of(home: Path) -> list[int]:
+    """Live processes (not zombies) whose environment names this store."""
+    mark = f"REFLECT_HOME={home}".encode()
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            environ = Path(f"/proc/{entry}/environ").read_bytes().split(b"\0")
+            state = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if mark in environ and state not in ("Z", "X"):
+            found.append(int(entry))
+    return found
+
+
+def query(home: Path, sql: str, *args) -> list[tuple]:
+    conn = sqlite3.connect(home / DB_NAME, timeout=10)
+    try:
+        return conn.execute(sql, args).fetchall()
+    finally:
+        conn.close()
+
+
+def cli_capture(error_text: str) -> tuple[subprocess.CompletedProcess, float]:
+    """``reflect capture`` with its stdout and stderr as pipes, as a harness runs it;
+    returns once both pipes reach EOF, and how long that took."""
+    began = time.monotonic()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "reflect", "capture", "--run", "r1", "--phase", "test",
+         "--exit-code", "1", "--error-file", "-", "--format", "json"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )
+    try:
+        # A child holding the pipes would keep them open: communicate() would time out.
+        out, err = proc.communicate(error_text.encode(), timeout=15)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+    done = subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+    return done, time.monotonic() - began
+
+
+def test_capture_starts_a_detached_worker_that_reflects_and_lets_go(
+        provider, own_store, tmp_path, monkeypatch, no_stray_process):
+    # How long a capture takes that starts nothing (another store): the yardstick.
+    with monkeypatch.context() as m:
+        m.setenv("REFLECT_HOME", str(tmp_path / "yardstick"))
+        _, plain = cli_capture(failure_text(0))
+    monkeypatch.delenv("REFLECT_WORKER")
+
+    out, took = cli_capture(TRACEBACK)
+    assert out.returncode == 0, out.stderr
+    entry = json.loads(out.stdout)
+    assert took < max(1.0, plain + 0.5), (took, plain)  # it did not wait for the worker
+
+    pid = wait_for(lambda: query(own_store, "SELECT pid FROM workers"), 20,
+                   "the detached worker to register")[0][0]
+    assert processes_of(own_store) == [pid]
+    assert os.getsid(pid) == pid != os.getsid(0)  # its own session
+    log = own_store / WORKER_LOG
+    assert os.readlink(f"/proc/{pid}/fd/0") == os.devnull
+    assert os.readlink(f"/proc/{pid}/fd/1") == os.readlink(f"/proc/{pid}/fd/2") == str(log)
+    assert os.getpriority(os.PRIO_PROCESS, pid) == min(19, os.getpriority(os.PRIO_PROCESS, 0) + 10)
+    argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    assert b"worker" in argv and b"--idle-exit" in argv  # it exits once idle
+
+    wait_for(lambda: query(own_store, "SELECT guidance FROM lessons WHERE kind = 'model'"
+                           " AND fingerprint = ?", entry["fingerprint"]),
+             30, "the detached worker's lesson")
+    assert provider.requests == 1
+    assert query(own_store, "SELECT state FROM jobs WHERE kind = 'reflect'") == [("done",)]
+    assert log.is_file()
+
+    # A second failure while the worker lives: no second worker, the live one takes it.
+    out, _ = cli_capture(failure_text(1))
+    assert out.returncode == 0, out.stderr
+    wait_for(lambda: provider.requests == 2, 20, "the live worker to take the next job")
+    assert processes_of(own_store) == [pid]
+
+
+def test_a_worker_exits_by_itself_once_idle(provider, own_store, no_stray_process):
+    with Memory() as mem:
+        entry = mem.capture(run="r1", exit_code=1, error_text=TRACEBACK)
+    began = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "reflect", "worker", "--idle-exit", "0.5"],
+                          capture_output=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert time.monotonic() - began < 30
+    assert provider.requests == 1
+    with Memory() as mem:
+        lesson = mem.failure(entry.failure_id)
+        assert lesson.hint == mem.store.active_lessons([entry.fingerprint])[
+            entry.fingerprint]["guidance"]
+        assert mem.status()["workers_alive"] == 0  # it retired on its way out
+    assert query(own_store, "SELECT kind FROM lessons WHERE fingerprint = ? AND status = 'active'",
+                 entry.fingerprint) == [("model",)]
+
+
+def test_reflect_worker_off_starts_nothing(provider, own_store, no_stray_process):
+    assert os.environ["REFLECT_WORKER"] == "off"
+    out, _ = cli_capture(TRACEBACK)
+    assert out.returncode == 0, out.stderr
+    time.sleep(0.5)
+    assert processes_of(own_store) == []
+    assert not (own_store / WORKER_LOG).exists()
+    assert query(own_store, "SELECT value FROM meta WHERE key = 'worker_started'") == []
+    assert query(own_store, "SELECT state FROM jobs WHERE kind = 'reflect'") == [("queued",)]
+    assert provider.requests == 0
