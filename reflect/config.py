@@ -123,6 +123,7 @@ def model_settings(model: str | None = None, env=os.environ) -> ModelSettings | 
         model=model,
         api_base=env.get("REFLECT_API_BASE") or None,
         api_key=env.get("REFLECT_API_KEY") or None,
+        timeout=_number(env, "REFLECT_MODEL_TIMEOUT", float, 30.0),
         max_cost_usd=_number(env, "REFLECT_MAX_COST_USD", float, None),
         max_calls_per_run=_number(env, "REFLECT_MAX_CALLS_PER_RUN", int, 50),
     )

@@ -46,20 +46,20 @@ def add_model_lesson(conn: sqlite3.Connection, fingerprint: str, lesson: dict, n
     ):
         conn.execute(
             "UPDATE lessons SET evidence = evidence + 1, updated = ?,"
-            " confidence = MAX(confidence, ?) WHERE id = ?",
-            (now, lesson["confidence"], current["id"]),
+            " confidence = MAX(confidence, ?), prior = MAX(prior, ?) WHERE id = ?",
+            (now, lesson["confidence"], lesson["confidence"], current["id"]),
         )
         return current["id"]
     lesson_id = new_id("L")
     severity = current["severity"] if current else "medium"
     conn.execute(
         """INSERT INTO lessons (id, fingerprint, trigger, guidance, category, severity, kind,
-               confidence, created, updated, status, quarantine, model, prompt_tokens,
+               confidence, prior, created, updated, status, quarantine, model, prompt_tokens,
                completion_tokens, cost_usd, resolution, scope, error_text)
-           VALUES (?, ?, ?, ?, ?, ?, 'model', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+           VALUES (?, ?, ?, ?, ?, ?, 'model', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
         (
             lesson_id, fingerprint, lesson["trigger"], lesson["guidance"], lesson["category"],
-            severity, lesson["confidence"], now, now,
+            severity, lesson["confidence"], lesson["confidence"], now, now,
             "quarantined" if lesson["quarantine"] else "active", lesson["quarantine"],
             lesson["model"], lesson["prompt_tokens"], lesson["completion_tokens"],
             lesson["cost_usd"], current["resolution"] if current else "",

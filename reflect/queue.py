@@ -42,6 +42,13 @@ def lease(conn: sqlite3.Connection, owner: str, now: float, seconds: float,
           kinds: tuple[str, ...]) -> Job | None:
     """Take the next due job (or one whose lease ran out) for ``seconds``; inside a write
     transaction, so two workers never take the same job."""
+    # A job whose worker died on every attempt would otherwise be retaken forever.
+    conn.execute(
+        "UPDATE jobs SET state = 'failed', lease_owner = '', updated = ?,"
+        " reason = 'its worker stopped during each of ' || attempts || ' attempts'"
+        " WHERE state = 'leased' AND lease_until < ? AND attempts >= ?",
+        (now, now, MAX_ATTEMPTS),
+    )
     marks = ", ".join("?" * len(kinds))
     row = conn.execute(
         f"""UPDATE jobs SET state = 'leased', lease_owner = ?, lease_until = ?,
@@ -111,8 +118,18 @@ def _drop_queued_twin(conn: sqlite3.Connection, job: Job, owner: str) -> None:
 
 
 def breaker_open_until(conn: sqlite3.Connection, provider: str, now: float) -> float | None:
-    row = conn.execute("SELECT open_until FROM breaker WHERE provider = ?", (provider,)).fetchone()
-    return row[0] if row and row[0] > now else None
+    """When the provider may be called again, or None to call it now. Once a cool-down
+    is over, the first caller takes the one trial call: the others keep waiting."""
+    row = conn.execute(
+        "SELECT failures, open_until FROM breaker WHERE provider = ?", (provider,)
+    ).fetchone()
+    if row is None or row[0] < BREAKER_THRESHOLD:
+        return None
+    if row[1] > now:
+        return row[1]
+    conn.execute("UPDATE breaker SET open_until = ? WHERE provider = ?",
+                 (now + BREAKER_COOLDOWN, provider))
+    return None
 
 
 def breaker_record(conn: sqlite3.Connection, provider: str, ok: bool, now: float) -> None:

@@ -61,7 +61,12 @@ class Worker:
                                   tuple(self.handlers))
             if job is None:
                 break
-            self.handlers[job.kind](job)
+            try:
+                self.handlers[job.kind](job)
+            except Exception as e:  # e.g. a broken prompt template: counts as an attempt
+                config.warn(f"job {job.id} ({job.kind}) failed: {e!r}")
+                with self.store.write() as conn:
+                    queue.retry_later(conn, job, self.owner, self.clock(), f"{e!r}"[:200])
             done += 1
         return done
 

@@ -125,3 +125,23 @@ def test_breaker_and_spend_hold_across_processes(store, own_store):
         assert queue.breaker_open_until(conn, "openai", 1001.0) is not None
     assert store.spent_today(1000.0) == (1.25, 2)
     assert store.spent_today(1000.0 + 86400) == (0, 0)  # a new UTC day starts from zero
+
+
+def test_a_job_whose_worker_keeps_dying_fails_after_the_last_attempt(store):
+    add(store)
+    now = 100.0
+    for _ in range(queue.MAX_ATTEMPTS):  # each worker dies holding the lease
+        assert lease(store, now=now, seconds=10.0) is not None
+        now += 11.0
+    assert lease(store, now=now) is None
+    (failed,) = store.failed_jobs()
+    assert "stopped during each of" in failed["reason"]
+
+
+def test_after_the_cool_down_one_trial_call_goes_through(store):
+    with store.write() as conn:
+        for _ in range(queue.BREAKER_THRESHOLD):
+            queue.breaker_record(conn, "openai", False, 100.0)
+        later = 100.0 + queue.BREAKER_COOLDOWN + 1
+        assert queue.breaker_open_until(conn, "openai", later) is None  # the trial
+        assert queue.breaker_open_until(conn, "openai", later) is not None  # the others wait
