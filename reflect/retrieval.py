@@ -108,8 +108,8 @@ def find_lessons(store: SQLiteStore, vectors: Vectors, *, query: str,
         lesson = c.lesson
         if lesson.get("status") != "active" or lesson["fingerprint"] in exclude:
             continue
-        if not lesson["elsewhere"]:  # only this run has failed this way: not an earlier lesson
-            continue
+        if not lesson["elsewhere"]:  # only this run failed this way: not an earlier lesson
+            continue  # (taught and imported lessons have no failures here: they count)
         if lesson["scope"] not in (scope, "global"):
             continue
         held = set(words(f"{lesson['trigger']} {lesson['guidance']} {lesson['error_text']}"))
@@ -131,8 +131,10 @@ def _complete(store: SQLiteStore, found: dict[str, Candidate], run: str) -> None
     marks = ", ".join("?" * len(ids))
     for row in store.conn.execute(
         f"""SELECT l.*, COALESCE(f.runs, 1) AS runs,
-                   EXISTS (SELECT 1 FROM failures o WHERE o.fingerprint = l.fingerprint
-                           AND o.run != ?) AS elsewhere
+                   (EXISTS (SELECT 1 FROM failures o WHERE o.fingerprint = l.fingerprint
+                                             AND o.run != ?)
+                    OR NOT EXISTS (SELECT 1 FROM failures o
+                                   WHERE o.fingerprint = l.fingerprint)) AS elsewhere
             FROM lessons l LEFT JOIN fingerprints f ON f.fingerprint = l.fingerprint
             WHERE l.id IN ({marks})""",
         [run, *ids],

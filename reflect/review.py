@@ -54,8 +54,8 @@ def review(text: str, scrub: Callable[[str], tuple[str, int]]) -> Reviewed:
     category = str(data.get("category", "")).strip().lower()
     kind = str(data.get("kind", "")).strip().lower()
     return Reviewed(
-        trigger=_trim(trigger, TRIGGER_MAX),
-        guidance=_trim(guidance, GUIDANCE_MAX),
+        trigger=trim(trigger, TRIGGER_MAX),
+        guidance=trim(guidance, GUIDANCE_MAX),
         kind=kind if kind in KINDS else DEFAULT_KIND,
         category=category if category in CATEGORIES else "general",
         confidence=_confidence(data.get("confidence")),
@@ -103,7 +103,7 @@ def _confidence(value: object) -> float:
     return min(1.0, max(0.0, float(value)))
 
 
-def _trim(text: str, limit: int) -> str:
+def trim(text: str, limit: int) -> str:
     """Cut at the last word boundary that fits, with an ellipsis."""
     if len(text) <= limit:
         return text

@@ -186,3 +186,26 @@ def test_cli_lessons_commands_and_unknown_ids():
     assert run_cli("teach", "no colon here").returncode == 1
     assert b"REPEATED" not in run_cli("recall", "--run", "b").stdout
     assert run_cli("injections").returncode == 0
+
+
+def test_cli_export_and_import_round_trip(tmp_path):
+    run_cli("capture", "--run", "a", "--exit-code", "1", "--error-file", "-",
+            stdin=NO_TABLE.encode())
+    run_cli("teach", "when running django scripts: call django.setup() first")
+    out = run_cli("export", "--format", "markdown")
+    assert out.returncode == 0 and b"django.setup()" in out.stdout
+    jsonl = tmp_path / "lessons.jsonl"
+    assert run_cli("export", "--format", "jsonl", "-o", str(jsonl)).returncode == 0
+    unwritable = tmp_path / "file" / "x.md"
+    (tmp_path / "file").write_text("")
+    failed = run_cli("export", "-o", str(unwritable))
+    assert failed.returncode == 1 and b"reflect: error:" in failed.stderr
+    jsonl.write_text(jsonl.read_text() + "{not json\n")
+    other = {"REFLECT_HOME": str(tmp_path / "other")}
+    lines = len(jsonl.read_text().splitlines())
+    out = run_cli("import", str(jsonl), env=other)
+    assert out.returncode == 1  # a bad line: reported with its number, the rest imported
+    assert f"lessons.jsonl:{lines}: ".encode() in out.stderr
+    assert f"imported {lines - 1}, merged 0".encode() in out.stdout
+    progress = run_cli("progress", env=other)
+    assert progress.returncode == 0 and b"at least 5 runs are needed" in progress.stdout

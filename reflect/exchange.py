@@ -1,0 +1,277 @@
+"""Moving lessons between stores, and into a team's repository as house rules.
+
+``export_lessons`` writes the confident lessons as markdown (for people) or
+JSON lines (for ``import_lessons`` in another store). An import file is
+untrusted: every line is validated, its texts scrubbed again and checked
+against ``review.HOSTILE``, and a bad line is reported by number while the
+rest is imported.
+
+Decisions:
+
+- Scope is exported as it is. A project scope is a hash of the repository's
+  remote ``owner/name``, so the same repository cloned elsewhere has the same
+  scope and its lessons stay with it; ``global`` lessons apply everywhere.
+- A fingerprint has one active lesson. An imported lesson that says what the
+  active one says (``lessons.similar`` >= ``SAME_MEANING``) is merged into it:
+  evidence adds up, confidence is the higher one. Otherwise it supersedes the
+  active lesson, as a model lesson would, unless that lesson is pinned, taught
+  or of a higher kind (taught > model > heuristic): a person's or a model's
+  lesson is never replaced by a file; the imported one is then ``skipped``, as
+  is one that says what a quarantined lesson of its fingerprint says.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from reflect import queue
+from reflect.heuristics import CATEGORIES, SEVERITIES
+from reflect.lessons import SAME_MEANING, active_lesson, similar
+from reflect.records import new_id
+from reflect.review import GUIDANCE_MAX, TRIGGER_MAX, hostile_reason, trim
+from reflect.store import EMBED_TARGET
+
+__all__ = ["FORMATS", "ImportReport", "export_lessons", "import_lessons", "write_atomically"]
+
+FORMATS = ("markdown", "jsonl")
+KIND_RANK = {"heuristic": 0, "model": 1, "taught": 2}
+TEXT_MAX = 1000  # resolution and error text: a line, not a log
+LINE_MAX = 20_000  # characters of one JSON line: bounds the work on a hostile file
+_FINGERPRINT = re.compile(r"(?:taught:)?[0-9a-f]{16}")  # taught lessons: by trigger
+_SCOPE = re.compile(r"global|project:[0-9a-f]{12,64}")
+_ORDER = "confidence DESC, evidence DESC, runs DESC, id"
+
+
+# -- export ---------------------------------------------------------------------
+
+
+def export_lessons(store, fmt: str, min_confidence: float = 0.5) -> str:
+    """The active lessons with confidence >= ``min_confidence``, plus every pinned or
+    taught one, best first; the same store always gives the same text."""
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown format {fmt!r}: use one of {', '.join(FORMATS)}")
+    rows = [dict(r) for r in store.conn.execute(
+        "SELECT l.*, COALESCE(f.runs, 0) AS runs FROM lessons l"
+        " LEFT JOIN fingerprints f ON f.fingerprint = l.fingerprint"
+        " WHERE l.status = 'active' AND (l.confidence >= ? OR l.pinned OR l.kind = 'taught')"
+        f" ORDER BY {_ORDER}",
+        (min_confidence,),
+    )]
+    return _markdown(rows) if fmt == "markdown" else "".join(_json_line(r) for r in rows)
+
+
+def _json_line(row: dict) -> str:
+    keys = ("fingerprint", "trigger", "guidance", "category", "severity", "kind", "confidence",
+            "prior", "evidence", "resolution", "scope", "created", "updated")
+    record = {k: row[k] for k in keys}
+    record["pinned"] = bool(row["pinned"])
+    record["error_text"] = row["error_text"]  # the error's words help keyword search there
+    return json.dumps(record, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def _markdown(rows: list[dict]) -> str:
+    out = ["# Lessons from failures", "",
+           "Exported by reflect: what coding agents learnt from their own failures, "
+           "best first.", ""]
+    if not rows:
+        out += ["No confident lessons yet.", ""]
+    for category in sorted({r["category"] for r in rows}):
+        out += [f"## {category.capitalize()}", ""]
+        for r in (r for r in rows if r["category"] == category):
+            out.append(f"- **When** {_line(r['trigger'])}: {_line(r['guidance'])}")
+            notes = [f"`{r['id']}`"]
+            if r["runs"]:  # an imported lesson may not have failed here yet
+                notes.append(f"seen in {r['runs']} run{'s' if r['runs'] != 1 else ''}")
+            notes.append(f"confidence {r['confidence']:.2f}")
+            if r["pinned"]:
+                notes.append("pinned")
+            if r["kind"] == "taught":
+                notes.append("taught")
+            if r["resolution"]:
+                notes.append(f"what worked: `{_line(r['resolution']).replace('`', '')}`")
+            out.append(f"  {' · '.join(notes)}")
+        out.append("")
+    return "\n".join(out)
+
+
+def _line(text: str) -> str:
+    return " ".join(text.split())  # one lesson, one list item
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` whole or not at all, even if the process dies midway."""
+    path = Path(path)
+    try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as e:
+        raise OSError(f"cannot write {path}: {e.strerror or e}") from e
+    try:
+        # mkstemp makes the file private; a house-rules file is for the team to read.
+        os.fchmod(fd, path.stat().st_mode & 0o777 if path.exists() else 0o644)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except OSError as e:
+        Path(tmp).unlink(missing_ok=True)
+        raise OSError(f"cannot write {path}: {e.strerror or e}") from e
+
+
+# -- import ---------------------------------------------------------------------
+
+
+@dataclass
+class ImportReport:
+    imported: int = 0
+    merged: int = 0
+    skipped: int = 0
+    errors: list[tuple[int, str]] = field(default_factory=list)  # (line number, message)
+
+
+class _Invalid(ValueError):
+    pass
+
+
+def import_lessons(store, path: Path, scrub: Callable[[str], tuple[str, int]],
+                   now: float) -> ImportReport:
+    """Import a JSON-lines export into ``store`` in one transaction."""
+    report = ImportReport()
+    lessons = []
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for number, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                lessons.append(_validate(line, scrub, now))
+            except _Invalid as e:
+                report.errors.append((number, str(e)))
+    with store.write() as conn:
+        for lesson in lessons:
+            outcome = _add(conn, lesson, now)
+            setattr(report, outcome, getattr(report, outcome) + 1)
+        if report.imported:
+            queue.enqueue(conn, "embed", EMBED_TARGET, "", now)
+    return report
+
+
+def _add(conn, lesson: dict, now: float) -> str:
+    """Merge, insert or skip one validated lesson; returns which (a report field)."""
+    quarantined = conn.execute(
+        "SELECT guidance FROM lessons WHERE fingerprint = ? AND status = 'quarantined'",
+        (lesson["fingerprint"],),
+    )
+    if any(similar(g, lesson["guidance"]) >= SAME_MEANING for (g,) in quarantined):
+        return "skipped"  # a file does not bring back what was quarantined here
+    current = active_lesson(conn, lesson["fingerprint"])
+    if current is not None and similar(current["guidance"], lesson["guidance"]) >= SAME_MEANING:
+        # The prior too: credit recomputes confidence from it at the next outcome.
+        conn.execute(
+            "UPDATE lessons SET evidence = evidence + ?, confidence = MAX(confidence, ?),"
+            " prior = MAX(prior, ?), updated = ? WHERE id = ?",
+            (lesson["evidence"], lesson["confidence"], lesson["prior"], now, current["id"]),
+        )
+        return "merged"
+    if current is not None and (
+        current["pinned"] or current["kind"] == "taught"
+        or KIND_RANK.get(current["kind"], 0) > KIND_RANK[lesson["kind"]]
+    ):
+        return "skipped"
+    lesson = {**lesson, "id": new_id("L"), "status": "active"}
+    conn.execute(
+        f"INSERT INTO lessons ({', '.join(lesson)}) VALUES ({', '.join(':' + c for c in lesson)})",
+        lesson,
+    )
+    if current is not None:
+        conn.execute(
+            "UPDATE lessons SET status = 'superseded', superseded_by = ?, updated = ? WHERE id = ?",
+            (lesson["id"], now, current["id"]),
+        )
+    return "imported"
+
+
+def _validate(line: str, scrub: Callable[[str], tuple[str, int]], now: float) -> dict:
+    if len(line) > LINE_MAX:
+        raise _Invalid(f"line longer than {LINE_MAX} characters")
+    try:
+        data = json.loads(line)
+    except json.JSONDecodeError as e:
+        raise _Invalid(f"not JSON ({e.msg})") from None
+    if not isinstance(data, dict):
+        raise _Invalid(f"not a JSON object but {type(data).__name__}")
+    fingerprint = _get(data, "fingerprint", str, None)
+    if not _FINGERPRINT.fullmatch(fingerprint):
+        raise _Invalid("fingerprint must be 16 lowercase hex characters (or taught: and 16)")
+    scope = _get(data, "scope", str, "global")
+    if not _SCOPE.fullmatch(scope):
+        raise _Invalid("scope must be 'global' or 'project:<hex>'")
+    kind = _get(data, "kind", str, "heuristic")
+    if kind not in KIND_RANK:
+        raise _Invalid(f"kind must be one of {', '.join(KIND_RANK)}")
+    trigger, guidance = _get(data, "trigger", str, None), _get(data, "guidance", str, None)
+    # Judged in full, before scrubbing and trimming hide part of it (as review does).
+    reason = hostile_reason(f"{trigger}\n{guidance}")
+    if reason:
+        raise _Invalid(f"refused: the lesson {reason}")
+    trigger = _clean(trigger, scrub, TRIGGER_MAX)
+    guidance = _clean(guidance, scrub, GUIDANCE_MAX)
+    if not trigger or not guidance:
+        raise _Invalid("trigger and guidance must not be empty")
+    category = _get(data, "category", str, "general")
+    severity = _get(data, "severity", str, "medium")
+    confidence = _unit(_get(data, "confidence", float, 0.5), "confidence")
+    evidence = _get(data, "evidence", int, 1)
+    if evidence < 1:
+        raise _Invalid("evidence must be at least 1")
+    return {
+        "fingerprint": fingerprint,
+        "trigger": trigger,
+        "guidance": guidance,
+        "category": category if category in CATEGORIES else "general",
+        "severity": severity if severity in SEVERITIES else "medium",
+        "kind": kind,
+        "confidence": confidence,
+        "prior": _unit(_get(data, "prior", float, confidence), "prior"),
+        "evidence": evidence,
+        "resolution": _clean(_get(data, "resolution", str, ""), scrub, TEXT_MAX),
+        "error_text": _clean(_get(data, "error_text", str, ""), scrub, TEXT_MAX),
+        "scope": scope,
+        "pinned": int(_get(data, "pinned", bool, False)),
+        # A lesson is as old as it is where it was learnt (recall's freshness decay).
+        "created": min(_get(data, "created", float, now), now),
+        "updated": min(_get(data, "updated", float, now), now),
+    }
+
+
+def _get(data: dict, key: str, kind: type, default):
+    """``data[key]`` of type ``kind`` (an int is a float; a bool is neither), or
+    ``default``; a missing field with no default is an error."""
+    value = data.get(key)
+    if value is None:
+        if default is None:
+            raise _Invalid(f"missing {key}")
+        return default
+    ok = {float: (int, float), int: (int,)}.get(kind, (kind,))
+    if isinstance(value, bool) is not (kind is bool) or not isinstance(value, ok):
+        raise _Invalid(f"{key} must be {'a number' if kind is float else kind.__name__}")
+    if kind is float and not math.isfinite(value):
+        raise _Invalid(f"{key} must be a finite number")
+    return float(value) if kind is float else value
+
+
+def _unit(value: float, key: str) -> float:
+    if not 0.0 <= value <= 1.0:
+        raise _Invalid(f"{key} must be between 0 and 1")
+    return value
+
+
+def _clean(text: str, scrub: Callable[[str], tuple[str, int]], limit: int) -> str:
+    # Scrub the whole text before trimming, so a cut cannot split a secret past a rule.
+    return trim(_line(scrub(text)[0]), limit)
