@@ -12,7 +12,7 @@ import re
 
 from reflect import queue
 from reflect.credit import PRIOR_WEIGHT
-from reflect.lessons import active_lesson
+from reflect.lessons import active_lesson, supersede
 from reflect.records import new_id
 from reflect.store import EMBED_TARGET, SQLiteStore
 
@@ -118,8 +118,7 @@ def release(store: SQLiteStore, lesson_id: str, now: float) -> None:
     with store.write() as conn:
         current = active_lesson(conn, lesson["fingerprint"])
         if current is not None and current["id"] != lesson_id:
-            conn.execute("UPDATE lessons SET status = 'superseded', superseded_by = ?,"
-                         " updated = ? WHERE id = ?", (lesson_id, now, current["id"]))
+            supersede(conn, current["id"], lesson_id, now)
         conn.execute("UPDATE lessons SET status = 'active', quarantine = '', updated = ?"
                      " WHERE id = ?", (now, lesson_id))
 

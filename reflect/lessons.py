@@ -67,9 +67,23 @@ def add_model_lesson(conn: sqlite3.Connection, fingerprint: str, lesson: dict, n
             current["scope"] if current else "global", current["error_text"] if current else "",
         ),
     )
-    if current is not None and not lesson["quarantine"]:
-        conn.execute(
-            "UPDATE lessons SET status = 'superseded', superseded_by = ?, updated = ? WHERE id = ?",
-            (lesson_id, now, current["id"]),
-        )
+    if not lesson["quarantine"]:
+        # It replaces its fingerprint's lesson, and any other lesson with the same trigger
+        # that says something else: the newer word on one situation wins.
+        for other in conn.execute(
+            "SELECT id, fingerprint, trigger, guidance FROM lessons WHERE status = 'active'"
+            " AND id != ? AND kind != 'taught' AND lower(trigger) = lower(?)",
+            (lesson_id, lesson["trigger"]),
+        ).fetchall():
+            if similar(other["guidance"], lesson["guidance"]) < SAME_MEANING:
+                supersede(conn, other["id"], lesson_id, now)
+        if current is not None:
+            supersede(conn, current["id"], lesson_id, now)
     return lesson_id
+
+
+def supersede(conn: sqlite3.Connection, old_id: str, new_id_: str, now: float) -> None:
+    conn.execute(
+        "UPDATE lessons SET status = 'superseded', superseded_by = ?, updated = ? WHERE id = ?",
+        (new_id_, now, old_id),
+    )

@@ -17,7 +17,7 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 
-from reflect import config, queue
+from reflect import config, queue, upkeep
 from reflect.config import ModelSettings
 from reflect.embedding import Vectors
 from reflect.lessons import active_lesson, add_model_lesson
@@ -74,6 +74,8 @@ class Worker:
         """Work until ``stop`` is set, or until idle for ``idle_exit`` seconds."""
         idle_since = time.monotonic()
         while not stop.is_set():
+            if upkeep.due(self.store, self.clock()):  # once a day, whichever worker is first
+                upkeep.consolidate(self.store, self.clock(), config.half_life_days())
             if self.run_once(stop):
                 idle_since = time.monotonic()
             elif idle_exit is not None and time.monotonic() - idle_since >= idle_exit:

@@ -209,3 +209,43 @@ def test_cli_export_and_import_round_trip(tmp_path):
     assert f"imported {lines - 1}, merged 0".encode() in out.stdout
     progress = run_cli("progress", env=other)
     assert progress.returncode == 0 and b"at least 5 runs are needed" in progress.stdout
+
+
+def model_lesson(trigger, guidance):
+    return {"trigger": trigger, "guidance": guidance, "category": "environment", "kind": "fix",
+            "confidence": 0.8, "quarantine": "", "model": "m", "prompt_tokens": 1,
+            "completion_tokens": 1, "cost_usd": None}
+
+
+def test_a_newer_lesson_with_the_same_trigger_that_says_otherwise_supersedes(mem):
+    from reflect.lessons import add_model_lesson
+
+    a = mem.capture(run="a", exit_code=1, error_text=NO_TABLE)
+    b = mem.capture(run="a", exit_code=1, error_text=NO_YAML)
+    trigger = "a standalone script touches the database"
+    with mem.store.write() as conn:
+        old = add_model_lesson(conn, a.fingerprint, model_lesson(
+            trigger, "Create the tables with migrate first."), 1.0)
+        same = add_model_lesson(conn, b.fingerprint, model_lesson(
+            trigger, "Create the tables with migrate first, then run it."), 2.0)
+        new = add_model_lesson(conn, b.fingerprint, model_lesson(
+            trigger, "Use an in-memory SQLite settings module instead."), 3.0)
+    assert lesson(mem, same)["status"] == "superseded"  # its own fingerprint's newer lesson
+    assert lesson(mem, old)["status"] == "superseded"  # same trigger, contradicting advice
+    assert lesson(mem, old)["superseded_by"] == new
+    assert lesson(mem, a.lesson_id)["status"] == "superseded"  # history kept
+
+
+def test_the_worker_consolidates_once_a_day(clock, monkeypatch):
+    from reflect import upkeep
+
+    runs = []
+    real = upkeep.consolidate
+    monkeypatch.setattr(upkeep, "consolidate", lambda *a, **k: runs.append(a) or real(*a, **k))
+    with Memory(clock=clock) as m:
+        m.capture(run="a", exit_code=1, error_text=NO_YAML)  # an embed job to run
+        for _ in range(3):
+            m.run_worker(idle_exit=0)
+        clock.now += DAY + 1
+        m.run_worker(idle_exit=0)
+    assert len(runs) == 2
