@@ -9,14 +9,14 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from reflect import config, controls, pending, recall, upkeep
+from reflect import config, controls, pending, upkeep
 from reflect.capture import Parsed, bounded, entry_rows, parse, synthesize
-from reflect.embedding import Vectors
 from reflect.records import ErrorEntry, Recall
 from reflect.store import SQLiteStore
 from reflect.worker import HEARTBEAT_STALE, Worker, start_detached, start_thread
 
 DEFAULT_MAX_TOKENS = 400
+MAX_GOAL_CHARS = 2000  # goals are issue texts; their start says what they are about
 
 
 class Memory:
@@ -50,7 +50,7 @@ class Memory:
         self.model = config.model_settings(model) if self.enabled else None
         self.embeddings = config.embeddings_spec(embeddings) if self.enabled else None
         self._store: SQLiteStore | None = None
-        self._vectors: Vectors | None = None
+        self._vectors = None
         self._scope: str | None = None
         self._worker = None
         if reflect and (self.model is not None or self.embeddings is not None):
@@ -65,8 +65,11 @@ class Memory:
         return self._store
 
     @property
-    def vectors(self) -> Vectors:
+    def vectors(self):
+        """Dense search for this store (numpy is imported here: capture never needs it)."""
         if self._vectors is None:
+            from reflect.embedding import Vectors
+
             self._vectors = Vectors(self.store, self.embeddings)
         return self._vectors
 
@@ -151,11 +154,13 @@ class Memory:
         ``sections`` limits what is searched."""
         if not self.enabled:
             return Recall()
+        from reflect import recall
+
         if config.offline():  # recency only: this run's failures and hints, from SQL
             sections = tuple(s for s in sections if s == "recent")
         run = run or self.run
         try:
-            goal, _ = self.scrubber.scrub(bounded(goal, recall.MAX_GOAL_CHARS))
+            goal, _ = self.scrubber.scrub(bounded(goal, MAX_GOAL_CHARS))
             now = self.clock()
             rec = recall.build(
                 self.store, self.vectors, run=run, goal=goal, phase=phase,

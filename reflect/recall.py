@@ -11,7 +11,6 @@ from reflect.store import SQLiteStore, error_query
 RECENT_WINDOW = 200  # failures scanned for the recent section: bounds recall on long runs
 MAX_RECENT_ITEMS = 8
 MAX_LESSON_ITEMS = 6
-MAX_GOAL_CHARS = 2000
 
 
 def build(store: SQLiteStore, vectors: Vectors, *, run: str, goal: str, phase: str,
@@ -57,7 +56,7 @@ def lesson_items(store: SQLiteStore, vectors: Vectors, *, goal: str, phase: str,
     if not store.has_other_lessons(exclude):
         return []  # nothing to search: no reason to load a model
     # The goal and phase, plus the run's latest error (searched by meaning too) and action.
-    goal_text = f"{goal[:MAX_GOAL_CHARS]}\n{phase}".strip()
+    goal_text = f"{goal}\n{phase}".strip()  # the caller bounded the goal
     query = goal_text
     if latest is not None:
         query += f"\n{error_query(latest)}\n{latest['action']}"

@@ -19,7 +19,6 @@ from pathlib import Path
 
 from reflect import config, queue, upkeep
 from reflect.config import ModelSettings
-from reflect.embedding import Vectors
 from reflect.lessons import active_lesson, add_model_lesson
 from reflect.store import EMBED_TARGET, SQLiteStore
 
@@ -39,6 +38,8 @@ class Worker:
         self.clock = clock
         self.scrubber = config.scrubber(home)
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        from reflect.embedding import Vectors  # numpy: only in the worker, not on capture
+
         self.vectors = Vectors(self.store, embeddings)
         self.handlers = {}
         if model is not None:

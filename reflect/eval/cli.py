@@ -1,10 +1,200 @@
-"""``reflect eval``: subcommands registered on the main parser."""
+"""``reflect eval``: subcommands registered on the main parser.
+
+Parse, call the library, format. The evaluation modules (and numpy) are
+imported inside the handlers, so ``reflect capture`` never loads them.
+Exit codes: 0 done, 1 a file could not be read or written (the message says
+how to fix it), 2 misuse of the command line.
+"""
 
 from __future__ import annotations
 
 import argparse
+import json
+import sys
+
+from reflect.memory import DEFAULT_MAX_TOKENS
+
+FORMATS = ("mini-swe-agent", "reflexion", "debugbench")
+MODES = ("on", "recency", "off")
 
 
 def add_eval_command(sub: argparse._SubParsersAction) -> None:
-    c = sub.add_parser("eval", help="Evaluate failure memory on recorded or live runs.")
-    c.add_subparsers(dest="what", required=True, metavar="convert|replay|compare|ab")
+    c = sub.add_parser("eval", help="Evaluate failure memory on recorded or live runs.",
+                       description="Evaluate failure memory on recorded or live runs.")
+    what = c.add_subparsers(dest="what", required=True, metavar="convert|replay|compare|ab")
+
+    p = what.add_parser(
+        "convert", help="convert published agent logs into a trace (JSONL)",
+        description="Convert published agent logs into a trace: JSONL, one record per "
+        "iteration with run, iteration, goal, phase, action, exit_code, error_text, success, ts.")
+    p.set_defaults(handler=cmd_convert)
+    p.add_argument("source", choices=FORMATS, metavar="FORMAT", help=" | ".join(FORMATS))
+    p.add_argument("paths", nargs="+", metavar="PATH", help="data files or directories")
+    p.add_argument("-o", "--output", required=True, metavar="TRACE", help="the trace to write")
+
+    p = what.add_parser(
+        "replay", help="replay a trace through a fresh store and measure what was recalled",
+        description="Replay a trace in order through a fresh store: recall before each "
+        "iteration (mode on: every section; recency: this run's failures; off: nothing), "
+        "then capture it. Writes DIR/iterations.jsonl and DIR/summary.json.")
+    p.set_defaults(handler=cmd_replay)
+    p.add_argument("trace", metavar="TRACE")
+    p.add_argument("--mode", choices=MODES, default="on")
+    p.add_argument("--out", metavar="DIR", help="write iterations.jsonl and summary.json here")
+    p.add_argument("--store", metavar="DIR",
+                   help="keep the replay's store in this new directory (default: temporary)")
+    p.add_argument("--max-tokens", type=_positive, default=DEFAULT_MAX_TOKENS, metavar="N")
+    p.add_argument("--embeddings", metavar="NAME",
+                   help="embedding model for mode on: off, hash, or a model name "
+                   "(default: $REFLECT_EMBEDDINGS, else the bundled model)")
+    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    p.add_argument("--format", choices=["text", "json"], default="text")
+
+    p = what.add_parser(
+        "compare", help="replays side by side with bootstrap intervals over runs",
+        description="Compare replays (or A/B arms) side by side with 95% bootstrap intervals "
+        "that resample runs.")
+    p.set_defaults(handler=cmd_compare)
+    p.add_argument("inputs", nargs="+", metavar="DIR", help="replay --out directories "
+                   "(or their summary.json)")
+    p.add_argument("--chart", nargs="?", const="compare.png", metavar="PNG",
+                   help="also draw a PNG chart (default compare.png; needs matplotlib)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--resamples", type=_positive, default=2000, metavar="N")
+    p.add_argument("--format", choices=["text", "json"], default="text")
+
+    p = what.add_parser(
+        "ab", help="live A/B: run an agent command on tasks with memory on and off",
+        description="Run a real agent on tasks with memory on and off (one persistent store "
+        "per arm), randomized by seed; reports repeat rates with intervals and wall time.")
+    p.set_defaults(handler=cmd_ab)
+    p.add_argument("--agent", required=True, metavar="CMD",
+                   help="shell command with {prompt_file} (also {workdir}, {task}, {arm}, "
+                   "{iteration})")
+    p.add_argument("--tasks", required=True, metavar="JSONL",
+                   help='one {"id": …, "goal": …} a line')
+    p.add_argument("--trials", type=_positive, default=3, metavar="N",
+                   help="attempts per task and arm; a task stops at its first success")
+    p.add_argument("--arms", type=_arms, default=("on", "off"), metavar="A,B",
+                   help="modes to compare (default on,off)")
+    p.add_argument("--seed", type=int, default=0, help="order of tasks and arms, bootstrap")
+    p.add_argument("--timeout", type=float, default=600.0, metavar="S",
+                   help="seconds per agent run before it is killed (default 600)")
+    p.add_argument("--max-tokens", type=_positive, default=DEFAULT_MAX_TOKENS, metavar="N")
+    p.add_argument("--embeddings", metavar="NAME", help="embedding model for the on arm: off, "
+                   "hash, or a model name (default: $REFLECT_EMBEDDINGS, else the bundled one)")
+    p.add_argument("--out", default="reflect-ab", metavar="DIR")
+    p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _arms(text: str) -> tuple[str, ...]:
+    arms = tuple(a.strip() for a in text.split(",") if a.strip())
+    if len(arms) < 2 or len(set(arms)) != len(arms) or not set(arms) <= set(MODES):
+        raise argparse.ArgumentTypeError(
+            f"give two or three distinct modes among {','.join(MODES)}, e.g. on,off")
+    return arms
+
+
+def _fail(message: str) -> int:
+    print(f"reflect: error: {message}", file=sys.stderr)
+    return 1
+
+
+def _eval_errors() -> tuple[type[Exception], ...]:
+    from reflect.eval.ab import ABError
+    from reflect.eval.compare import CompareError
+    from reflect.eval.convert import ConvertError
+    from reflect.eval.replay import ReplayError
+    from reflect.eval.trace import TraceError
+
+    return (ABError, CompareError, ConvertError, ReplayError, TraceError)
+
+
+def _guarded(handler):
+    def run(args) -> int:
+        try:
+            return handler(args)
+        except _eval_errors() as e:
+            return _fail(str(e))
+        except OSError as e:
+            where = f" {e.filename}" if e.filename else ""
+            return _fail(f"cannot read or write{where}: {e.strerror or e}; check the path "
+                         "and its permissions")
+    return run
+
+
+@_guarded
+def cmd_convert(args) -> int:
+    from reflect.eval.convert import convert
+    from reflect.eval.trace import write_trace
+
+    records = convert(args.source, args.paths)
+    n = write_trace(args.output, records)
+    runs = len({r.run for r in records})
+    failures = sum(not r.success for r in records)
+    print(f"{args.output}: {runs} runs, {n} iterations, {failures} failures")
+    return 0
+
+
+@_guarded
+def cmd_replay(args) -> int:
+    from reflect.eval.compare import compare_summaries, table
+    from reflect.eval.replay import replay
+    from reflect.eval.trace import read_trace
+
+    records = read_trace(args.trace)
+    summary = replay(records, args.mode, args.out, store=args.store,
+                     max_tokens=args.max_tokens, seed=args.seed, trace=args.trace,
+                     embeddings=args.embeddings)
+    if args.format == "json":
+        print(json.dumps(summary, ensure_ascii=False))
+        return 0
+    result = compare_summaries([(args.mode, summary)], seed=args.seed)
+    print(table(result))
+    if args.out:
+        print(f"wrote {args.out}/iterations.jsonl and {args.out}/summary.json")
+    return 0
+
+
+@_guarded
+def cmd_compare(args) -> int:
+    from reflect.eval.compare import INSTALL_CHARTS, chart, compare, table
+
+    result = compare(args.inputs, seed=args.seed, resamples=args.resamples)
+    print(json.dumps(result, ensure_ascii=False) if args.format == "json" else table(result))
+    if args.chart:
+        if chart(result, args.chart):
+            print(f"chart: {args.chart}", file=sys.stderr)
+        else:
+            print(f"reflect: note: no chart: matplotlib is not installed ({INSTALL_CHARTS})",
+                  file=sys.stderr)
+    return 0
+
+
+@_guarded
+def cmd_ab(args) -> int:
+    from reflect.eval.ab import read_tasks, run_ab
+    from reflect.eval.compare import compare, table
+
+    tasks = read_tasks(args.tasks)
+
+    def progress(line: str) -> None:
+        if not args.quiet:
+            print(line, file=sys.stderr)
+
+    report = run_ab(args.agent, tasks, args.out, trials=args.trials, arms=args.arms,
+                    seed=args.seed, timeout=args.timeout, max_tokens=args.max_tokens,
+                    embeddings=args.embeddings, progress=progress)
+    result = compare([f"{args.out}/{arm}" for arm in args.arms], seed=args.seed)
+    print(table(result))
+    walls = ", ".join(f"{arm} {s:.1f} s" for arm, s in report["wall_seconds"].items())
+    print(f"agent wall time: {walls}; {len(tasks)} tasks x {args.trials} trials, "
+          f"seed {args.seed}; details in {args.out}/")
+    return 0

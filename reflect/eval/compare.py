@@ -1,0 +1,192 @@
+"""Replays (or live arms) side by side: a table with bootstrap intervals, and a PNG chart.
+
+Each input is a directory holding ``summary.json`` (what ``replay`` and
+``ab`` write) or such a file. Intervals resample runs with a seeded RNG;
+when every input has the same runs (modes of one trace, arms of one A/B, a
+Reflexion run and its simple twin) the resamples are shared, and the table adds each column's
+difference from the first with its own interval.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+from reflect.eval.metrics import RESAMPLES, bootstrap
+from reflect.eval.replay import SUMMARY_FILE
+from reflect.eval.trace import write_bytes
+
+# (metric, label, shown as a percentage)
+ROWS = (
+    ("repeat_rate", "repeats per iteration", True),
+    ("repeats_per_failure", "repeats per failure", True),
+    ("coverage_within", "coverage, within-run repeats", True),
+    ("coverage_cross", "coverage, cross-run repeats", True),
+    ("tokens_per_iteration", "tokens injected per iteration", False),
+    ("noise", "noise (injected items)", True),
+    ("noise_lessons", "noise (lesson-section items)", True),
+    ("last_ok", "runs whose last iteration succeeded", True),
+)
+CHART_RATES = ("repeat_rate", "coverage_within", "coverage_cross", "noise", "last_ok")
+INSTALL_CHARTS = "pip install 'reflect[charts]'"
+
+
+class CompareError(RuntimeError):
+    """An input that cannot be compared; the message says how to fix it."""
+
+
+def load(path: str | Path) -> tuple[str, dict]:
+    """A label (the directory's name) and the summary read from a directory or file."""
+    path = Path(path)
+    file = path / SUMMARY_FILE if path.is_dir() else path
+    try:
+        summary = json.loads(file.read_text(encoding="utf-8"))
+    except OSError as e:
+        raise CompareError(f"cannot read {file}: {e.strerror or e}; give a directory written "
+                           "by `reflect eval replay --out DIR` (or its summary.json)") from e
+    except ValueError as e:
+        raise CompareError(f"{file}: not valid JSON ({e}); rerun the replay") from None
+    if not isinstance(summary, dict) or not isinstance(summary.get("runs"), list):
+        raise CompareError(f"{file}: no per-run counts ('runs'); is it a replay summary?")
+    return (file.parent.name or str(file.parent)), summary
+
+
+def compare(paths: Sequence[str | Path], seed: int = 0, resamples: int = RESAMPLES) -> dict:
+    return compare_summaries([load(p) for p in paths], seed, resamples)
+
+
+def compare_summaries(loaded: Sequence[tuple[str, dict]], seed: int = 0,
+                      resamples: int = RESAMPLES) -> dict:
+    """The comparison of (label, summary) pairs, bootstrapped anew with ``seed``."""
+    labels = _unique([label for label, _ in loaded])
+    results = bootstrap([s["runs"] for _, s in loaded], seed=seed, resamples=resamples)
+    arms = []
+    for label, (_, summary), metrics in zip(labels, loaded, results, strict=True):
+        arms.append({
+            "label": label,
+            "mode": summary.get("mode", ""),
+            "runs": len(summary["runs"]),
+            "iterations": sum(r.get("iterations", 0) for r in summary["runs"]),
+            "metrics": metrics,
+            "recall_ms": summary.get("recall_ms") or {},
+            "wall_seconds": summary.get("wall_seconds"),
+        })
+    return {"seed": seed, "resamples": resamples, "arms": arms}
+
+
+def _unique(labels: list[str]) -> list[str]:
+    out = []
+    for i, label in enumerate(labels):
+        out.append(label if labels.count(label) == 1 else f"{label}#{i + 1}")
+    return out
+
+
+def _fmt(value: float | None, pct: bool) -> str:
+    if value is None:
+        return "-"
+    return f"{100 * value:.1f}%" if pct else f"{value:.1f}"
+
+
+def _cell(m: dict, pct: bool) -> str:
+    if m["value"] is None:
+        return "-"
+    if m["low"] is None:
+        return _fmt(m["value"], pct)
+    return f"{_fmt(m['value'], pct)} [{_fmt(m['low'], pct)}, {_fmt(m['high'], pct)}]"
+
+
+def _diff_cell(m: dict, pct: bool) -> str:
+    d = m.get("diff")
+    if not d or d["value"] is None:
+        return "-"
+    sign = "+" if d["value"] >= 0 else ""
+    scale = 100 if pct else 1
+    unit = " pts" if pct else ""
+    text = f"{sign}{scale * d['value']:.1f}{unit}"
+    if d["low"] is not None:
+        text += f" [{scale * d['low']:.1f}, {scale * d['high']:.1f}]"
+    return text
+
+
+def table(result: dict) -> str:
+    arms = result["arms"]
+    header = ["", *(f"{a['label']} ({a['mode']})" if a["mode"] not in ("", a["label"])
+                     else a["label"] for a in arms)]
+    lines = [header, ["runs / iterations", *(f"{a['runs']} / {a['iterations']}" for a in arms)]]
+    for name, label, pct in ROWS:
+        lines.append([label, *(_cell(a["metrics"][name], pct) for a in arms)])
+    lines.append(["recall p50 / p95 ms", *(_latency(a["recall_ms"]) for a in arms)])
+    lines.append(["wall time s", *(_fmt(a["wall_seconds"], False) for a in arms)])
+    paired = len(arms) > 1 and any("diff" in a["metrics"]["coverage"] for a in arms[1:])
+    if paired:
+        lines.append([f"difference from {arms[0]['label']} (paired):", *([""] * len(arms))])
+        for name, label, pct in ROWS:
+            lines.append([f"  {label}", "", *(_diff_cell(a["metrics"][name], pct)
+                                              for a in arms[1:])])
+    widths = [max(len(row[i]) for row in lines) for i in range(len(header))]
+    text = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
+            for row in lines]
+    note = (f"95% intervals: bootstrap over runs, {result['resamples']} resamples, "
+            f"seed {result['seed']}")
+    return "\n".join([*text, note])
+
+
+def _latency(ms: dict) -> str:
+    if not ms or ms.get("p50") is None:
+        return "-"
+    return f"{ms['p50']:.2f} / {ms['p95']:.2f}"
+
+
+def chart(result: dict, path: str | Path) -> bool:
+    """Write a PNG; False (and nothing written) when matplotlib is not installed."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    arms = result["arms"]
+    labels = [label for name, label, _ in ROWS if name in CHART_RATES]
+    fig, (rates, tokens) = plt.subplots(
+        1, 2, figsize=(11, 4.2), gridspec_kw={"width_ratios": [4, 1.3]})
+    width = 0.8 / max(len(arms), 1)
+    for k, arm in enumerate(arms):
+        values, errors = _bars(arm, CHART_RATES, 100)
+        xs = [i + (k - (len(arms) - 1) / 2) * width for i in range(len(CHART_RATES))]
+        rates.bar(xs, values, width, yerr=errors, capsize=3, label=arm["label"], color=f"C{k}")
+        tv, te = _bars(arm, ("tokens_per_iteration",), 1)
+        tokens.bar([k], tv, 0.6, yerr=te, capsize=3, color=f"C{k}")
+    rates.set_xticks(range(len(CHART_RATES)), [_wrap(x) for x in labels], fontsize=8)
+    rates.set_ylabel("%")
+    rates.legend(fontsize=8)
+    rates.set_title("rates (95% bootstrap intervals over runs)", fontsize=9)
+    tokens.set_xticks(range(len(arms)), [a["label"] for a in arms], fontsize=8)
+    tokens.set_title("tokens injected per iteration", fontsize=9)
+    fig.tight_layout()
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=120)
+    plt.close(fig)
+    write_bytes(path, buffer.getvalue())
+    return True
+
+
+def _bars(arm: dict, names: Sequence[str], scale: float) -> tuple[list, list]:
+    values, errors = [], [[], []]
+    for name in names:
+        m = arm["metrics"][name]
+        value = (m["value"] or 0) * scale
+        values.append(value)
+        low = m["low"] * scale if m["low"] is not None else value
+        high = m["high"] * scale if m["high"] is not None else value
+        errors[0].append(max(value - low, 0))
+        errors[1].append(max(high - value, 0))
+    return values, errors
+
+
+def _wrap(label: str) -> str:
+    words = label.split()
+    half = (len(words) + 1) // 2
+    return " ".join(words[:half]) + "\n" + " ".join(words[half:])

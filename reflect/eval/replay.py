@@ -1,0 +1,176 @@
+"""Replay a trace through a fresh store, recalling before every iteration as a harness would.
+
+Before each record the block is recalled from what a harness knows then: the
+run, its goal and phase and the iteration number (the store holds the run's
+history). The record's own action and error are never used for recall. Then
+a failure is captured and a success reported as the outcome. Modes:
+
+- ``on``: recall with every section (this run's failures and, where the
+  store has them, lessons from earlier runs);
+- ``recency``: recall with ``sections=("recent",)`` only;
+- ``off``: no recall; the injection is recorded empty.
+
+The trace itself does not change with the mode: the agent's failures are the
+recorded ones. So a replay measures what memory would have put in front of
+the agent (coverage, noise, tokens, latency), not whether the agent would
+then have avoided the repeat; a live A/B (``ab.py``) measures that.
+
+The store's clock is the trace's ``ts``, held back from going backwards (runs
+of a batch overlap in time but replay one after another); a record without
+``ts`` is one second after the record before it.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from reflect.eval.metrics import summarize
+from reflect.eval.signature import signature
+from reflect.eval.trace import TraceRecord, write_json, write_jsonl
+from reflect.memory import DEFAULT_MAX_TOKENS, Memory
+from reflect.records import Recall
+
+MODES = ("on", "recency", "off")
+ITERATIONS_FILE = "iterations.jsonl"
+SUMMARY_FILE = "summary.json"
+
+
+class ReplayError(RuntimeError):
+    """A replay that cannot start; the message says how to fix it."""
+
+
+class Injector:
+    """Recall for one mode and keep the provenance of what was injected.
+
+    ``signatures`` maps each captured failure id to the evaluation's own
+    signature of its error, so an injected item can be traced back to the
+    failures it came from without trusting the store's fingerprints.
+    """
+
+    def __init__(self, mem: Memory, mode: str, max_tokens: int = DEFAULT_MAX_TOKENS):
+        if mode not in MODES:
+            raise ReplayError(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}")
+        if not mem.enabled:
+            raise ReplayError("failure memory is switched off (REFLECT_FAILURE_MEMORY=0); "
+                              "unset it to evaluate")
+        self.mem, self.mode, self.max_tokens = mem, mode, max_tokens
+        self.signatures: dict[str, str | None] = {}
+        self.open_runs: set[str] = set()
+
+    def recall(self, run: str, goal: str, phase: str, iteration: int) -> tuple[Recall, dict]:
+        """The block before an iteration, and its log row (items with provenance)."""
+        if self.mode == "off":
+            return Recall(), {"tokens": 0, "items": [], "recall_ms": None}
+        sections = {"sections": ("recent",)} if self.mode == "recency" else {}
+        start = time.perf_counter()
+        rec = self.mem.recall(run=run, goal=goal, phase=phase, iteration=iteration,
+                              max_tokens=self.max_tokens, **sections)
+        elapsed = (time.perf_counter() - start) * 1000
+        items = [
+            {
+                "section": item.section,
+                "id": item.id,
+                "score": item.score,
+                "fingerprint": item.fingerprint,
+                "source_failure_ids": list(item.source_failure_ids),
+                "signatures": sorted({
+                    s for f in item.source_failure_ids if (s := self.signatures.get(f))
+                }),
+                "text": item.text,
+            }
+            for item in rec.items
+        ]
+        return rec, {"tokens": rec.tokens, "items": items, "recall_ms": round(elapsed, 3)}
+
+    def report(self, run: str, iteration: int, goal: str, phase: str, action: str,
+               exit_code: int | None, error_text: str, success: bool) -> dict:
+        """Capture a failure or report a success; returns the row's outcome fields."""
+        if success:
+            if run in self.open_runs:  # a harness reports success when it had failures
+                self.mem.outcome(run=run, iteration=iteration, success=True, action=action)
+                self.open_runs.discard(run)
+            return {"signature": None, "failure_id": None, "capture_ms": None}
+        start = time.perf_counter()
+        entry = self.mem.capture(run=run, iteration=iteration, goal=goal, phase=phase,
+                                 action=action, exit_code=exit_code,
+                                 error_text=error_text or None)
+        elapsed = (time.perf_counter() - start) * 1000
+        sig = signature(error_text)
+        if entry is None:
+            raise ReplayError("capture recorded nothing; is REFLECT_FAILURE_MEMORY=0 set?")
+        self.signatures[entry.failure_id] = sig
+        self.open_runs.add(run)
+        return {"signature": sig, "failure_id": entry.failure_id,
+                "capture_ms": round(elapsed, 3)}
+
+    def verify(self) -> None:
+        """Fail loudly when the store kept fewer failures than were captured: capture
+        degrades instead of raising, and recall from such a store would understate
+        every figure."""
+        stored = self.mem.stats()["failures"]
+        if stored != len(self.signatures):
+            raise ReplayError(f"the store at {self.mem.home} holds {stored} of the "
+                              f"{len(self.signatures)} failures captured (see the warnings "
+                              "above); the figures would be wrong, so none are reported")
+
+
+def replay(
+    records: Sequence[TraceRecord],
+    mode: str = "on",
+    out: str | Path | None = None,
+    *,
+    store: str | Path | None = None,
+    max_tokens: int = DEFAULT_MAX_TOKENS,
+    seed: int = 0,
+    trace: str | None = None,
+    embeddings: str | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> dict:
+    """Replay ``records`` in order; returns the summary (also written under ``out``).
+
+    ``store`` keeps the store in that directory, which must not exist yet;
+    by default it lives in a temporary directory removed afterwards.
+    ``embeddings`` is handed to ``Memory`` (None: its default, ``REFLECT_EMBEDDINGS``).
+    """
+    options = {"embeddings": embeddings} if embeddings is not None else {}
+    if mode not in MODES:
+        raise ReplayError(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}")
+    if store is not None:
+        store = Path(store)
+        if store.exists():
+            raise ReplayError(f"store {store} already exists; a replay needs a fresh store: "
+                              "remove it or choose another directory")
+        return _replay(records, mode, out, store, max_tokens, seed, trace, options, progress)
+    with tempfile.TemporaryDirectory(prefix="reflect-replay-") as tmp:
+        return _replay(records, mode, out, Path(tmp) / "store", max_tokens, seed, trace,
+                       options, progress)
+
+
+def _replay(records, mode, out, home, max_tokens, seed, trace, options, progress) -> dict:
+    now = [0.0]
+    rows = []
+    started = time.perf_counter()
+    with Memory(home=home, clock=lambda: now[0], **options) as mem:
+        injector = Injector(mem, mode, max_tokens)
+        for index, r in enumerate(records):
+            now[0] = max(r.ts, now[0]) if r.ts is not None else now[0] + 1.0
+            _, injected = injector.recall(r.run, r.goal, r.phase, r.iteration)
+            outcome = injector.report(r.run, r.iteration, r.goal, r.phase, r.action,
+                                      r.exit_code, r.error_text, r.success)
+            rows.append({"index": index, "run": r.run, "iteration": r.iteration,
+                         "success": r.success, **outcome, **injected})
+            if progress is not None:
+                progress(index + 1, len(records))
+        injector.verify()
+    wall = time.perf_counter() - started
+    summary = {"mode": mode, "trace": trace, "records": len(records),
+               "embeddings": options.get("embeddings"), "wall_seconds": round(wall, 3),
+               **summarize(rows, seed=seed)}
+    if out is not None:
+        out = Path(out)
+        write_jsonl(out / ITERATIONS_FILE, rows)
+        write_json(out / SUMMARY_FILE, summary)
+    return summary

@@ -1,0 +1,180 @@
+import json
+import sqlite3
+import textwrap
+
+import pytest
+from conftest import run_cli
+
+from reflect.eval.convert import convert
+from reflect.eval.replay import ReplayError, replay
+from reflect.eval.signature import signature
+from reflect.eval.trace import TraceRecord, write_trace
+from reflect.memory import Memory
+from reflect.store import SQLiteStore
+
+E1 = textwrap.dedent("""\
+    Traceback (most recent call last):
+      File "/work/app.py", line 1, in <module>
+        import requests
+    ModuleNotFoundError: No module named 'requests'
+""")
+E2 = "KeyError: 'x'"
+
+
+def rec(run, iteration, error=None, exit_code=None, success=False):
+    code = 0 if success else (1 if exit_code is None else exit_code)
+    return TraceRecord(run=run, iteration=iteration, goal=f"goal of {run}", phase="test",
+                       action=f"step {iteration}", exit_code=code, error_text=error or "",
+                       success=success, ts=1000.0 + iteration)
+
+
+# Run A: E1, E2, E1 again (a within-run repeat), then success.
+# Run B: E1 (a cross-run repeat), a failure without output (unclassified), then success.
+SYNTHETIC = [
+    rec("A", 1, E1), rec("A", 2, E2), rec("A", 3, E1), rec("A", 4, success=True),
+    rec("B", 1, E1), rec("B", 2, ""), rec("B", 3, success=True),
+]
+
+
+def rows_of(out):
+    return [json.loads(line) for line in (out / "iterations.jsonl").read_text().splitlines()]
+
+
+def test_metrics_on_a_synthetic_trace_recency(tmp_path):
+    summary = replay(SYNTHETIC, "recency", tmp_path)
+    t = summary["totals"]
+    assert (t["runs"], t["iterations"], t["failures"], t["unclassified"]) == (2, 7, 5, 1)
+    assert (t["repeats"], t["repeats_within"], t["repeats_cross"]) == (2, 1, 1)
+    # A3's block held A1's item (same signature); B1's block was empty (recency only)
+    assert (t["covered_within"], t["covered_cross"]) == (1, 0)
+    # Injected items and which are noise (signature not failing at this iteration or later):
+    #   A2 [E1]          E1 fails again at A3          -> 0 of 1
+    #   A3 [E2, E1]      only E1 fails from A3 on      -> 1 of 2
+    #   A4 [E1, E2]      nothing fails from A4 on      -> 2 of 2
+    #   B1 []            new run, nothing recent
+    #   B2 [E1]          B2 has no signature            -> 1 of 1
+    #   B3 [B2's, E1]    nothing fails from B3 on      -> 2 of 2
+    assert (t["items"], t["noise_items"], t["lesson_items"]) == (8, 6, 0)
+    m = summary["metrics"]
+    assert m["repeat_rate"]["value"] == pytest.approx(2 / 7)
+    assert m["repeats_per_failure"]["value"] == pytest.approx(2 / 5)
+    assert m["coverage_within"]["value"] == 1.0
+    assert m["coverage_cross"]["value"] == 0.0
+    assert m["noise"]["value"] == pytest.approx(6 / 8)
+    assert m["noise_lessons"]["value"] is None
+    assert m["last_ok"]["value"] == 1.0
+    rows = rows_of(tmp_path)
+    assert [len(r["items"]) for r in rows] == [0, 1, 2, 2, 0, 1, 2]
+    assert m["tokens_per_iteration"]["value"] == pytest.approx(sum(r["tokens"] for r in rows) / 7)
+    assert all(r["tokens"] > 0 for r in rows if r["items"])
+    assert summary["recall_ms"]["p50"] is not None
+    assert json.loads((tmp_path / "summary.json").read_text())["totals"] == t
+
+
+def test_injected_items_carry_provenance_from_earlier_failures_only(tmp_path):
+    replay(SYNTHETIC, "recency", tmp_path)
+    rows = rows_of(tmp_path)
+    failure_row = {r["failure_id"]: r["index"] for r in rows if r["failure_id"]}
+    sig1, sig2 = signature(E1), signature(E2)
+    assert [r["signature"] for r in rows] == [sig1, sig2, sig1, None, sig1, None, None]
+    a3 = rows[2]
+    assert [item["signatures"] for item in a3["items"]] == [[sig2], [sig1]]
+    assert {item["section"] for item in a3["items"]} == {"recent"}
+    for row in rows:
+        for item in row["items"]:
+            assert item["id"].startswith("L-") and item["text"]
+            assert item["source_failure_ids"]
+            assert all(failure_row[f] < row["index"] for f in item["source_failure_ids"])
+
+
+def test_recall_never_sees_the_failure_about_to_happen(monkeypatch):
+    seen = []
+    original = Memory.recall
+
+    def spy(self, **kwargs):
+        seen.append(kwargs)
+        stored = {(e.run, e.iteration) for e in self.failures(limit=1000)}
+        assert (kwargs["run"], kwargs["iteration"]) not in stored
+        return original(self, **kwargs)
+
+    monkeypatch.setattr(Memory, "recall", spy)
+    replay(SYNTHETIC, "on")
+    assert len(seen) == len(SYNTHETIC)
+    assert {tuple(sorted(k)) for k in seen} == {("goal", "iteration", "max_tokens", "phase", "run")}
+
+
+def test_modes_differ_only_in_what_is_injected(tmp_path):
+    on = replay(SYNTHETIC, "on", tmp_path / "on")
+    off = replay(SYNTHETIC, "off", tmp_path / "off")
+    for key in ("iterations", "failures", "repeats", "repeats_within", "repeats_cross"):
+        assert on["totals"][key] == off["totals"][key]
+    assert on["totals"]["covered_within"] == 1
+    assert (off["totals"]["covered"], off["totals"]["items"], off["totals"]["tokens"]) == (0, 0, 0)
+    assert off["metrics"]["noise"]["value"] is None
+    assert off["recall_ms"] == {"p50": None, "p95": None}
+    assert all(r["items"] == [] and r["recall_ms"] is None for r in rows_of(tmp_path / "off"))
+
+
+def test_real_trajectory_in_all_three_modes(data_dir, tmp_path):
+    path = data_dir / "mini-swe-agent" / "trajs" / "django__django-16263.traj.json"
+    records = convert("mini-swe-agent", [path])
+    results = {mode: replay(records, mode, tmp_path / mode) for mode in ("on", "recency", "off")}
+    for mode, s in results.items():
+        t = s["totals"]
+        # 9 failures; repeats at iterations 12 (no such table: annotations_publisher),
+        # 69 (AssertionError), 71 (can't open file) and 77 (rm: cannot remove)
+        assert (t["iterations"], t["failures"], t["repeats"], t["repeats_within"]) == (
+            78, 9, 4, 4), mode
+        repeats = [r["iteration"] for r in rows_of(tmp_path / mode) if r["signature"]
+                   and sum(x["signature"] == r["signature"] for x in rows_of(tmp_path / mode)
+                           if x["index"] < r["index"])]
+        assert repeats == [12, 69, 71, 77]
+    assert results["recency"]["totals"]["covered_within"] == 4
+    assert results["on"]["totals"]["covered_within"] >= results["recency"]["totals"][
+        "covered_within"]
+    assert results["off"]["totals"]["covered"] == 0
+    assert results["off"]["totals"]["tokens"] == 0 < results["recency"]["totals"]["tokens"]
+
+
+def test_store_option_keeps_a_fresh_store(tmp_path):
+    replay(SYNTHETIC, "recency", store=tmp_path / "kept")
+    with Memory(home=tmp_path / "kept") as mem:
+        assert len(mem.failures(limit=100)) == 5
+    with pytest.raises(ReplayError, match="already exists"):
+        replay(SYNTHETIC, "recency", store=tmp_path / "kept")
+
+
+def test_a_store_that_drops_captures_stops_the_replay(monkeypatch):
+    def unwritable(self, *args, **kwargs):
+        raise sqlite3.OperationalError("disk I/O error")
+
+    monkeypatch.setattr(SQLiteStore, "add_failure", unwritable)
+    with pytest.raises(ReplayError, match="holds 0 of the 5 failures captured"):
+        replay(SYNTHETIC, "recency")
+
+
+def test_memory_switched_off_is_an_error(monkeypatch):
+    monkeypatch.setenv("REFLECT_FAILURE_MEMORY", "0")
+    with pytest.raises(ReplayError, match="REFLECT_FAILURE_MEMORY"):
+        replay(SYNTHETIC, "recency")
+
+
+def test_cli_replay_writes_outputs_and_prints_the_table(tmp_path):
+    trace = tmp_path / "t.jsonl"
+    write_trace(trace, SYNTHETIC)
+    done = run_cli("eval", "replay", str(trace), "--mode", "recency", "--out", str(tmp_path / "o"))
+    assert done.returncode == 0, done.stderr
+    out = done.stdout.decode()
+    assert "coverage, within-run repeats" in out and "100.0%" in out
+    assert (tmp_path / "o" / "iterations.jsonl").exists()
+    done = run_cli("eval", "replay", str(trace), "--mode", "off", "--format", "json")
+    assert json.loads(done.stdout)["totals"]["repeats"] == 2
+
+
+def test_the_store_clock_follows_the_trace_and_never_goes_back(tmp_path):
+    records = [TraceRecord(run="a", iteration=1, exit_code=1, error_text="E1: x", ts=100.0),
+               TraceRecord(run="b", iteration=1, exit_code=1, error_text="E2: y", ts=50.0),
+               TraceRecord(run="b", iteration=2, exit_code=1, error_text="E3: z")]
+    replay(records, "off", store=tmp_path / "s")
+    with Memory(home=tmp_path / "s") as mem:
+        assert sorted(e.ts for e in mem.failures(limit=10)) == [100.0, 100.0, 101.0]
