@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -30,6 +31,7 @@ class Vectors:
         self._embedder: Embedder | None = None
         self._index: VectorIndex | None = None
         self._stamp = ""
+        self._dirty = False  # the loaded index holds vectors its file does not
 
     @property
     def meta_key(self) -> str:
@@ -91,6 +93,7 @@ class Vectors:
                 break
             vectors = embedder.embed([lesson_text(r) for r in lessons] + [r[1] for r in texts])
             with self.store.write() as conn:
+                before = self._generation(embedder.name)
                 conn.executemany(
                     "INSERT OR REPLACE INTO lesson_vectors VALUES (?, ?, ?)",
                     [(r[0], embedder.name, to_blob(v))
@@ -101,8 +104,30 @@ class Vectors:
                     [(embedder.name, to_blob(v), r[0])
                      for r, v in zip(texts, vectors[len(lessons):], strict=True)],
                 )
+                after = self._generation(embedder.name)
+            # Keep a loaded index current instead of rebuilding it: valid only when no
+            # other process changed this model's vectors meanwhile (one bump per row).
+            if (lessons and self._index is not None and self._index.model == embedder.name
+                    and self._stamp == before and int(after) - int(before) == len(lessons)):
+                self._index.add([r[0] for r in lessons], vectors[: len(lessons)])
+                self._stamp, self._dirty = after, True
             done += len(lessons) + len(texts)
         return done
+
+    def _generation(self, model: str) -> str:
+        row = self.store.conn.execute(
+            "SELECT generation FROM vector_generations WHERE model = ?", (model,)
+        ).fetchone()
+        return str(row[0]) if row else "0"
+
+    def flush(self) -> None:
+        """Write an index kept current in memory to its file, for cold processes."""
+        if self._dirty and self._index is not None:
+            self._index.save(self._path(self._index.model), self._stamp)
+            self._dirty = False
+
+    def _path(self, model: str) -> Path:
+        return self.store.path.parent / f"vectors-{re.sub(r'[^A-Za-z0-9._-]', '_', model)}.idx"
 
     # -- reading -------------------------------------------------------------------
 
@@ -137,10 +162,7 @@ class Vectors:
         model = self.model_name()
         if model is None:
             return None
-        row = self.store.conn.execute(
-            "SELECT generation FROM vector_generations WHERE model = ?", (model,)
-        ).fetchone()
-        stamp = str(row[0]) if row else "0"
+        stamp = self._generation(model)
         if self._index is not None and self._stamp == stamp:
             return self._index
         dim_row = self.store.conn.execute(
@@ -148,7 +170,7 @@ class Vectors:
         ).fetchone()
         if dim_row is None:
             return None
-        path = self.store.path.parent / f"vectors-{re.sub(r'[^A-Za-z0-9._-]', '_', model)}.idx"
+        path = self._path(model)
         index = VectorIndex.load(path, model, dim_row[0], stamp)
         if index is None:
             index = VectorIndex(model, dim_row[0])
@@ -158,7 +180,7 @@ class Vectors:
             index.add([r[0] for r in rows],
                       np.frombuffer(b"".join(r[1] for r in rows), "<f4").reshape(len(rows), -1))
             index.save(path, stamp)
-        self._index, self._stamp = index, stamp
+        self._index, self._stamp, self._dirty = index, stamp, False
         return index
 
 

@@ -87,6 +87,8 @@ class Memory:
             stop.set()
             thread.join(self.close_timeout)
             self._worker = None
+        if self._vectors is not None:
+            self._vectors.flush()
         if self._store is not None:
             self._store.close()
             self._store = self._vectors = None
@@ -167,6 +169,7 @@ class Memory:
                 iteration=iteration, max_tokens=max_tokens, sections=sections,
                 scope=self.scope, now=now, embed=self.semantic == "wait",
                 escalate_after=config.escalate_after(),
+                half_life_days=config.half_life_days(),
             )
             if rec.items:  # the injection log: what the agent saw, for credit and people
                 if iteration is None:

@@ -15,7 +15,7 @@ MAX_LESSON_ITEMS = 6
 
 def build(store: SQLiteStore, vectors: Vectors, *, run: str, goal: str, phase: str,
           iteration: int | None, max_tokens: int, sections: tuple[str, ...], scope: str,
-          now: float, embed: bool, escalate_after: int) -> Recall:
+          now: float, embed: bool, escalate_after: int, half_life_days: float) -> Recall:
     """``embed``: compute missing vectors in this process (the model loads once);
     otherwise use cached vectors and queue the rest for the worker. A lesson that failed
     to prevent its failure ``escalate_after`` times comes first in its section, marked."""
@@ -46,13 +46,14 @@ def build(store: SQLiteStore, vectors: Vectors, *, run: str, goal: str, phase: s
         earlier = lesson_items(store, vectors, goal=goal, phase=phase,
                                latest=rows[0] if rows else None, run=run, scope=scope,
                                exclude=shown, now=now, embed=embed,
-                               escalate_after=escalate_after)
+                               escalate_after=escalate_after, half_life_days=half_life_days)
     return fit([(RECENT_HEADER, recent), (LESSONS_HEADER, earlier)], max_tokens)
 
 
 def lesson_items(store: SQLiteStore, vectors: Vectors, *, goal: str, phase: str,
                  latest: dict | None, run: str, scope: str, exclude: set[str], now: float,
-                 embed: bool, escalate_after: int) -> list[RecallItem]:
+                 embed: bool, escalate_after: int, half_life_days: float
+                 ) -> list[RecallItem]:
     if not store.has_other_lessons(exclude):
         return []  # nothing to search: no reason to load a model
     # The goal and phase, plus the run's latest error (searched by meaning too) and action.
@@ -70,7 +71,7 @@ def lesson_items(store: SQLiteStore, vectors: Vectors, *, goal: str, phase: str,
             error_vector = vectors.query_vector(error_query(latest), embed)
     found = find_lessons(store, vectors, query=query, goal_vector=goal_vector,
                          error_vector=error_vector, run=run, scope=scope, exclude=exclude,
-                         now=now, limit=MAX_LESSON_ITEMS)
+                         now=now, limit=MAX_LESSON_ITEMS, half_life_days=half_life_days)
     found.sort(key=lambda c: not escalated(c.lesson, escalate_after))
     sources = store.failure_ids([c.lesson["fingerprint"] for c in found])
     return [

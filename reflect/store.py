@@ -120,6 +120,10 @@ class SQLiteStore:
                 "SELECT 1 FROM failures WHERE fingerprint = ? AND run = ? LIMIT 1",
                 (fp, failure["run"]),
             ).fetchone() is None
+            if conn.execute("SELECT 1 FROM failures WHERE run = ? LIMIT 1",
+                            (failure["run"],)).fetchone() is None:
+                conn.execute("INSERT INTO meta VALUES ('runs', 1) ON CONFLICT (key)"
+                             " DO UPDATE SET value = value + 1")
             cursor = conn.execute(
                 f"INSERT INTO failures ({', '.join(failure)})"
                 f" VALUES ({', '.join(':' + c for c in failure)})",
@@ -204,6 +208,11 @@ class SQLiteStore:
             fingerprints,
         )
         return {r["fingerprint"]: dict(r) for r in rows}
+
+    def run_count(self) -> int:
+        """Runs with a failure in this store (kept up to date by capture and clear)."""
+        row = self.conn.execute("SELECT value FROM meta WHERE key = 'runs'").fetchone()
+        return int(row[0]) if row else 0
 
     def has_other_lessons(self, fingerprints: set[str]) -> bool:
         marks = ", ".join("?" * len(fingerprints))
@@ -340,6 +349,8 @@ class SQLiteStore:
                 f"DELETE FROM lessons WHERE kind != 'taught' AND fingerprint NOT IN {kept}"
             )
             conn.execute(f"DELETE FROM jobs WHERE kind = 'reflect' AND target NOT IN {kept}")
+            conn.execute("INSERT OR REPLACE INTO meta SELECT 'runs', COUNT(DISTINCT run)"
+                         " FROM failures")
             conn.execute("DELETE FROM fingerprints")
             conn.execute(
                 "INSERT INTO fingerprints SELECT fingerprint, COUNT(DISTINCT run), COUNT(*),"

@@ -10,20 +10,18 @@ from __future__ import annotations
 from reflect.store import SQLiteStore
 
 DAY = 86400.0
-HALF_LIFE_DAYS = 90.0
 GRACE_DAYS = 14.0  # a new lesson gets this long to prove itself
 MIN_CONFIDENCE = 0.2  # below this (after decay) a lesson is removed
 RETAIN_DAYS = 180.0  # failures and injections older than this are deleted
 
 
-def effective_confidence(lesson: dict, now: float, half_life_days: float = HALF_LIFE_DAYS
-                         ) -> float:
+def effective_confidence(lesson: dict, now: float, half_life_days: float) -> float:
     """Confidence halves for every half-life the lesson goes unused."""
     idle = max(0.0, now - max(lesson["last_used"], lesson["updated"])) / DAY
     return lesson["confidence"] * 0.5 ** (idle / half_life_days)
 
 
-def consolidate(store: SQLiteStore, now: float, half_life_days: float = HALF_LIFE_DAYS,
+def consolidate(store: SQLiteStore, now: float, half_life_days: float,
                 retain_days: float = RETAIN_DAYS) -> dict:
     conn = store.conn
     removable = [

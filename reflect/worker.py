@@ -89,6 +89,8 @@ class Worker:
 
     def _embed(self, job: queue.Job) -> None:
         self.vectors.embed_pending()
+        self.vectors.index()  # rebuilt or kept current: cold CLI recalls map the file
+        self.vectors.flush()
         with self.store.write() as conn:
             queue.finish(conn, job, self.owner, self.clock())
 

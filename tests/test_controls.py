@@ -65,14 +65,16 @@ def test_credit_by_outcome(mem):
 
 def test_confidence_follows_outcomes_and_ranks_lessons(mem):
     for run in ("a", "b"):
-        mem.capture(run=run, exit_code=1, error_text=f"RuntimeError: widget {run} broke")
+        mem.capture(run=run, exit_code=1,
+                    error_text=f"RuntimeError: widget renderer crashed drawing chart {run}")
     good, bad = (mem.lessons()[i]["id"] for i in (0, 1))
     conn = mem.store.conn
     with mem.store.write():
         conn.execute("UPDATE lessons SET wins = 5, confidence = (5 + 1.0) / 7 WHERE id = ?",
                      (good,))
         conn.execute("UPDATE lessons SET losses = 5, confidence = 1.0 / 7 WHERE id = ?", (bad,))
-    scores = {i.id: i.score for i in mem.recall(run="c", goal="the widget broke").items}
+    goal = "the widget renderer crashed drawing the chart"
+    scores = {i.id: i.score for i in mem.recall(run="c", goal=goal).items}
     assert scores[good] > 2 * scores[bad]  # equally relevant: confidence decides
     # Five losses also escalate the weaker lesson: shown first, marked, for a person to fix.
     assert [r["id"] for r in mem.lessons(ineffective=True)] == [bad]
@@ -112,7 +114,7 @@ def test_pin_quarantine_release_feedback(mem):
     mem.quarantine(entry.lesson_id, "wrong advice for this repo")
     detail = lesson(mem, entry.lesson_id)
     assert (detail["status"], detail["quarantine"]) == ("quarantined", "wrong advice for this repo")
-    assert mem.recall(run="b", goal="django auth_user table").text == ""
+    assert mem.recall(run="b", goal="django auth_user table migrate").text == ""
     mem.release(entry.lesson_id)
     assert lesson(mem, entry.lesson_id)["status"] == "active"
     before = lesson(mem, entry.lesson_id)["confidence"]

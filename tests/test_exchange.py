@@ -102,7 +102,7 @@ def test_jsonl_round_trip_into_another_store_is_recalled_there(mem, tmp_path):
         assert other.store.conn.execute(
             "SELECT 1 FROM jobs WHERE kind = 'embed' AND state = 'queued'").fetchone()
         # An imported lesson is recalled at once, before its failure ever happens here...
-        goal = "the Django admin query on auth_user returns nothing"
+        goal = "the Django admin query on the auth_user table fails: migrate first"
         rec = other.recall(run="y", goal=goal)
         assert [i.id for i in rec.items if i.section == "lesson"] == [row["id"]]
         assert MIGRATE in rec.text

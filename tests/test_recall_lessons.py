@@ -14,7 +14,8 @@ NO_TABLE = """Traceback (most recent call last):
 django.db.utils.OperationalError: no such table: auth_user
 """
 NO_YAML = "ModuleNotFoundError: No module named 'yaml'"
-DJANGO_GOAL = "Fix the Django admin changelist query: auth_user rows are duplicated"
+# Shares five rare terms with the no-such-table lesson: the keyword gate wants four.
+DJANGO_GOAL = "Django admin: querying the auth_user table breaks until migrate has run"
 FRONTEND_GOAL = "Fix the CSS layout of the React navbar dropdown on mobile screens"
 
 
@@ -168,3 +169,23 @@ def test_cached_mode_never_embeds_and_queues_the_query(monkeypatch):
             "SELECT COUNT(*) FROM query_vectors WHERE vector IS NULL").fetchone()[0]
         assert queued >= 2  # the goal, and the error line queued at capture
         assert m.store.job_counts() == {"queued": 1}
+
+
+def test_the_index_is_kept_current_in_memory_and_written_on_close(monkeypatch, own_store):
+    import reflect.embedding as embedding
+
+    loads = []
+    real = embedding.VectorIndex.load
+    monkeypatch.setattr(embedding.VectorIndex, "load",
+                        classmethod(lambda cls, *a: loads.append(a) or real(*a)))
+    with Memory() as m:
+        m.capture(run="a", exit_code=1, error_text=NO_TABLE)
+        m.recall(run="b", goal=DJANGO_GOAL)
+        assert len(loads) == 1  # the first search opens (here: builds) the index
+        m.capture(run="c", exit_code=1, error_text=NO_YAML)
+        found = m.recall(run="d", goal="install the missing yaml module package")
+        assert len(loads) == 1  # the new lesson's vector was added in memory
+        assert len(m.vectors.index()) == 2 and lesson_items(found)
+    (path,) = own_store.glob("vectors-*.idx")
+    with Memory() as m:  # a cold process maps the file written on close
+        assert len(m.vectors.index()) == 2 and len(loads) == 2

