@@ -65,13 +65,3 @@ def _credit(conn: sqlite3.Connection, injection_id: int, lesson_id: str, outcome
             WHERE id = ?""",
         (wins, losses, wins, wins, losses, lesson_id),
     )
-
-
-def injections(conn: sqlite3.Connection, run: str | None, limit: int) -> list[dict]:
-    sql = "SELECT * FROM injections"
-    args: list = []
-    if run is not None:
-        sql += " WHERE run = ?"
-        args.append(run)
-    sql += " ORDER BY id DESC LIMIT ?"
-    return [dict(r) for r in conn.execute(sql, [*args, limit])]

@@ -7,6 +7,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import fields
 from pathlib import Path
 
 from reflect import config, controls, pending, upkeep
@@ -308,26 +309,12 @@ class Memory:
 
 
 def _entry(row: dict, lesson: dict | None) -> ErrorEntry:
-    return ErrorEntry(
-        failure_id=row["id"],
-        fingerprint=row["fingerprint"],
-        run=row["run"],
-        iteration=row["iteration"] if row["iteration"] is not None else 0,
-        seq=row["seq"],
-        ts=row["ts"],
-        error_type=row["error_type"],
-        message=row["message"],
-        signature=row["signature"],
-        phase=row["phase"],
-        goal=row["goal"],
-        action=row["action"],
-        exit_code=row["exit_code"],
-        source=row["source"],
-        redactions=row["redactions"],
-        category=row["category"],
-        severity=row["severity"],
-        lesson_id=lesson["id"] if lesson else row["lesson_id"],
-        friction=row["friction"],
-        resolution=row.get("resolution", ""),
-        hint=lesson["guidance"] if lesson else "",
-    )
+    """The API's record of a stored failure row, with its fingerprint's current hint."""
+    same = {f.name for f in fields(ErrorEntry)} & row.keys()
+    return ErrorEntry(**{
+        **{name: row[name] for name in same},
+        "failure_id": row["id"],
+        "iteration": row["iteration"] if row["iteration"] is not None else 0,
+        "lesson_id": lesson["id"] if lesson else row["lesson_id"],
+        "hint": lesson["guidance"] if lesson else "",
+    })

@@ -26,6 +26,16 @@ EMBED_TARGET = "pending"  # one embed job covers everything that lacks a vector
 STARTING = 10.0  # seconds a just-started worker gets to register before another is started
 
 
+def newest(conn: sqlite3.Connection, table: str, order: str, limit: int,
+           tests: dict[str, object]) -> list[dict]:
+    """Rows of ``table``, newest first by ``order``; ``tests`` maps an SQL condition with
+    one placeholder to its value, and a None value leaves the condition out."""
+    given = {sql: value for sql, value in tests.items() if value is not None}
+    where = f" WHERE {' AND '.join(given)}" if given else ""
+    return [dict(r) for r in conn.execute(
+        f"SELECT * FROM {table}{where} ORDER BY {order} DESC LIMIT ?", [*given.values(), limit])]
+
+
 def text_key(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
@@ -190,14 +200,8 @@ class SQLiteStore:
 
     def recent_failures(self, run: str, before_iteration: int | None, window: int) -> list[dict]:
         """The run's latest ``window`` failures, newest first by sequence."""
-        sql = "SELECT * FROM failures WHERE run = ?"
-        args: list = [run]
-        if before_iteration is not None:
-            sql += " AND iteration < ?"
-            args.append(before_iteration)
-        sql += " ORDER BY seq DESC LIMIT ?"
-        args.append(window)
-        return [dict(r) for r in self.conn.execute(sql, args)]
+        return newest(self.conn, "failures", "seq", window,
+                      {"run = ?": run, "iteration < ?": before_iteration})
 
     def active_lessons(self, fingerprints: list[str]) -> dict[str, dict]:
         """The lesson recall shows for each fingerprint."""
@@ -237,14 +241,7 @@ class SQLiteStore:
         return dict(row) if row else None
 
     def failures(self, run: str | None, limit: int) -> list[dict]:
-        sql = "SELECT * FROM failures"
-        args: list = []
-        if run is not None:
-            sql += " WHERE run = ?"
-            args.append(run)
-        sql += " ORDER BY seq DESC LIMIT ?"
-        args.append(limit)
-        return [dict(r) for r in self.conn.execute(sql, args)]
+        return newest(self.conn, "failures", "seq", limit, {"run = ?": run})
 
     def count_by(self, column: str, run: str | None) -> list[tuple[str, int]]:
         assert column in {"category", "error_type", "run", "fingerprint"}
@@ -301,7 +298,7 @@ class SQLiteStore:
             credit.record(conn, run, iteration, items, tokens, now)
 
     def injections(self, run: str | None, limit: int) -> list[dict]:
-        return credit.injections(self.conn, run, limit)
+        return newest(self.conn, "injections", "id", limit, {"run = ?": run})
 
     def resolve_open(self, run: str, iteration: int, resolution: str, now: float,
                      reflect: bool = False) -> list[str]:
