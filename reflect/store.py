@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import sqlite3
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -65,6 +66,8 @@ class SQLiteStore:
             self.path, timeout=busy_timeout, isolation_level=None, check_same_thread=False
         )
         self.conn.row_factory = sqlite3.Row
+        # One connection: threads of one process take turns at write transactions.
+        self._writing = threading.RLock()
         self._set_wal(busy_timeout)
         self.conn.execute("PRAGMA synchronous=NORMAL")
         # Deleted rows are overwritten, not left in free pages: a forgotten secret is gone.
@@ -90,13 +93,14 @@ class SQLiteStore:
     @contextmanager
     def write(self) -> Iterator[sqlite3.Connection]:
         """One write transaction, taking the lock up front so it cannot deadlock."""
-        self.conn.execute("BEGIN IMMEDIATE")
-        try:
-            yield self.conn
-        except BaseException:
-            self.conn.execute("ROLLBACK")
-            raise
-        self.conn.execute("COMMIT")
+        with self._writing:
+            self.conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self.conn
+            except BaseException:
+                self.conn.execute("ROLLBACK")
+                raise
+            self.conn.execute("COMMIT")
 
     # -- capture ---------------------------------------------------------------
 
