@@ -1,9 +1,13 @@
-"""Replay all of ../shared/data/mini-swe-agent with memory on, recency-only and off.
+"""Replay all of ../shared/data/mini-swe-agent with memory on, recency-only, off and
+the two baselines (last3: the run's last three failures; popular: the recent section
+and the lessons of the failures seen in the most earlier runs).
 
 Run: .venv/bin/python bench/replay.py [DATA_DIR]
 Target: the `on` replay finishes in under two minutes. Prints the conversion
-time, the wall time per mode and the figures side by side (the same table as
-`reflect eval compare`). Outputs go to a temporary directory.
+time, the wall time per mode, the figures side by side (the same table as
+`reflect eval compare`), then counts per mode: coverage as k/n with its
+interval, items and lesson-section items per block (mean over iterations, max),
+tokens, noise, recall latency and wall time. Outputs go to a temporary directory.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from reflect.eval.compare import compare, table
+from reflect.eval.compare import compare, load, table
 from reflect.eval.convert import convert
 from reflect.eval.replay import MODES, replay
 from reflect.eval.trace import read_trace, write_trace
@@ -44,9 +48,47 @@ def main() -> int:
             print(f"replay --mode {mode:<8} {seconds:7.2f} s")
         print()
         print(table(compare([Path(tmp) / mode for mode in MODES])))
+        print()
+        print(side_by_side([Path(tmp) / mode for mode in MODES]))
     if slow:
         print(f"\nSLOW: mode on took over {TARGET_SECONDS} s")
     return 0
+
+
+def side_by_side(dirs: list[Path], seed: int = 0) -> str:
+    """Per mode: k/n with the bootstrap interval, items per block, tokens, noise, latency."""
+    loaded = [load(d) for d in dirs]
+    arms = compare(dirs, seed=seed)["arms"]
+
+    def share(m: dict) -> str:
+        if m["value"] is None:
+            return f"{m['num']}/{m['den']}"
+        return (f"{m['num']}/{m['den']} {100 * m['value']:.1f}% "
+                f"[{100 * m['low']:.1f}, {100 * m['high']:.1f}]")
+
+    def per_block(summary: dict, name: str) -> str:
+        b = (summary.get("blocks") or {}).get(name)
+        return f"{b['mean']:.2f} / {b['max']}" if b else "-"
+
+    def latency(ms: dict) -> str:
+        return "-" if not ms or ms.get("p50") is None else f"{ms['p50']:.2f} / {ms['p95']:.2f}"
+
+    rows = [["", *(summary.get("mode", label) for label, summary in loaded)],
+            ["coverage, cross-run (k/n)", *(share(a["metrics"]["coverage_cross"]) for a in arms)],
+            ["coverage, within-run (k/n)",
+             *(share(a["metrics"]["coverage_within"]) for a in arms)],
+            ["lesson items per block mean / max",
+             *(per_block(s, "lesson_items") for _, s in loaded)],
+            ["all items per block mean / max", *(per_block(s, "items") for _, s in loaded)],
+            ["tokens per iteration",
+             *(f"{a['metrics']['tokens_per_iteration']['value']:.1f}" for a in arms)],
+            ["noise, all items", *(share(a["metrics"]["noise"]) for a in arms)],
+            ["noise, lesson items", *(share(a["metrics"]["noise_lessons"]) for a in arms)],
+            ["recall p50 / p95 ms", *(latency(a["recall_ms"]) for a in arms)],
+            ["wall time s", *(f"{a['wall_seconds']:.1f}" for a in arms)]]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
+                     for row in rows)
 
 
 if __name__ == "__main__":

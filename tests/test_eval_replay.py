@@ -10,6 +10,7 @@ from reflect.eval.replay import ReplayError, replay
 from reflect.eval.signature import signature
 from reflect.eval.trace import TraceRecord, write_trace
 from reflect.memory import Memory
+from reflect.render import LESSONS_HEADER, RECENT_HEADER, estimate_tokens
 from reflect.store import SQLiteStore
 
 E1 = textwrap.dedent("""\
@@ -178,3 +179,97 @@ def test_the_store_clock_follows_the_trace_and_never_goes_back(tmp_path):
     replay(records, "off", store=tmp_path / "s")
     with Memory(home=tmp_path / "s") as mem:
         assert sorted(e.ts for e in mem.failures(limit=10)) == [100.0, 100.0, 101.0]
+
+
+# Baselines. Eight errors of distinct types (and so distinct signatures and fingerprints).
+T = {1: "NameError: name 'foo' is not defined", 2: "KeyError: 'x'",
+     3: "TypeError: unsupported operand type(s) for +: 'int' and 'str'",
+     4: "ValueError: invalid literal for int() with base 10: 'a'",
+     5: "ZeroDivisionError: division by zero", 6: "IndexError: list index out of range",
+     7: "AttributeError: 'NoneType' object has no attribute 'x'",
+     8: "ModuleNotFoundError: No module named 'requests'"}
+# A: T1 T2.  B: T1 (cross) T3 T4 T5 T6 T7 T8.  C: T8 (cross) T2 (cross) T3 (cross) T8 (within).
+BASELINE_TRACE = [
+    rec("A", 1, T[1]), rec("A", 2, T[2]),
+    *(rec("B", i, T[t]) for i, t in enumerate([1, 3, 4, 5, 6, 7, 8], 1)),
+    *(rec("C", i, T[t]) for i, t in enumerate([8, 2, 3, 8], 1)),
+]
+
+
+def sigs_of(row):
+    return [item["signatures"][0] for item in row["items"]]
+
+
+def test_baseline_last3_holds_the_runs_last_three_failures_only(tmp_path):
+    summary = replay(BASELINE_TRACE, "last3", tmp_path, max_tokens=4000)
+    t = summary["totals"]
+    assert (t["repeats_cross"], t["repeats_within"]) == (4, 1)
+    # Nothing from earlier runs: no cross-run repeat is covered (B1, C1, C2, C3).
+    # C4's block is [T3, T2, T8] (C3, C2, C1): it holds C1's T8.
+    assert (t["covered_cross"], t["covered_within"], t["lesson_items"]) == (0, 1, 0)
+    rows = rows_of(tmp_path)
+    c4 = rows[-1]
+    assert sigs_of(c4) == [signature(T[3]), signature(T[2]), signature(T[8])]
+    ids = {r["failure_id"]: r for r in rows}
+    for row in rows:
+        assert len(row["items"]) == min(3, row["iteration"] - 1)
+        for item in row["items"]:
+            assert item["section"] == "recent" and item["id"].startswith("L-")
+            (source,) = item["source_failure_ids"]
+            assert ids[source]["run"] == row["run"] and ids[source]["index"] < row["index"]
+            assert item["text"].startswith(f"- [{item['id']}] iteration ")
+    assert c4["tokens"] == estimate_tokens("\n".join(
+        [RECENT_HEADER, *(i["text"] for i in c4["items"])]))
+    assert summary["blocks"]["items"]["max"] == 3
+    assert summary["blocks"]["lesson_items"]["max"] == 0
+
+
+def test_baseline_popular_ranks_lessons_by_earlier_runs_regardless_of_goal(tmp_path):
+    summary = replay(BASELINE_TRACE, "popular", tmp_path, max_tokens=4000)
+    t = summary["totals"]
+    # B1: lessons of A, [T2, T1] (one run each, latest first): T1 covered.
+    # C1: T1 failed in two runs, then the latest of one run: [T1, T8, T7, T6, T5, T4]:
+    #     T8 covered. C2: recent T8; lessons [T1, T7, T6, T5, T4, T3]: T2 not covered.
+    # C3: recent T2, T8; lessons [T1, T7, T6, T5, T4, T3]: T3 covered.
+    # C4: T8 is in the recent section: the within-run repeat is covered.
+    assert (t["repeats_cross"], t["covered_cross"]) == (4, 3)
+    assert (t["repeats_within"], t["covered_within"]) == (1, 1)
+    rows = rows_of(tmp_path)
+    s = {k: signature(v) for k, v in T.items()}
+
+    def lessons(row):
+        return [i["signatures"][0] for i in row["items"] if i["section"] == "lesson"]
+
+    assert lessons(rows[2]) == [s[2], s[1]]
+    assert lessons(rows[9]) == [s[1], s[8], s[7], s[6], s[5], s[4]]
+    assert lessons(rows[10]) == lessons(rows[11]) == [s[1], s[7], s[6], s[5], s[4], s[3]]
+    assert [i["signatures"] for i in rows[11]["items"] if i["section"] == "recent"] == [
+        [s[2]], [s[8]]]
+    assert lessons(rows[0]) == lessons(rows[1]) == []  # nothing from an earlier run yet
+    assert summary["blocks"]["lesson_items"]["max"] == 6
+    ids = {r["failure_id"]: r for r in rows}
+    for row in rows:
+        for item in row["items"]:
+            assert item["source_failure_ids"] and item["id"].startswith("L-")
+            assert all(ids[f]["index"] < row["index"] for f in item["source_failure_ids"])
+            if item["section"] == "lesson":
+                assert all(ids[f]["run"] != row["run"] for f in item["source_failure_ids"])
+    assert rows[11]["tokens"] == estimate_tokens("\n".join(
+        [RECENT_HEADER, *(i["text"] for i in rows[11]["items"][:2]), LESSONS_HEADER,
+         *(i["text"] for i in rows[11]["items"][2:])]))
+
+
+def test_baselines_keep_the_token_budget(tmp_path):
+    for mode in ("last3", "popular"):
+        replay(BASELINE_TRACE, mode, tmp_path / mode, max_tokens=60)
+        rows = rows_of(tmp_path / mode)
+        assert all(r["tokens"] <= 60 for r in rows)
+        assert any(r["items"] for r in rows)
+
+
+def test_cli_replays_a_baseline(tmp_path):
+    trace = tmp_path / "t.jsonl"
+    write_trace(trace, BASELINE_TRACE)
+    done = run_cli("eval", "replay", str(trace), "--mode", "popular", "--format", "json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["mode"] == "popular"

@@ -16,6 +16,7 @@ from reflect.memory import DEFAULT_MAX_TOKENS
 
 FORMATS = ("mini-swe-agent", "reflexion", "debugbench")
 MODES = ("on", "recency", "off")
+REPLAY_MODES = (*MODES, "last3", "popular")  # baselines: replay only
 
 
 def add_eval_command(sub: argparse._SubParsersAction) -> None:
@@ -35,11 +36,13 @@ def add_eval_command(sub: argparse._SubParsersAction) -> None:
     p = what.add_parser(
         "replay", help="replay a trace through a fresh store and measure what was recalled",
         description="Replay a trace in order through a fresh store: recall before each "
-        "iteration (mode on: every section; recency: this run's failures; off: nothing), "
-        "then capture it. Writes DIR/iterations.jsonl and DIR/summary.json.")
+        "iteration (mode on: every section; recency: this run's failures; off: nothing; "
+        "baselines last3: the run's last three failures; popular: the recent section and "
+        "the lessons of the failures seen in the most earlier runs), then capture it. "
+        "Writes DIR/iterations.jsonl and DIR/summary.json.")
     p.set_defaults(handler=cmd_replay)
     p.add_argument("trace", metavar="TRACE")
-    p.add_argument("--mode", choices=MODES, default="on")
+    p.add_argument("--mode", choices=REPLAY_MODES, default="on")
     p.add_argument("--out", metavar="DIR", help="write iterations.jsonl and summary.json here")
     p.add_argument("--store", metavar="DIR",
                    help="keep the replay's store in this new directory (default: temporary)")

@@ -8,7 +8,10 @@ a failure is captured and a success reported as the outcome. Modes:
 - ``on``: recall with every section (this run's failures and, where the
   store has them, lessons from earlier runs);
 - ``recency``: recall with ``sections=("recent",)`` only;
-- ``off``: no recall; the injection is recorded empty.
+- ``off``: no recall; the injection is recorded empty;
+- ``last3``, ``popular``: baselines built from the same store (``baselines.py``):
+  the run's last three failures only; the recent section plus the lessons of
+  the failures seen in the most earlier runs, regardless of the goal.
 
 The trace itself does not change with the mode: the agent's failures are the
 recorded ones. So a replay measures what memory would have put in front of
@@ -27,13 +30,14 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from reflect.eval.baselines import BASELINES
 from reflect.eval.metrics import summarize
 from reflect.eval.signature import signature
 from reflect.eval.trace import TraceRecord, write_json, write_jsonl
 from reflect.memory import DEFAULT_MAX_TOKENS, Memory
 from reflect.records import Recall
 
-MODES = ("on", "recency", "off")
+MODES = ("on", "recency", "off", *BASELINES)
 ITERATIONS_FILE = "iterations.jsonl"
 SUMMARY_FILE = "summary.json"
 
@@ -66,8 +70,12 @@ class Injector:
             return Recall(), {"tokens": 0, "items": [], "recall_ms": None}
         sections = {"sections": ("recent",)} if self.mode == "recency" else {}
         start = time.perf_counter()
-        rec = self.mem.recall(run=run, goal=goal, phase=phase, iteration=iteration,
-                              max_tokens=self.max_tokens, **sections)
+        if self.mode in BASELINES:
+            rec = BASELINES[self.mode](self.mem, run=run, goal=goal, phase=phase,
+                                       iteration=iteration, max_tokens=self.max_tokens)
+        else:
+            rec = self.mem.recall(run=run, goal=goal, phase=phase, iteration=iteration,
+                                  max_tokens=self.max_tokens, **sections)
         elapsed = (time.perf_counter() - start) * 1000
         items = [
             {
@@ -168,9 +176,23 @@ def _replay(records, mode, out, home, max_tokens, seed, trace, options, progress
     wall = time.perf_counter() - started
     summary = {"mode": mode, "trace": trace, "records": len(records),
                "embeddings": options.get("embeddings"), "wall_seconds": round(wall, 3),
-               **summarize(rows, seed=seed)}
+               "blocks": blocks(rows), **summarize(rows, seed=seed)}
     if out is not None:
         out = Path(out)
         write_jsonl(out / ITERATIONS_FILE, rows)
         write_json(out / SUMMARY_FILE, summary)
     return summary
+
+
+def blocks(rows: Sequence[dict]) -> dict:
+    """Items per injected block: all items and lesson-section items, mean over every
+    iteration, mean over non-empty blocks, and the maximum."""
+    out: dict = {"nonempty": sum(bool(r["items"]) for r in rows)}
+    for name, keep in (("items", lambda i: True),
+                       ("lesson_items", lambda i: i["section"] != "recent")):
+        counts = [sum(map(keep, r["items"])) for r in rows]
+        shown = [c for c, r in zip(counts, rows, strict=True) if r["items"]]
+        out[name] = {"mean": round(sum(counts) / len(counts), 3) if counts else None,
+                     "mean_nonempty": round(sum(shown) / len(shown), 3) if shown else None,
+                     "max": max(counts, default=0)}
+    return out

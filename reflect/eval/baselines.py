@@ -1,0 +1,112 @@
+"""Baseline blocks for the replay, built from the same store the replay fills.
+
+Each baseline returns a ``Recall`` whose items carry provenance
+(``source_failure_ids``) exactly as the product's items do, so the replay
+logs them and the metrics grade them with the same code. Like
+``Memory.recall`` they log what they injected (the injection log and credit),
+so the store evolves as it would under a harness showing that block. Tokens
+are ``reflect.render.estimate_tokens`` over the block text (``fit`` keeps the
+block within the same ``max_tokens``).
+
+- ``last3``: the run's last three failures before this iteration, newest
+  first, one item each (not grouped by fingerprint), written like the recent
+  section's items (with the fingerprint's lesson id and hint); each item's
+  provenance is that one failure. Nothing from earlier runs, so by
+  construction it never covers a cross-run repeat.
+- ``popular``: the product's recent section, then, in place of the lessons
+  that fit the goal, the ``MAX_LESSON_ITEMS`` (6) active lessons whose
+  fingerprints failed in the most distinct runs other than this one (the
+  replay plays runs in order, so those are earlier runs), regardless of the
+  goal. Ties go to more failures, then the latest failure. As in the product,
+  fingerprints the recent section shows are left out, lessons of another
+  project's scope are left out, and a lesson's provenance is its fingerprint's
+  latest failures (``SQLiteStore.failure_ids``). Same item budget as mode
+  ``on``: at most 6 lesson items plus the recent section.
+"""
+
+from __future__ import annotations
+
+from reflect import config
+from reflect.memory import Memory
+from reflect.recall import MAX_LESSON_ITEMS, build
+from reflect.records import Recall, RecallItem
+from reflect.render import LESSONS_HEADER, RECENT_HEADER, fit, lesson_item_text, recent_item_text
+
+LAST_FAILURES = 3
+
+
+def last3(mem: Memory, *, run: str, goal: str, phase: str, iteration: int,
+          max_tokens: int) -> Recall:
+    """A block of the run's last three failures only."""
+    store = mem.store
+    latest = store.recent_failures(run, iteration, LAST_FAILURES)  # newest first
+    lessons = store.active_lessons([f["fingerprint"] for f in latest]) if latest else {}
+    escalate_after = config.escalate_after()
+    items = []
+    for rank, f in enumerate(latest):
+        lesson = lessons.get(f["fingerprint"])
+        items.append(RecallItem(
+            section="recent",
+            id=lesson["id"] if lesson else f["lesson_id"],
+            text=recent_item_text(f, 1, lesson, escalate_after),
+            fingerprint=f["fingerprint"],
+            source_failure_ids=[f["id"]],
+            score=round(1 / (1 + rank), 3),
+        ))
+    return _logged(mem, run, iteration, fit([(RECENT_HEADER, items)], max_tokens))
+
+
+def popular(mem: Memory, *, run: str, goal: str, phase: str, iteration: int,
+            max_tokens: int) -> Recall:
+    """The recent section, then the lessons of the most widespread earlier failures."""
+    store = mem.store
+    recent = build(store, mem.vectors, run=run, goal=goal, phase=phase, iteration=iteration,
+                   max_tokens=max_tokens, sections=("recent",), scope=mem.scope,
+                   now=mem.clock(), embed=False, escalate_after=config.escalate_after(),
+                   half_life_days=config.half_life_days()).items
+    shown = {row["fingerprint"] for row in store.recent_failures(run, iteration, 200)}
+    lessons = popular_lessons(mem, run, shown, MAX_LESSON_ITEMS)
+    sources = store.failure_ids([lesson["fingerprint"] for lesson, _ in lessons])
+    escalate_after = config.escalate_after()
+    items = [
+        RecallItem(
+            section="lesson",
+            id=lesson["id"],
+            text=lesson_item_text(lesson, runs, escalate_after),
+            fingerprint=lesson["fingerprint"],
+            source_failure_ids=sources.get(lesson["fingerprint"], []),
+            score=float(runs),
+        )
+        for lesson, runs in lessons
+    ]
+    block = fit([(RECENT_HEADER, recent), (LESSONS_HEADER, items)], max_tokens)
+    return _logged(mem, run, iteration, block)
+
+
+def popular_lessons(mem: Memory, run: str, exclude: set[str], limit: int
+                    ) -> list[tuple[dict, int]]:
+    """Active lessons by the number of distinct runs other than ``run`` in which their
+    fingerprint failed, most first; with that number."""
+    marks = ", ".join("?" * len(exclude))
+    skip = f"AND l.fingerprint NOT IN ({marks})" if exclude else ""
+    rows = mem.store.conn.execute(
+        f"""SELECT l.*, COUNT(DISTINCT f.run) AS earlier_runs, COUNT(*) AS earlier_failures,
+                   MAX(f.seq) AS latest
+            FROM failures f JOIN lessons l ON l.fingerprint = f.fingerprint
+            WHERE f.run != ? AND l.status = 'active' AND l.scope IN (?, 'global') {skip}
+            GROUP BY l.id
+            ORDER BY earlier_runs DESC, earlier_failures DESC, latest DESC
+            LIMIT ?""",
+        [run, mem.scope, *exclude, limit],
+    )
+    return [(dict(r), r["earlier_runs"]) for r in rows]
+
+
+def _logged(mem: Memory, run: str, iteration: int, block: Recall) -> Recall:
+    """Log the injection as ``Memory.recall`` does, so credit and escalation follow."""
+    if block.items:
+        mem.store.record_injections(run, iteration, block.items, block.tokens, mem.clock())
+    return block
+
+
+BASELINES = {"last3": last3, "popular": popular}
