@@ -1,0 +1,95 @@
+"""Capture latency with a model provider that hangs, beside no model at all.
+
+Run: .venv/bin/python bench/hung_provider.py
+The provider is a loopback server that accepts each request and never answers
+(it stops by itself after a minute). Capture never calls the model: the
+reflection job waits in the queue for a worker, in a thread of the agent's
+process or in the detached worker that `reflect capture` starts.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+from capture_recall import cold, traceback_4kb
+
+from reflect import Memory
+
+SAMPLES = 200
+HANG = 60.0
+SETTLE = 8.0  # seconds for a worker to import litellm and block in the hanging call
+
+
+class Hang(BaseHTTPRequestHandler):
+    def do_POST(self):  # noqa: N802 (http.server's naming)
+        time.sleep(HANG)
+
+    def log_message(self, *args):
+        pass
+
+
+def in_process(home: Path, model: str | None) -> float:
+    errors = [traceback_4kb(i) for i in range(SAMPLES)]
+    samples = []
+    with Memory(home, model=model, reflect=model is not None, close_timeout=0.5) as mem:
+        mem.capture(run="r", exit_code=1, error_text="KeyError: 'first'")
+        time.sleep(SETTLE)  # the worker thread imports litellm, then hangs in its call
+        for i, error in enumerate(errors):
+            start = time.perf_counter()
+            mem.capture(run="r", exit_code=1, error_text=error + f"\nKeyError: 'k{i}'")
+            samples.append((time.perf_counter() - start) * 1000)
+    return statistics.median(samples)
+
+
+def stop_workers(home: Path) -> None:
+    conn = sqlite3.connect(home / "reflect.db")
+    for (pid,) in conn.execute("SELECT pid FROM workers"):
+        try:
+            os.killpg(os.getpgid(pid), signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+
+
+def main() -> None:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Hang)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    threading.Timer(HANG, server.shutdown).start()
+    base = f"http://127.0.0.1:{server.server_port}/v1"
+    os.environ.update(REFLECT_API_BASE=base, REFLECT_API_KEY="sk-bench", REFLECT_EMBEDDINGS="off")
+    script = str(Path(sys.executable).parent / "reflect")
+    print(f"capture of a 4 KB traceback, provider at {base} never answers:")
+    with tempfile.TemporaryDirectory() as tmp:
+        none = in_process(Path(tmp) / "a", None)
+        hung = in_process(Path(tmp) / "b", "openai/bench-model")
+        print(f"  in process, p50:  no model {none:.3f} ms   hanging model (worker thread) "
+              f"{hung:.3f} ms   ratio {hung / none:.2f}")
+        stdin = traceback_4kb(1).encode()
+        for name, model in (("no model", None), ("hanging model", "openai/bench-model")):
+            home = Path(tmp) / name.replace(" ", "-")
+            env = {**os.environ, "REFLECT_HOME": str(home), "REFLECT_RUN": "r"}
+            env.pop("REFLECT_WORKER", None)
+            if model:
+                env["REFLECT_MODEL"] = model
+            argv = [script, "capture", "--exit-code", "1", "--error-file", "-"]
+            first = cold(argv, env, stdin)[0]  # with a model, it starts the detached worker
+            time.sleep(SETTLE)
+            runs = [cold(argv, env, stdin + f"\nKeyError: 'k{i}'".encode()) for i in range(15)]
+            print(f"  cold `reflect capture`, {name:<13}: first {first:.1f} ms, then median "
+                  f"{statistics.median(r[0] for r in runs):.1f} ms")
+            if model:
+                stop_workers(home)
+    server.shutdown()
+
+
+if __name__ == "__main__":
+    main()
