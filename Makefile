@@ -22,7 +22,8 @@ test: $(STAMP)
 	$(BIN)/python -m pytest
 
 bench: $(STAMP)
-	$(BIN)/python bench/capture_recall.py
+	for b in capture_recall hung_provider recall search gate replay; do \
+		$(BIN)/python bench/$$b.py || exit 1; done
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

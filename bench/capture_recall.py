@@ -49,7 +49,7 @@ def in_process(home: Path) -> None:
             mem.capture(run="run-7", exit_code=1, error_text=errors[i % 200])
             capture.append((time.perf_counter() - start) * 1000)
             start = time.perf_counter()
-            rec = mem.recall(run="run-7", goal="fix the handler")
+            rec = mem.recall(run="run-7", goal="fix the handler", sections=("recent",))
             recall.append((time.perf_counter() - start) * 1000)
     print(f"in process, {STORED:,} stored failures, 4 KB traceback:")
     print(f"  capture          {percentiles(capture)}")
