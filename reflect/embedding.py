@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -25,9 +26,11 @@ BATCH = 64
 class Vectors:
     """Dense search for one store; ``spec`` is the REFLECT_EMBEDDINGS value (None: off)."""
 
-    def __init__(self, store: SQLiteStore, spec: str | None):
+    def __init__(self, store: SQLiteStore, spec: str | None,
+                 clock: Callable[[], float] = time.time):
         self.store = store
         self.spec = spec
+        self.clock = clock
         self._embedder: Embedder | None = None
         self._index: VectorIndex | None = None
         self._stamp = ""
@@ -146,10 +149,10 @@ class Vectors:
             with self.store.write() as conn:
                 conn.execute(
                     "INSERT OR REPLACE INTO query_vectors VALUES (?, ?, ?, ?, ?)",
-                    (key, text, self._embedder.name, to_blob(vector), time.time()),
+                    (key, text, self._embedder.name, to_blob(vector), self.clock()),
                 )
             return vector
-        self.store.queue_texts([text], time.time())
+        self.store.queue_texts([text], self.clock())
         return None
 
     def search(self, query: np.ndarray, k: int) -> list[tuple[str, float]]:

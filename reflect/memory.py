@@ -71,7 +71,7 @@ class Memory:
         if self._vectors is None:
             from reflect.embedding import Vectors
 
-            self._vectors = Vectors(self.store, self.embeddings)
+            self._vectors = Vectors(self.store, self.embeddings, self.clock)
         return self._vectors
 
     @property

@@ -12,7 +12,7 @@ from reflect.store import SQLiteStore
 DAY = 86400.0
 GRACE_DAYS = 14.0  # a new lesson gets this long to prove itself
 MIN_CONFIDENCE = 0.2  # below this (after decay) a lesson is removed
-RETAIN_DAYS = 180.0  # failures and injections older than this are deleted
+RETAIN_DAYS = 180.0  # failures, injections and cached query texts older than this go
 
 
 def effective_confidence(lesson: dict, now: float, half_life_days: float) -> float:
@@ -42,6 +42,7 @@ def consolidate(store: SQLiteStore, now: float, half_life_days: float,
         injections = conn.execute("DELETE FROM injections WHERE ts < ?", (cutoff,)).rowcount
         conn.execute("DELETE FROM jobs WHERE state IN ('done', 'failed', 'skipped')"
                      " AND updated < ?", (cutoff,))
+        conn.execute("DELETE FROM query_vectors WHERE created < ?", (cutoff,))
         conn.execute("INSERT OR REPLACE INTO meta VALUES ('consolidated', ?)", (now,))
     store.purge()
     return {"removed_lessons": [r["id"] for r in weak], "deleted_failures": failures,

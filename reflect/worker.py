@@ -40,7 +40,7 @@ class Worker:
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         from reflect.embedding import Vectors  # numpy: only in the worker, not on capture
 
-        self.vectors = Vectors(self.store, embeddings)
+        self.vectors = Vectors(self.store, embeddings, clock)
         self.handlers = {}
         if model is not None:
             self.handlers["reflect"] = self._reflect

@@ -107,6 +107,8 @@ def test_confidence_decays_and_upkeep_removes_weak_lessons(mem, clock):
     assert pinned.lesson_id in ids and taught in ids and weak.lesson_id not in ids
     removals = mem.store.conn.execute("SELECT lesson_id, reason FROM removals").fetchall()
     assert [tuple(r) for r in removals] == [(weak.lesson_id, "low confidence")]
+    queued = mem.store.conn.execute("SELECT COUNT(*) FROM query_vectors").fetchone()[0]
+    assert queued == 0  # the error lines queued for embedding went with their failures
 
 
 def test_pin_quarantine_release_feedback(mem):
