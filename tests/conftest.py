@@ -8,6 +8,12 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO.parent / "shared" / "data"
+# A Django script run without migrations: the failure several tests learn from.
+NO_TABLE = """Traceback (most recent call last):
+  File "/repo/repro.py", line 12, in <module>
+    print(User.objects.count())
+django.db.utils.OperationalError: no such table: auth_user
+"""
 
 
 @pytest.fixture(autouse=True)

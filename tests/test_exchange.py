@@ -4,15 +4,11 @@ import json
 import os
 
 import pytest
+from conftest import NO_TABLE
 
 from reflect import Memory
 from reflect.exchange import ImportReport, export_lessons, import_lessons, write_atomically
 
-NO_TABLE = """Traceback (most recent call last):
-  File "/repo/repro.py", line 12, in <module>
-    print(User.objects.count())
-django.db.utils.OperationalError: no such table: auth_user
-"""
 NO_YAML = "ModuleNotFoundError: No module named 'yaml'"
 NO_PYTEST = "bash: pytest: command not found"
 MIGRATE = "Run `python manage.py migrate` before querying auth_user: the test db starts empty."

@@ -12,16 +12,12 @@ gets in on evidence alone, and a failure without error text is no evidence.
 import importlib.util
 
 import pytest
+from conftest import NO_TABLE
 
 from reflect import Memory, config, retrieval
 from reflect.embedding import lesson_text
 from reflect.retrieval import words
 
-NO_TABLE = """Traceback (most recent call last):
-  File "/repo/repro.py", line 12, in <module>
-    print(User.objects.count())
-django.db.utils.OperationalError: no such table: auth_user
-"""
 HANDFUL = [
     NO_TABLE,
     "ModuleNotFoundError: No module named 'yaml'",

