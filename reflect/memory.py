@@ -31,6 +31,7 @@ class Memory:
         reflect: bool = False,
         embeddings: str | None = None,
         semantic: str = "wait",
+        credit: bool = True,
         busy_timeout: float = 5.0,
         close_timeout: float = 2.0,
         clock: Callable[[], float] = time.time,
@@ -39,7 +40,9 @@ class Memory:
         ``embeddings`` (else ``REFLECT_EMBEDDINGS``) names the embedding model; "off"
         forbids it. ``semantic="wait"`` loads it lazily, once, on the first recall that
         needs it; ``"cached"`` never loads it here: cached vectors are used and the rest
-        is queued for a worker. ``reflect=True`` runs the worker in a daemon thread."""
+        is queued for a worker. ``reflect=True`` runs the worker in a daemon thread.
+        ``credit=False`` keeps the injection log but never credits outcomes to lessons:
+        for replays of recorded agents, which never saw what was injected."""
         self.home = Path(home) if home is not None else config.default_home()
         self.enabled = config.enabled()
         self.run = run or config.default_run()
@@ -47,6 +50,7 @@ class Memory:
         self.busy_timeout = busy_timeout
         self.close_timeout = close_timeout
         self.semantic = semantic
+        self.credit = credit
         self.scrubber = config.scrubber(self.home, scrub_patterns)
         self.model = config.model_settings(model) if self.enabled else None
         self.embeddings = config.embeddings_spec(embeddings) if self.enabled else None
@@ -135,7 +139,7 @@ class Memory:
             pending.replay(self.home, self.store)
             stored, lesson_row = self.store.add_failure(
                 failure, lesson, reflect=self.model is not None,
-                embed=self.embeddings is not None,
+                embed=self.embeddings is not None, credit_outcome=self.credit,
             )
         except (sqlite3.Error, OSError) as e:
             path = pending.keep(self.home, failure, lesson)
@@ -239,7 +243,8 @@ class Memory:
         resolution, _ = self.scrubber.scrub(bounded(action) or "a later iteration succeeded")
         # With a model, the worker revises the lessons of what this fixed.
         return self.store.resolve_open(run, iteration, resolution, self.clock(),
-                                       reflect=self.model is not None)
+                                       reflect=self.model is not None,
+                                       credit_outcome=self.credit)
 
     def failures(self, run: str | None = None, limit: int = 20) -> list[ErrorEntry]:
         rows = self.store.failures(run, limit)

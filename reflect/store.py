@@ -105,7 +105,7 @@ class SQLiteStore:
     # -- capture ---------------------------------------------------------------
 
     def add_failure(self, failure: dict, lesson: dict, reflect: bool = False,
-                    embed: bool = False) -> tuple[dict, dict]:
+                    embed: bool = False, credit_outcome: bool = True) -> tuple[dict, dict]:
         """Insert a failure and link it to its fingerprint's lesson, in one transaction.
 
         ``failure["iteration"]`` may be None: the run's next number is taken
@@ -148,7 +148,8 @@ class SQLiteStore:
                    DO UPDATE SET runs = runs + ?, failures = failures + 1, last_seen = ?""",
                 (fp, failure["ts"], int(new_run), failure["ts"]),
             )
-            credit.on_failure(conn, failure["run"], failure["iteration"], fp)
+            if credit_outcome:
+                credit.on_failure(conn, failure["run"], failure["iteration"], fp)
             if reflect and row["kind"] == "heuristic":
                 queue.enqueue(conn, "reflect", fp, failure["run"], failure["ts"])
             if embed:
@@ -305,12 +306,13 @@ class SQLiteStore:
         return newest(self.conn, "injections", "id", limit, {"run = ?": run})
 
     def resolve_open(self, run: str, iteration: int, resolution: str, now: float,
-                     reflect: bool = False) -> list[str]:
+                     reflect: bool = False, credit_outcome: bool = True) -> list[str]:
         """``iteration`` succeeded: credit what was injected before it, give the run's
         unresolved failures before it the action that worked, and with ``reflect``
         queue a revision of each of their lessons."""
         with self.write() as conn:
-            credit.on_success(conn, run, iteration)
+            if credit_outcome:
+                credit.on_success(conn, run, iteration)
             open_failures = "run = ? AND iteration < ? AND resolution = ''"
             rows = conn.execute(
                 f"SELECT id, fingerprint FROM failures WHERE {open_failures}", (run, iteration)

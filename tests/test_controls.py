@@ -253,3 +253,15 @@ def test_the_worker_consolidates_once_a_day(clock, monkeypatch):
         clock.now += DAY + 1
         m.run_worker(idle_exit=0)
     assert len(runs) == 2
+
+
+def test_without_credit_the_log_is_kept_and_lessons_are_not_judged(clock):
+    with Memory(clock=clock, credit=False) as m:
+        first = m.capture(run="r", iteration=1, exit_code=1, error_text=NO_YAML)
+        m.recall(run="r", iteration=2)
+        m.capture(run="r", iteration=2, exit_code=1, error_text=NO_YAML)
+        m.recall(run="r", iteration=3)
+        m.outcome(run="r", iteration=3, success=True, action="pip install pyyaml")
+        assert [r["outcome"] for r in m.injections(run="r")] == ["", ""]
+        detail = m.lesson(first.lesson_id)
+        assert (detail["wins"], detail["losses"], detail["confidence"]) == (0, 0, 0.5)
