@@ -183,6 +183,7 @@ def cmd_status(args) -> int:
     jobs = status["jobs"]
     lines = [
         f"model: {status['model'] or 'none (heuristic lessons only; set REFLECT_MODEL)'}",
+        f"embeddings: {status['embeddings'] or 'on, no vectors yet (the worker makes them)'}",
         "jobs: " + (", ".join(f"{n} {state}" for state, n in sorted(jobs.items())) or "none"),
         f"spend today: ${status['spend_today_usd']:.4f} in {status['calls_today']} call(s)"
         + (f" (cap ${status['max_cost_usd']:.2f})" if status["max_cost_usd"] is not None else ""),
