@@ -16,6 +16,7 @@ from reflect.fingerprint import fingerprint
 from reflect.heuristics import heuristic_lesson
 from reflect.records import new_id
 from reflect.scrub import Scrubber
+from reflect.text import clip
 
 MAX_ERROR_BYTES = 64 * 1024  # a tail this long always holds the error that ended the run
 MAX_FIELD = 4000
@@ -163,11 +164,6 @@ def read_crash_file(path: str) -> tuple[dict, list[str]]:
     return record, []
 
 
-def bounded(text: str | None, limit: int = MAX_FIELD) -> str:
-    text = text or ""
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
 def entry_rows(parsed: Parsed, *, run: str, iteration: int | None, goal: str, action: str,
                scrubber: Scrubber, scope: str, now: float) -> tuple[dict, dict]:
     """The failure and heuristic-lesson rows: every field scrubbed, the scrubbed error
@@ -176,9 +172,10 @@ def entry_rows(parsed: Parsed, *, run: str, iteration: int | None, goal: str, ac
 
     def scrub(text: str) -> str:
         nonlocal redactions
-        clean, n = scrubber.scrub(bounded(text))
+        # Scrub before cutting: a cut through a secret could hide it from its pattern.
+        clean, n = scrubber.scrub(text or "")
         redactions += n
-        return clean
+        return clip(clean, MAX_FIELD)
 
     error = parsed.error
     fields = {

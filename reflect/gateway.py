@@ -14,6 +14,8 @@ import re
 import time
 from dataclasses import dataclass
 
+from reflect.text import clip
+
 __all__ = ["Completion", "ProviderError", "complete", "provider_of"]
 
 # Providers whose wire format has a JSON-object switch that litellm maps response_format to:
@@ -201,7 +203,7 @@ def _detail(e: Exception, api_key: str | None) -> str:
     if api_key:
         text = text.replace(api_key, "[REDACTED:api_key]")
     text, _ = Scrubber().scrub(text)
-    return text if len(text) <= _REASON_MAX else text[: _REASON_MAX - 1] + "…"
+    return clip(text, _REASON_MAX)
 
 
 def _retry_after(e: Exception) -> float | None:

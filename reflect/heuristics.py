@@ -17,6 +17,8 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
+from reflect.text import clip
+
 __all__ = ["CATEGORIES", "SEVERITIES", "Heuristic", "heuristic_lesson"]
 
 # import = import/dependency, test = test assertion, network = network/API,
@@ -45,8 +47,7 @@ _WS = re.compile(r"\s+")
 
 def _clip(text: str, limit: int) -> str:
     """Collapse whitespace and cut to ``limit`` characters (with an ellipsis)."""
-    text = _WS.sub(" ", text or "").strip()
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+    return clip(_WS.sub(" ", text or "").strip(), limit)
 
 
 def _q(text: str, limit: int = 80) -> str:

@@ -11,9 +11,10 @@ from dataclasses import fields
 from pathlib import Path
 
 from reflect import config, controls, pending, upkeep
-from reflect.capture import Parsed, bounded, entry_rows, parse, synthesize
+from reflect.capture import MAX_FIELD, Parsed, entry_rows, parse, synthesize
 from reflect.records import ErrorEntry, Recall
 from reflect.store import SQLiteStore
+from reflect.text import clip
 from reflect.worker import HEARTBEAT_STALE, Worker, start_detached, start_thread
 
 DEFAULT_MAX_TOKENS = 400
@@ -167,7 +168,7 @@ class Memory:
             sections = tuple(s for s in sections if s == "recent")
         run = run or self.run
         try:
-            goal, _ = self.scrubber.scrub(bounded(goal, MAX_GOAL_CHARS))
+            goal = clip(self.scrubber.scrub(goal)[0], MAX_GOAL_CHARS)
             now = self.clock()
             rec = recall.build(
                 self.store, self.vectors, run=run, goal=goal, phase=phase,
@@ -240,7 +241,8 @@ class Memory:
             return []
         if iteration is None:
             iteration = self.store.next_iteration(run)
-        resolution, _ = self.scrubber.scrub(bounded(action) or "a later iteration succeeded")
+        resolution = clip(self.scrubber.scrub(action)[0], MAX_FIELD)
+        resolution = resolution or "a later iteration succeeded"
         # With a model, the worker revises the lessons of what this fixed.
         return self.store.resolve_open(run, iteration, resolution, self.clock(),
                                        reflect=self.model is not None,

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 
+from reflect.text import clip
+
 
 def emit(args, data: dict, text: str) -> None:
     if args.format == "json":
@@ -18,5 +20,4 @@ def when(ts: float) -> str:
 
 
 def first_line(text: str, limit: int) -> str:
-    line = text.splitlines()[0] if text else ""
-    return line if len(line) <= limit else line[: limit - 1] + "…"
+    return clip(text.splitlines()[0] if text else "", limit)

@@ -17,6 +17,7 @@ from string import Template
 
 from reflect.heuristics import CATEGORIES
 from reflect.review import KINDS
+from reflect.text import clip
 
 __all__ = ["load_template", "reflection_messages"]
 
@@ -89,8 +90,7 @@ def reflection_messages(
 
 
 def _bound(value: object, limit: int) -> str:
-    text = value if isinstance(value, str) else "" if value is None else str(value)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return clip(value if isinstance(value, str) else "" if value is None else str(value), limit)
 
 
 def _escape(encoded: str) -> str:

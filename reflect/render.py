@@ -6,6 +6,7 @@ import json
 import re
 
 from reflect.records import Recall, RecallItem
+from reflect.text import clip
 
 RECENT_HEADER = "PAST FAILURES TO AVOID:"
 LESSONS_HEADER = "LESSONS FROM EARLIER RUNS:"
@@ -40,9 +41,6 @@ def code(text: str) -> str:
     return "`" + neutralize(" ".join(text.split())).replace("`", "'") + "`"
 
 
-def bound(line: str, limit: int = MAX_LINE) -> str:
-    return line if len(line) <= limit else line[: limit - 1] + "…"
-
 
 def repeated(lesson: dict | None, escalate_after: int) -> str:
     """The mark of a hint that keeps failing: the agent should try something else."""
@@ -70,7 +68,7 @@ def recent_item_text(failure: dict, count: int, lesson: dict | None,
         lines.append(mark)
     if failure["resolution"]:
         lines.append(f"  Fixed later by: {code(failure['resolution'])}")
-    return "\n".join(bound(line) for line in lines)
+    return "\n".join(clip(line, MAX_LINE) for line in lines)
 
 
 def lesson_item_text(lesson: dict, runs: int, escalate_after: int) -> str:
@@ -81,7 +79,7 @@ def lesson_item_text(lesson: dict, runs: int, escalate_after: int) -> str:
         lines.append(mark)
     if lesson["resolution"]:
         lines.append(f"  What worked: {code(lesson['resolution'])}")
-    return "\n".join(bound(line) for line in lines)
+    return "\n".join(clip(line, MAX_LINE) for line in lines)
 
 
 def fit(sections: list[tuple[str, list[RecallItem]]], max_tokens: int) -> Recall:

@@ -71,3 +71,13 @@ def test_planted_secrets_stay_out_of_cli_output(own_store):
         run_cli("failures", "list", "--format", "json").stdout)["failures"][0]["failure_id"])
     assert shown.returncode == 0 and leaks(shown.stdout) == []
     assert leaks((own_store / DB_NAME).read_bytes()) == []
+
+
+def test_a_secret_across_the_field_bound_is_scrubbed_before_the_cut():
+    from reflect.capture import MAX_FIELD
+
+    key = SECRETS["openai"]
+    goal = "x" * (MAX_FIELD - 12) + f" {key} trailing words"  # the bound falls inside the key
+    with Memory() as mem:
+        entry = mem.capture(run="r", goal=goal, exit_code=1)
+    assert key[:8] not in entry.goal and entry.redactions == 1
