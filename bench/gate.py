@@ -59,9 +59,9 @@ import tempfile
 import time
 from collections import defaultdict
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
+from replay import mini_swe_agent
 
 import reflect.embedding as embedding
 import reflect.recall as recall_module
@@ -70,7 +70,6 @@ from reflect import Memory
 from reflect.eval.convert import convert
 from reflect.eval.signature import signature
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 ROOT_CAUSES = [  # hand-labelled: one mistake whatever instance the message names
     ("no-such-table", r"^OperationalError: no such table: "),
     ("settings-not-configured", r"^ImproperlyConfigured: Requested setting \w+, but settings"),
@@ -394,10 +393,8 @@ def sections(obs: list[Obs], shown: np.ndarray) -> str:
 
 
 def main() -> int:
-    data = Path(sys.argv[1]) if len(sys.argv) > 1 else DATA
-    source = data / "mini-swe-agent"
-    if not source.is_dir():
-        print(f"no data at {source}; pass the shared data directory as the argument")
+    source = mini_swe_agent()
+    if source is None:
         return 1
     start = time.perf_counter()
     records = convert("mini-swe-agent", [source])

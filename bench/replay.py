@@ -26,11 +26,18 @@ DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 TARGET_SECONDS = 120
 
 
+def mini_swe_agent() -> Path | None:
+    """The trajectories: ../shared/data, or the data directory given as the argument."""
+    source = (Path(sys.argv[1]) if len(sys.argv) > 1 else DATA) / "mini-swe-agent"
+    if source.is_dir():
+        return source
+    print(f"no data at {source}; pass the shared data directory as the argument")
+    return None
+
+
 def main() -> int:
-    data = Path(sys.argv[1]) if len(sys.argv) > 1 else DATA
-    source = data / "mini-swe-agent"
-    if not source.is_dir():
-        print(f"no data at {source}; pass the shared data directory as the argument")
+    source = mini_swe_agent()
+    if source is None:
         return 1
     with tempfile.TemporaryDirectory(prefix="reflect-bench-") as tmp:
         trace = Path(tmp) / "mini-swe-agent.jsonl"

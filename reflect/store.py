@@ -118,7 +118,7 @@ class SQLiteStore:
         fp = failure["fingerprint"]
         with self.write() as conn:
             if failure["iteration"] is None:
-                failure["iteration"] = self._next_iteration(failure["run"])
+                failure["iteration"] = self.next_iteration(failure["run"])
             row = active_lesson(conn, fp)
             if row is None:
                 conn.execute(
@@ -192,14 +192,11 @@ class SQLiteStore:
             conn.execute("INSERT OR IGNORE INTO meta VALUES (?, ?)", (key, scope))
         return scope
 
-    def _next_iteration(self, run: str) -> int:
+    def next_iteration(self, run: str) -> int:
         last = self.conn.execute(
             "SELECT MAX(iteration) FROM failures WHERE run = ?", (run,)
         ).fetchone()[0]
         return (last or 0) + 1
-
-    def next_iteration(self, run: str) -> int:
-        return self._next_iteration(run)
 
     # -- reading ---------------------------------------------------------------
 
