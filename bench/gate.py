@@ -10,12 +10,12 @@ failures (the goal plus its latest error; B's failures are captured as they happ
 those lessons are excluded as the recent section's). At every recall `find_lessons` runs
 three times: with `passes` patched to let every candidate through and the candidate cut
 widened, which records the signals of every lesson the recall judges (goal and error
-cosine, `term_hits`, runs) with the recall's context (the store's run count, the
-evidence score the product ranks an evidence-only lesson by); as the product's gate
-with the cut widened and no item limit, which `check` proves the arrays below reproduce
-exactly (evidence rule and one-per-block cap included); and as the product runs it (50
-candidates a source, 6 items), whose answer goes back to the recall, so the store's
-injection log evolves as in use.
+cosine, `term_hits`, the runs its cause failed in, its score) with the recall's context
+(the store's run count, the score the product ranks an evidence-only lesson by); as the
+product's gate with the cut widened and no item limit, which `check` proves the arrays
+below reproduce exactly (evidence rule, its cap a block and one lesson a cause
+included); and as the product runs it (50 candidates a source, 6 items), whose answer
+goes back to the recall, so the store's injection log evolves as in use.
 
 Labels. A pair (lesson L, run B at a moment) is relevant when B's latest or a later
 failure is L's mistake:
@@ -35,9 +35,11 @@ BM25 is meaningless, every query term is the lesson's, and the store's run count
 
 The gate, as `find_lessons` applies it: a lesson passes on a signal (goal cosine, error
 cosine, or MIN_TERM_HITS of the query's rarest terms held; a taught lesson on its trigger,
-none here), or on evidence alone: its fingerprint recurred in at least
-max(EVIDENCE_RUNS, EVIDENCE_SHARE x the store's run count) runs with real error text,
-and at most one such lesson a block (the best scored). Tuning maximizes F0.5 (precision
+none here), or on evidence alone: its cause recurred in at least
+max(EVIDENCE_RUNS, EVIDENCE_SHARE x the store's run count) runs with an error that names
+the mistake, at most EVIDENCE_ITEMS such lessons a block (the most widespread, then the
+latest to recur); of several passing lessons of one cause, the best scored. Tuning
+maximizes F0.5 (precision
 counts double: noise in a prompt is worse than nothing) of that whole gate over a grid of
 the three signal thresholds (MIN_TERM_HITS in counts, 1-6 or off), the evidence rule
 fixed as in reflect/retrieval.py: on all runs, and on each half of the runs (alternating
@@ -45,7 +47,8 @@ within each repository), each half then judged by the thresholds of the other (h
 out). The evidence constants are not tuned (too few root causes recur); their variants
 are reported. "before" is the gate before the first tuning (term share >= 0.34 of
 min(terms, 3), evidence a fixed 3 runs that also counted failures without error text, no
-cap); "now" reads reflect/retrieval.py.
+cap), with runs counted by cause and one lesson a cause as today; "now" reads
+reflect/retrieval.py.
 """
 
 from __future__ import annotations
@@ -84,13 +87,14 @@ GRID = {  # what tuning tries; OFF switches a signal off
     "MIN_ERROR_COSINE": [0.45, 0.50, 0.55, 0.60, 0.65, 0.70, 0.75, OFF],
     "MIN_TERM_HITS": [1, 2, 3, 4, 5, 6, OFF],  # of the query's rarest terms
 }
-EVIDENCE = ("EVIDENCE_RUNS", "EVIDENCE_SHARE")
+EVIDENCE = ("EVIDENCE_RUNS", "EVIDENCE_SHARE", "EVIDENCE_ITEMS")
 KEYS = (*GRID, *EVIDENCE)
-SYNTHESIZED = "Synthesized:"  # the error of a failure captured without error text
-CHECKED = ({}, {"EVIDENCE_SHARE": 0.0})  # the product's gate is recorded as now and so
+CHECKED = ({}, {"EVIDENCE_SHARE": 0.0, "EVIDENCE_ITEMS": 1})  # the product's gate is
+# recorded as now and so
+UNCAPPED = 10**6
 BEFORE = {"MIN_GOAL_COSINE": 0.30, "MIN_ERROR_COSINE": 0.55, "MIN_TERM_SHARE": 0.34,
-          "EVIDENCE_RUNS": 3, "EVIDENCE_SHARE": 0.0, "synthesized_evidence": True,
-          "one_per_block": False}  # the gate before the first tuning
+          "EVIDENCE_RUNS": 3, "EVIDENCE_SHARE": 0.0, "EVIDENCE_ITEMS": UNCAPPED,
+          "any_error_evidence": True}  # the gate before the first tuning
 
 
 @dataclass
@@ -264,17 +268,18 @@ def signals(obs: list[Obs]) -> dict[str, np.ndarray]:
         "MIN_TERM_HITS": np.array([x.term_hits for x in c]),
         "n_terms": np.array([o.n_terms for o in obs]),
         "runs": np.array([x.runs for x in c]),
+        "last_seen": np.array([x.lesson["last_seen"] for x in c], dtype=float),
+        "cause": np.unique([x.lesson["cause"] or x.lesson["id"] for x in c],
+                           return_inverse=True)[1].reshape(-1),
+        "score": np.array([x.score for x in c]),
+        "evidence_score": np.array([o.evidence_score for o in obs]),
         "run_count": np.array([o.run_count for o in obs]),
-        "synthesized": np.array([x.lesson["error_text"].startswith(SYNTHESIZED) for x in c],
-                                dtype=bool),
+        "names_mistake": np.array([retrieval.names_mistake(x.lesson["error_text"]) for x in c],
+                                  dtype=bool),
         "taught": np.array([o.taught for o in obs], dtype=bool),
         "recall": np.array([o.recall for o in obs], dtype=int),
         "relevant": np.array([o.relevant for o in obs], dtype=bool),
     }
-    # The product ranks a block by score, ties in the order candidates were found (the
-    # order recorded): its evidence-only lesson is the first of its recall in this order.
-    s["order"] = np.lexsort((np.arange(len(obs)), -np.array([o.evidence_score for o in obs]),
-                             s["recall"]))
     return s
 
 
@@ -289,28 +294,41 @@ def signal(s: dict, th: dict) -> np.ndarray:
 
 
 def recurring(s: dict, th: dict) -> np.ndarray:
-    """Evidence: recurred in max(EVIDENCE_RUNS, EVIDENCE_SHARE x the store's runs) runs,
-    with real error text."""
+    """Evidence: its cause recurred in max(EVIDENCE_RUNS, EVIDENCE_SHARE x the store's
+    runs) runs, with an error that names the mistake."""
     enough = s["runs"] >= np.maximum(th["EVIDENCE_RUNS"], th["EVIDENCE_SHARE"] * s["run_count"])
-    return enough if th.get("synthesized_evidence") else enough & ~s["synthesized"]
+    return enough if th.get("any_error_evidence") else enough & s["names_mistake"]
 
 
-def on_evidence(s: dict, th: dict) -> np.ndarray:
-    """The pairs let in on evidence alone: at most one a block, as ``find_lessons`` does."""
-    alone = recurring(s, th) & ~signal(s, th)
-    if not th.get("one_per_block", True):
-        return alone
-    ranked = s["order"][alone[s["order"]]]
-    firsts = ranked[np.r_[True, s["recall"][ranked][1:] != s["recall"][ranked][:-1]]
-                    [:len(ranked)]]
-    out = np.zeros(len(alone), dtype=bool)
-    out[firsts] = True
+def firsts(keys: tuple, subset: np.ndarray, groups: np.ndarray, n: int) -> np.ndarray:
+    """The first ``n`` of ``subset`` in each group, ordered by ``keys`` (np.lexsort's:
+    the last key sorts first)."""
+    ranked = np.lexsort(keys)
+    ranked = ranked[subset[ranked]]
+    out = np.zeros(len(subset), dtype=bool)
+    if not len(ranked):
+        return out
+    g = groups[ranked]
+    start = np.r_[True, g[1:] != g[:-1]]
+    position = np.arange(len(g)) - np.maximum.accumulate(np.where(start, np.arange(len(g)), 0))
+    out[ranked[position < n]] = True
     return out
 
 
-def gate(s: dict, th: dict) -> np.ndarray:
-    """The gate of ``find_lessons`` over arrays (``check`` proves they agree)."""
-    return signal(s, th) | on_evidence(s, th)
+def gate(s: dict, th: dict, evidence_only: bool = False) -> np.ndarray:
+    """The gate of ``find_lessons`` over arrays (``check`` proves they agree): the lessons
+    that pass a signal or the evidence rule; in each recall the best scored of each cause
+    (ties in the order candidates were found, the order recorded); of those let in on
+    evidence alone, the EVIDENCE_ITEMS most widespread, then latest to recur."""
+    fits = signal(s, th)
+    alone = recurring(s, th) & ~fits
+    order = np.arange(len(fits))
+    score = np.where(fits, s["score"], s["evidence_score"])
+    causes = s["recall"] * (s["cause"].max(initial=0) + 1) + s["cause"]
+    best = firsts((order, -score, causes), fits | alone, causes, 1)
+    chosen = firsts((order, -score, -s["last_seen"], -s["runs"], s["recall"]), best & alone,
+                    s["recall"], th["EVIDENCE_ITEMS"])
+    return chosen if evidence_only else (best & fits) | chosen
 
 
 def check(obs: list[Obs], passes, now: dict) -> None:
@@ -372,10 +390,10 @@ def describe(th: dict) -> str:
     terms = (f"share {th['MIN_TERM_SHARE']:g}" if "MIN_TERM_SHARE" in th
              else value("MIN_TERM_HITS"))
     evidence = f"max({th['EVIDENCE_RUNS']:g}, {th['EVIDENCE_SHARE']:g}n)"
-    if th.get("synthesized_evidence"):
-        evidence += " +synth."
-    if not th.get("one_per_block", True):
-        evidence += " uncapped"
+    if th.get("any_error_evidence"):
+        evidence += " any error"
+    evidence += (" uncapped" if th["EVIDENCE_ITEMS"] >= UNCAPPED
+                 else f" <={th['EVIDENCE_ITEMS']} a block")
     return f"{value('MIN_GOAL_COSINE')} {value('MIN_ERROR_COSINE')} {terms} {evidence}"
 
 
@@ -428,8 +446,8 @@ def main() -> int:
     print(f"stores of {counts[0]}-{counts[-1]} runs: evidence needs "
           f"{max(now['EVIDENCE_RUNS'], now['EVIDENCE_SHARE'] * counts[0]):g}-"
           f"{max(now['EVIDENCE_RUNS'], now['EVIDENCE_SHARE'] * counts[-1]):g} runs; most "
-          f"runs of a lesson with error text {s['runs'][~s['synthesized']].max()}, "
-          f"without {s['runs'][s['synthesized']].max(initial=0)}; taught lessons "
+          f"runs of a lesson naming its mistake {s['runs'][s['names_mistake']].max()}, "
+          f"of another {s['runs'][~s['names_mistake']].max(initial=0)}; taught lessons "
           f"{int(s['taught'].sum())}")
     print(f"{'pairs (lesson, run B at a moment)':<40}{'pairs':>6} relevant (signature + hand)")
     for name, group in (("first iteration (goal only)", first),
@@ -453,7 +471,7 @@ def main() -> int:
                                       for th in columns.values()))
     for name, group in (("  on evidence alone", obs), ("    one-lesson stores", small)):
         g = signals(group)
-        print(f"{name:<24}" + "".join(f"{cell(on_evidence(g, th), g['relevant']):<38}"
+        print(f"{name:<24}" + "".join(f"{cell(gate(g, th, True), g['relevant']):<38}"
                                       for th in columns.values()))
     shown = np.array([o.shown for o in obs])
     print(f"{'all pairs, as shown':<24}{'':<38}{cell(shown, s['relevant'])}"
@@ -468,10 +486,12 @@ def main() -> int:
                          ("error 0.55", {"MIN_ERROR_COSINE": 0.55}),
                          ("terms 3", {"MIN_TERM_HITS": 3}),
                          ("terms 5", {"MIN_TERM_HITS": 5}),
-                         ("evidence a fixed 3 runs (share 0)", {"EVIDENCE_SHARE": 0.0}),
-                         ("evidence uncapped", {"one_per_block": False}),
-                         ("evidence a fixed 3 runs, uncapped",
-                          {"EVIDENCE_SHARE": 0.0, "one_per_block": False}),
+                         ("evidence 3 runs and 20% of runs, 1 a block",
+                          {"EVIDENCE_RUNS": 3, "EVIDENCE_SHARE": 0.2, "EVIDENCE_ITEMS": 1}),
+                         ("evidence share 0", {"EVIDENCE_SHARE": 0.0}),
+                         ("evidence 1 a block", {"EVIDENCE_ITEMS": 1}),
+                         ("evidence 3 a block", {"EVIDENCE_ITEMS": 3}),
+                         ("evidence uncapped", {"EVIDENCE_ITEMS": UNCAPPED}),
                          ("no evidence rule", {"EVIDENCE_RUNS": 10**6})):
         th = {**now, **change}
         print(f"  {name:<36}" + " | ".join(

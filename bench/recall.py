@@ -27,6 +27,7 @@ from capture_recall import cold
 from reflect.index import to_blob
 
 from reflect import Memory
+from reflect.fingerprint import cause
 from reflect.records import new_id
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "mini-swe-agent" / "trajs"
@@ -78,13 +79,17 @@ def fill(home: Path, lessons: int, model: str, dim: int) -> None:
             conn.execute(
                 "INSERT INTO failures (id, run, iteration, ts, goal, phase, action, exit_code,"
                 " error_type, message, signature, friction, fingerprint, source, redactions,"
-                " category, severity, lesson_id) VALUES (?, ?, 1, ?, '', '', 'python app.py',"
-                " 1, ?, ?, '', '', ?, 'text', 0, 'general', 'medium', ?)",
-                (new_id("F"), run, time.time(), error_type, message, fp, lesson_id),
+                " category, severity, lesson_id, cause) VALUES (?, ?, 1, ?, '', '',"
+                " 'python app.py', 1, ?, ?, '', '', ?, 'text', 0, 'general', 'medium', ?, ?)",
+                (new_id("F"), run, time.time(), error_type, message, fp, lesson_id,
+                 cause(error_type, message)),
             )
-            conn.execute("INSERT INTO fingerprints VALUES (?, 1, 1, ?)", (fp, time.time()))
             conn.execute("INSERT INTO lesson_vectors VALUES (?, ?, ?)",
                          (lesson_id, model, to_blob(vectors[i])))
+        conn.execute("INSERT OR REPLACE INTO fingerprints SELECT DISTINCT fingerprint, cause"
+                     " FROM failures")
+        conn.execute("INSERT OR REPLACE INTO causes SELECT cause, COUNT(DISTINCT run),"
+                     " COUNT(*), MAX(ts) FROM failures GROUP BY cause")
         conn.execute("INSERT OR REPLACE INTO meta VALUES ('embedder:', ?)", (model,))
         conn.execute("COMMIT")
 

@@ -58,8 +58,9 @@ def export_lessons(store, fmt: str, min_confidence: float = 0.5) -> str:
     if fmt not in FORMATS:
         raise ValueError(f"unknown format {fmt!r}: use one of {', '.join(FORMATS)}")
     rows = [dict(r) for r in store.conn.execute(
-        "SELECT l.*, COALESCE(f.runs, 0) AS runs FROM lessons l"
+        "SELECT l.*, COALESCE(c.runs, 0) AS runs FROM lessons l"
         " LEFT JOIN fingerprints f ON f.fingerprint = l.fingerprint"
+        " LEFT JOIN causes c ON c.cause = f.cause"
         " WHERE l.status = 'active' AND (l.confidence >= ? OR l.pinned OR l.kind = 'taught')"
         f" ORDER BY {_ORDER}",
         (min_confidence,),

@@ -22,6 +22,10 @@ instances it:
 - Dropped: Python's `Did you mean: 'x'?` suggestions, which depend on what
   else is in scope, not on the cause.
 
+A cause is the fingerprint without frames: the same mistake in another run
+sits in other code (another problem's function, another script), so how
+widely a mistake recurs across runs is counted by cause.
+
 When in doubt the rule keeps text: splitting one cause into two fingerprints
 costs a missed lesson, merging two causes shows a wrong one. Case is kept,
 since names are case-sensitive (`'Math'` and `'math'` differ) and messages of
@@ -85,6 +89,11 @@ def fingerprint(error_type: str, message: str, frames: Sequence[str] = ()) -> st
     kind = error_type.strip().rsplit(".", 1)[-1]  # the same error via another import path
     parts = [kind, message_template(message), *list(frames)[-3:]]
     return hashlib.sha256("\x1f".join(parts).encode("utf-8", "replace")).hexdigest()[:16]
+
+
+def cause(error_type: str, message: str) -> str:
+    """16 hex characters identifying the mistake whatever code it happened in."""
+    return fingerprint(error_type, message)
 
 
 def _mask(m: re.Match[str]) -> str:

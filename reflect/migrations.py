@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import sqlite3
 
+from reflect.fingerprint import cause
+
 
 def create_failures_and_lessons(conn: sqlite3.Connection) -> None:
     _script(
@@ -224,8 +226,49 @@ def add_credit_and_controls(conn: sqlite3.Connection) -> None:
     )
 
 
+def count_causes(conn: sqlite3.Connection) -> None:
+    """Count recurrence by cause (the fingerprint without frames): a mistake repeated in
+    another run sits in other code, so a fingerprint's own run count undercounts it."""
+    conn.execute("ALTER TABLE failures ADD COLUMN cause TEXT NOT NULL DEFAULT ''")
+    conn.executemany(
+        "UPDATE failures SET cause = ? WHERE seq = ?",
+        [(cause(r[1], r[2]), r[0])
+         for r in conn.execute("SELECT seq, error_type, message FROM failures").fetchall()],
+    )
+    _script(
+        conn,
+        """
+        CREATE INDEX failures_cause_run ON failures (cause, run);
+        CREATE INDEX failures_cause_seq ON failures (cause, seq);
+        -- Which cause a fingerprint is: kept when old failures are pruned, so their
+        -- lessons keep their evidence.
+        DROP INDEX fingerprints_runs;
+        ALTER TABLE fingerprints RENAME TO fingerprint_runs;
+        CREATE TABLE fingerprints (fingerprint TEXT PRIMARY KEY, cause TEXT NOT NULL);
+        INSERT INTO fingerprints SELECT DISTINCT fingerprint, cause FROM failures;
+        CREATE INDEX fingerprints_cause ON fingerprints (cause);
+        -- How widely each mistake recurs: evidence that outweighs the goal's words.
+        CREATE TABLE causes (
+            cause TEXT PRIMARY KEY,
+            runs INTEGER NOT NULL,
+            failures INTEGER NOT NULL,
+            last_seen REAL NOT NULL
+        );
+        INSERT INTO causes
+            SELECT cause, COUNT(DISTINCT run), COUNT(*), MAX(ts) FROM failures GROUP BY cause;
+        -- A fingerprint whose failures were all pruned keeps its counts as its own cause.
+        INSERT INTO fingerprints SELECT fingerprint, fingerprint FROM fingerprint_runs
+            WHERE fingerprint NOT IN (SELECT fingerprint FROM fingerprints);
+        INSERT OR IGNORE INTO causes SELECT fingerprint, runs, failures, last_seen
+            FROM fingerprint_runs WHERE fingerprint NOT IN (SELECT fingerprint FROM failures);
+        DROP TABLE fingerprint_runs;
+        CREATE INDEX causes_runs ON causes (runs)
+        """,
+    )
+
+
 MIGRATIONS = [create_failures_and_lessons, add_jobs_and_model_lessons, add_search,
-              add_credit_and_controls]
+              add_credit_and_controls, count_causes]
 
 
 def _script(conn: sqlite3.Connection, sql: str) -> None:

@@ -42,7 +42,8 @@ def build(store: SQLiteStore, vectors: Vectors, *, run: str, goal: str, phase: s
                                                    escalate_after))
     earlier: list[RecallItem] = []
     if "lessons" in sections:
-        shown = set(groups)  # what the recent section covers is not repeated
+        # What the recent section covers is not repeated, nor another lesson of its mistake.
+        shown = set(groups) | {row["cause"] for row in rows}
         earlier = lesson_items(store, vectors, goal=goal, phase=phase,
                                latest=rows[0] if rows else None, run=run, scope=scope,
                                exclude=shown, now=now, embed=embed,

@@ -11,6 +11,8 @@ from reflect.text import clip
 RECENT_HEADER = "PAST FAILURES TO AVOID:"
 LESSONS_HEADER = "LESSONS FROM EARLIER RUNS:"
 MAX_LINE = 240
+BRIEF = 120  # a lesson's trigger and what worked: enough to recognise them
+LATER_SHARE = 0.4
 
 # Tool output can carry text aimed at the model reading the prompt. Such lines
 # are shown defused, never as instructions.
@@ -72,29 +74,42 @@ def recent_item_text(failure: dict, count: int, lesson: dict | None,
 
 
 def lesson_item_text(lesson: dict, runs: int, escalate_after: int) -> str:
+    """A lesson from another run: when it applies and what to do, with the trigger and
+    what worked cut short, since the guidance is what the agent needs from it."""
     seen = f" (seen in {runs} runs)" if runs > 1 else ""
-    lines = [f"- [{lesson['id']}] When {neutralize(lesson['trigger'])}{seen}:",
+    lines = [f"- [{lesson['id']}] When {clip(neutralize(lesson['trigger']), BRIEF)}{seen}:",
              f"  {neutralize(lesson['guidance'])}"]
     if mark := repeated(lesson, escalate_after):
         lines.append(mark)
     if lesson["resolution"]:
-        lines.append(f"  What worked: {code(lesson['resolution'])}")
+        lines.append(clip(f"  What worked: {code(lesson['resolution'])}", BRIEF))
     return "\n".join(clip(line, MAX_LINE) for line in lines)
 
 
 def fit(sections: list[tuple[str, list[RecallItem]]], max_tokens: int) -> Recall:
-    """Keep items in order, section by section, while the block stays within
-    ``max_tokens``; a section without items has no header."""
-    kept: list[RecallItem] = []
-    block: list[str] = []
-    for header, items in sections:
-        section = [header]
-        for item in items:
-            if estimate_tokens("\n".join([*block, *section, item.text])) > max_tokens:
-                break
-            section.append(item.text)
-            kept.append(item)
-        if len(section) > 1:
-            block += section
-    text = "\n".join(block)
+    """Keep each section's items in order while the block stays within ``max_tokens``;
+    a section without items has no header. The sections after the first keep up to
+    ``LATER_SHARE`` of the budget for their first items: on a long run this run's
+    failures would fill the block, and one more of them is worth less than the lesson
+    from earlier runs that would otherwise never be seen."""
+    counts = [0] * len(sections)
+
+    def grow(index: int, limit: int) -> None:
+        while counts[index] < len(sections[index][1]):
+            counts[index] += 1
+            if estimate_tokens(_text(sections, counts)) > limit:
+                counts[index] -= 1
+                return
+
+    for index in range(1, len(sections)):
+        grow(index, int(max_tokens * LATER_SHARE))
+    for index in range(len(sections)):
+        grow(index, max_tokens)
+    text = _text(sections, counts)
+    kept = [item for (_, items), n in zip(sections, counts, strict=True) for item in items[:n]]
     return Recall(text=text, tokens=estimate_tokens(text), items=kept)
+
+
+def _text(sections: list[tuple[str, list[RecallItem]]], counts: list[int]) -> str:
+    return "\n".join(line for (header, items), n in zip(sections, counts, strict=True) if n
+                     for line in (header, *(item.text for item in items[:n])))

@@ -2,11 +2,12 @@
 
 Candidates come from three places: an FTS5 query on the goal's rarest terms,
 a dense search with the goal's and the latest error's vectors, and lessons whose
-root cause recurred in several runs (environment-level failures recur whatever
-the goal says). Each candidate gets calibrated signals (cosine, the share of
-query terms it holds, its number of runs) that the gate can judge on any store
-size, where BM25 scores on a handful of lessons would be near zero; the score
-then weighs relevance with confidence, age and evidence.
+cause (the mistake, whatever code it happened in) recurred in several runs:
+environment-level failures recur whatever the goal says. Each candidate gets
+calibrated signals (cosine, the share of query terms it holds, its number of
+runs) that the gate can judge on any store size, where BM25 scores on a handful
+of lessons would be near zero; the score then weighs relevance with confidence,
+age and evidence. One lesson a cause: two lessons of one mistake say it twice.
 """
 
 from __future__ import annotations
@@ -32,12 +33,12 @@ COMMON_FLOOR = 20  # ...unless the store is small
 MIN_GOAL_COSINE = 0.50
 MIN_ERROR_COSINE = 0.60
 MIN_TERM_HITS = 4  # of the query's rarest terms; fewer admitted mostly noise
-# Evidence: a root cause seen in this many runs, and in this share of the store's runs,
-# passes whatever the goal says; at most one lesson a block gets in on evidence alone.
-# On 34 SWE-bench runs no failure recurred widely enough, and every lesson a fixed
-# count of 3 runs let in was noise (bench/gate.py).
-EVIDENCE_RUNS = 3
-EVIDENCE_SHARE = 0.2
+# Evidence: a cause seen in this many runs, and in this share of the store's runs,
+# passes whatever the goal says; at most EVIDENCE_ITEMS lessons a block get in on
+# evidence alone, the most widespread first (bench/gate.py, bench/replay.py).
+EVIDENCE_RUNS = 2
+EVIDENCE_SHARE = 0.05
+EVIDENCE_ITEMS = 2
 PROJECT_BONUS = 1.15
 
 _WORD = re.compile(r"[a-z][a-z0-9]{2,}")  # as FTS5 unicode61 splits: "auth_user" is two
@@ -87,7 +88,8 @@ def find_lessons(store: SQLiteStore, vectors: Vectors, *, query: str,
                  goal_vector: np.ndarray | None, error_vector: np.ndarray | None, run: str,
                  scope: str, exclude: set[str], now: float, limit: int,
                  half_life_days: float) -> list[Candidate]:
-    """The lessons learnt in runs other than ``run`` that pass the gate, best first."""
+    """The lessons learnt in runs other than ``run`` that pass the gate, best first.
+    ``exclude``: the fingerprints and causes the recent section already shows."""
     found: dict[str, Candidate] = {}
     terms = rare_terms(store, query)
     if terms:
@@ -105,10 +107,15 @@ def find_lessons(store: SQLiteStore, vectors: Vectors, *, query: str,
         for lesson_id, cosine in vectors.search(error_vector, CANDIDATES):
             found.setdefault(lesson_id, Candidate({"id": lesson_id})).error_cosine = cosine
     evidence_runs = max(EVIDENCE_RUNS, EVIDENCE_SHARE * store.run_count())
-    for row in store.conn.execute(
-        "SELECT l.* FROM fingerprints f JOIN lessons l ON l.fingerprint = f.fingerprint"
-        " WHERE f.runs >= ? AND l.status = 'active' ORDER BY f.runs DESC LIMIT ?",
-        (evidence_runs, CANDIDATES),
+    for row in store.conn.execute(  # the most widespread causes, each by the lesson of its
+        # latest failure (an index walk that stops at the first: a cause can have thousands)
+        """SELECT l.* FROM (SELECT cause FROM causes WHERE runs >= ?
+                            ORDER BY runs DESC, last_seen DESC LIMIT ?) c
+           JOIN lessons l ON l.id = (
+               SELECT x.id FROM failures f JOIN lessons x ON x.fingerprint = f.fingerprint
+               WHERE f.cause = c.cause AND x.status = 'active' AND x.scope IN (?, 'global')
+               ORDER BY f.seq DESC LIMIT 1)""",
+        (evidence_runs, CANDIDATES, scope),
     ):
         found.setdefault(row["id"], Candidate(dict(row)))
     _complete(store, found, run)
@@ -116,7 +123,8 @@ def find_lessons(store: SQLiteStore, vectors: Vectors, *, query: str,
     query_words = set(words(query))
     for c in found.values():
         lesson = c.lesson
-        if lesson.get("status") != "active" or lesson["fingerprint"] in exclude:
+        if (lesson.get("status") != "active" or lesson["fingerprint"] in exclude
+                or lesson["cause"] in exclude):
             continue
         if not lesson["elsewhere"]:  # only this run failed this way: not an earlier lesson
             continue  # (taught and imported lessons have no failures here: they count)
@@ -126,32 +134,49 @@ def find_lessons(store: SQLiteStore, vectors: Vectors, *, query: str,
         c.term_hits = len(set(terms) & held)
         relevant = passes(c) or taught_match(lesson, query_words)
         if not relevant:
-            # Evidence alone: a widely recurring root cause with real error text (one
-            # captured without any has the exit code for a fingerprint: no evidence).
-            if c.runs < evidence_runs or lesson["error_text"].startswith("Synthesized:"):
+            if c.runs < evidence_runs or not names_mistake(lesson["error_text"]):
                 continue
             c.evidence_only = True
         c.score = _score(c, scope, now, half_life_days)
         kept.append(c)
     kept.sort(key=lambda c: c.score, reverse=True)
-    on_evidence = [c for c in kept if c.evidence_only][:1]
-    return [c for c in kept if not c.evidence_only or c in on_evidence][:limit]
+    causes: set[str] = set()
+    fitting, on_evidence = [], []
+    for c in kept:
+        if c.lesson["cause"] and c.lesson["cause"] in causes:
+            continue
+        causes.add(c.lesson["cause"])
+        (on_evidence if c.evidence_only else fitting).append(c)
+    # The most widespread first; between equals, the one that recurred last.
+    on_evidence.sort(key=lambda c: (c.runs, c.lesson["last_seen"]), reverse=True)
+    chosen = fitting + on_evidence[:EVIDENCE_ITEMS]
+    return sorted(chosen, key=lambda c: c.score, reverse=True)[:limit]
+
+
+def names_mistake(error_text: str) -> bool:
+    """Whether an error text says what went wrong: one captured without any error has its
+    exit code for a message, and an error without a message (a bare AssertionError)
+    is every failing check at once. Neither counts as evidence of one mistake."""
+    kind, _, message = error_text.partition(": ")
+    return bool(message.strip()) and kind != "Synthesized"
 
 
 def _complete(store: SQLiteStore, found: dict[str, Candidate], run: str) -> None:
-    """Fill in the rows of dense-only candidates, every candidate's run count, and
-    whether its failure occurred in another run."""
+    """Fill in the rows of dense-only candidates, every candidate's cause and the number
+    of runs it failed in, and whether its failure occurred in another run."""
     if not found:
         return
     ids = list(found)
     marks = ", ".join("?" * len(ids))
     for row in store.conn.execute(
-        f"""SELECT l.*, COALESCE(f.runs, 1) AS runs,
+        f"""SELECT l.*, COALESCE(c.runs, 1) AS runs, COALESCE(f.cause, '') AS cause,
+                   COALESCE(c.last_seen, l.created) AS last_seen,
                    (EXISTS (SELECT 1 FROM failures o WHERE o.fingerprint = l.fingerprint
                                              AND o.run != ?)
                     OR NOT EXISTS (SELECT 1 FROM failures o
                                    WHERE o.fingerprint = l.fingerprint)) AS elsewhere
             FROM lessons l LEFT JOIN fingerprints f ON f.fingerprint = l.fingerprint
+                           LEFT JOIN causes c ON c.cause = f.cause
             WHERE l.id IN ({marks})""",
         [run, *ids],
     ):

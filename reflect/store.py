@@ -131,8 +131,8 @@ class SQLiteStore:
                     queue.enqueue(conn, "embed", EMBED_TARGET, "", failure["ts"])
             failure["lesson_id"] = row["id"]
             new_run = conn.execute(
-                "SELECT 1 FROM failures WHERE fingerprint = ? AND run = ? LIMIT 1",
-                (fp, failure["run"]),
+                "SELECT 1 FROM failures WHERE cause = ? AND run = ? LIMIT 1",
+                (failure["cause"], failure["run"]),
             ).fetchone() is None
             if conn.execute("SELECT 1 FROM failures WHERE run = ? LIMIT 1",
                             (failure["run"],)).fetchone() is None:
@@ -143,10 +143,12 @@ class SQLiteStore:
                 f" VALUES ({', '.join(':' + c for c in failure)})",
                 failure,
             )
+            conn.execute("INSERT OR IGNORE INTO fingerprints VALUES (?, ?)",
+                         (fp, failure["cause"]))
             conn.execute(
-                """INSERT INTO fingerprints VALUES (?, 1, 1, ?) ON CONFLICT (fingerprint)
+                """INSERT INTO causes VALUES (?, 1, 1, ?) ON CONFLICT (cause)
                    DO UPDATE SET runs = runs + ?, failures = failures + 1, last_seen = ?""",
-                (fp, failure["ts"], int(new_run), failure["ts"]),
+                (failure["cause"], failure["ts"], int(new_run), failure["ts"]),
             )
             if credit_outcome:
                 credit.on_failure(conn, failure["run"], failure["iteration"], fp)
@@ -352,10 +354,11 @@ class SQLiteStore:
             conn.execute("INSERT OR REPLACE INTO meta SELECT 'runs', COUNT(DISTINCT run)"
                          " FROM failures")
             conn.execute("DELETE FROM fingerprints")
-            conn.execute(
-                "INSERT INTO fingerprints SELECT fingerprint, COUNT(DISTINCT run), COUNT(*),"
-                " MAX(ts) FROM failures GROUP BY fingerprint"
-            )
+            conn.execute("INSERT INTO fingerprints SELECT DISTINCT fingerprint, cause"
+                         " FROM failures")
+            conn.execute("DELETE FROM causes")
+            conn.execute("INSERT INTO causes SELECT cause, COUNT(DISTINCT run), COUNT(*),"
+                         " MAX(ts) FROM failures GROUP BY cause")
             if run is None:
                 conn.execute("DELETE FROM query_vectors")
         self.purge()

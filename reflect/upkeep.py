@@ -37,7 +37,7 @@ def consolidate(store: SQLiteStore, now: float, half_life_days: float,
             conn.execute("DELETE FROM lessons WHERE id = ?", (r["id"],))
             conn.execute("INSERT INTO removals VALUES (?, ?, 'low confidence', ?)",
                          (r["id"], r["fingerprint"], now))
-        # History goes; what it taught stays (lessons, and the fingerprints' run counts).
+        # History goes; what it taught stays (lessons, and how many runs each cause failed in).
         failures = conn.execute("DELETE FROM failures WHERE ts < ?", (cutoff,)).rowcount
         injections = conn.execute("DELETE FROM injections WHERE ts < ?", (cutoff,)).rowcount
         conn.execute("DELETE FROM jobs WHERE state IN ('done', 'failed', 'skipped')"

@@ -73,6 +73,32 @@ def test_recent_first_then_lessons_within_the_budget(mem):
     assert [i.section for i in tight.items] == ["recent"] and tight.tokens <= rec.tokens - 10
 
 
+def test_a_long_run_s_failures_leave_room_for_a_lesson(mem):
+    """Eight failures of this run alone would fill the block; the lessons section keeps
+    its share of the budget (LATER_SHARE) for the lesson from the earlier run."""
+    earlier = mem.capture(run="a", exit_code=1, error_text=NO_TABLE)
+    for i in range(8):
+        mem.capture(run="b", action=f"python check_{i}.py --verbose --all", exit_code=1,
+                    error_text=f"KeyError: 'column_{'abcdefgh'[i]}' absent {'x' * 150}")
+    recent_only = mem.recall(run="b", goal=DJANGO_GOAL, sections=("recent",))
+    assert recent_only.tokens > 300 and len(recent_only.items) >= 3
+    rec = mem.recall(run="b", goal=DJANGO_GOAL, max_tokens=400)
+    sections = [i.section for i in rec.items]
+    assert sections[-1] == "lesson" and rec.items[-1].id == earlier.lesson_id
+    assert sections.count("recent") >= 2 and rec.tokens <= 400
+
+
+def test_a_lesson_s_trigger_and_what_worked_are_cut_short_its_guidance_is_not(mem):
+    first = mem.capture(run="a", action="python " + "very_long_script_name_" * 10 + ".py",
+                        exit_code=1, error_text=NO_TABLE)
+    mem.outcome(run="a", success=True, action="python manage.py migrate && " + "x" * 300)
+    (item,) = lesson_items(mem.recall(run="b", goal=DJANGO_GOAL))
+    trigger, guidance, worked = item.text.splitlines()
+    assert len(trigger) < 150 and "…" in trigger
+    assert worked.startswith("  What worked:") and len(worked) <= 120
+    assert guidance.strip() == mem.lesson(first.lesson_id)["guidance"]
+
+
 def test_quarantined_and_superseded_lessons_are_not_recalled(mem, own_store):
     entry = mem.capture(run="a", exit_code=1, error_text=NO_TABLE)
     conn = sqlite3.connect(own_store / DB_NAME)

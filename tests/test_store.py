@@ -72,6 +72,47 @@ def test_migrate_from_each_older_schema_keeps_the_data(tmp_path, applied):
         assert [i.id for i in other.items] == ["L-00000001"]
 
 
+def test_counting_by_cause_keeps_the_counts_of_pruned_failures(tmp_path):
+    """A store of the fourth schema: one mistake in two runs under two fingerprints (other
+    frames), and a fingerprint whose failures were pruned, seen in 5 runs."""
+    home = tmp_path / "old"
+    home.mkdir()
+    conn = sqlite3.connect(home / DB_NAME, isolation_level=None)
+    conn.execute("CREATE TABLE migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL,"
+                 " applied REAL NOT NULL)")
+    for version, step in enumerate(MIGRATIONS[:4], 1):
+        step(conn)
+        conn.execute("INSERT INTO migrations VALUES (?, ?, 0)", (version, step.__name__))
+    for n, (run, fp) in enumerate((("a", "fpa"), ("b", "fpb"), ("pruned", "fpc")), 1):
+        conn.execute(
+            "INSERT INTO lessons (id, fingerprint, trigger, guidance, category, severity,"
+            " kind, confidence, created, updated, error_text) VALUES (?, ?, 't', 'g',"
+            " 'syntax', 'high', 'heuristic', 0.5, 1, 1, ?)",
+            (f"L-{n}", fp, "SyntaxError: '(' was never closed"))
+        if run != "pruned":
+            conn.execute(
+                "INSERT INTO failures (id, run, iteration, ts, goal, phase, action, exit_code,"
+                " error_type, message, signature, friction, fingerprint, source, redactions,"
+                " category, severity, lesson_id) VALUES (?, ?, 1, 1, 'g', '', '', 1,"
+                " 'SyntaxError', ?, '', '', ?, 'text', 0, 'syntax', 'high', ?)",
+                (f"F-{n}", run, "'(' was never closed", fp, f"L-{n}"))
+            conn.execute("INSERT INTO fingerprints VALUES (?, 1, 1, 1)", (fp,))
+    conn.execute("INSERT INTO fingerprints VALUES ('fpc', 5, 9, 1)")
+    migrate(conn)
+    runs = dict(conn.execute(
+        "SELECT f.fingerprint, c.runs FROM fingerprints f JOIN causes c ON c.cause = f.cause"))
+    assert runs == {"fpa": 2, "fpb": 2, "fpc": 5}
+    with Memory(home, embeddings="off") as mem:
+        mem.capture(run="c", exit_code=1, error_text="SyntaxError: '(' was never closed")
+        assert runs_of_cause(mem, "fpa") == 3
+
+
+def runs_of_cause(mem: Memory, fingerprint: str) -> int:
+    return mem.store.conn.execute(
+        "SELECT c.runs FROM fingerprints f JOIN causes c ON c.cause = f.cause"
+        " WHERE f.fingerprint = ?", (fingerprint,)).fetchone()[0]
+
+
 def test_capture_is_committed_before_it_returns(own_store):
     mem = Memory()
     entry = mem.capture(run="r", exit_code=1, error_text="ValueError: bad")

@@ -14,14 +14,15 @@ block within the same ``max_tokens``).
   provenance is that one failure. Nothing from earlier runs, so by
   construction it never covers a cross-run repeat.
 - ``popular``: the product's recent section, then, in place of the lessons
-  that fit the goal, the ``MAX_LESSON_ITEMS`` (6) active lessons whose
-  fingerprints failed in the most distinct runs other than this one (the
-  replay plays runs in order, so those are earlier runs), regardless of the
-  goal. Ties go to more failures, then the latest failure. As in the product,
-  fingerprints the recent section shows are left out, lessons of another
-  project's scope are left out, and a lesson's provenance is its fingerprint's
-  latest failures (``SQLiteStore.failure_ids``). Same item budget as mode
-  ``on``: at most 6 lesson items plus the recent section.
+  that fit the goal, the lessons of the ``MAX_LESSON_ITEMS`` (6) causes that
+  failed in the most distinct runs other than this one (the replay plays runs
+  in order, so those are earlier runs), regardless of the goal: one lesson a
+  cause, the active lesson of its latest failure. Ties go to more failures,
+  then the latest failure. As in the product, run counts are by cause, the
+  causes the recent section shows are left out, lessons of another project's
+  scope are left out, and a lesson's provenance is its fingerprint's latest
+  failures (``SQLiteStore.failure_ids``). Same item budget as mode ``on``: at
+  most 6 lesson items plus the recent section.
 """
 
 from __future__ import annotations
@@ -64,7 +65,7 @@ def popular(mem: Memory, *, run: str, goal: str, phase: str, iteration: int,
                    max_tokens=max_tokens, sections=("recent",), scope=mem.scope,
                    now=mem.clock(), embed=False, escalate_after=config.escalate_after(),
                    half_life_days=config.half_life_days()).items
-    shown = {row["fingerprint"] for row in store.recent_failures(run, iteration, 200)}
+    shown = {row["cause"] for row in store.recent_failures(run, iteration, 200)}
     lessons = popular_lessons(mem, run, shown, MAX_LESSON_ITEMS)
     sources = store.failure_ids([lesson["fingerprint"] for lesson, _ in lessons])
     escalate_after = config.escalate_after()
@@ -85,21 +86,29 @@ def popular(mem: Memory, *, run: str, goal: str, phase: str, iteration: int,
 
 def popular_lessons(mem: Memory, run: str, exclude: set[str], limit: int
                     ) -> list[tuple[dict, int]]:
-    """Active lessons by the number of distinct runs other than ``run`` in which their
-    fingerprint failed, most first; with that number."""
+    """One active lesson for each of the causes that failed in the most distinct runs
+    other than ``run``, most first; with that number. ``exclude``: causes to leave out."""
     marks = ", ".join("?" * len(exclude))
-    skip = f"AND l.fingerprint NOT IN ({marks})" if exclude else ""
-    rows = mem.store.conn.execute(
-        f"""SELECT l.*, COUNT(DISTINCT f.run) AS earlier_runs, COUNT(*) AS earlier_failures,
-                   MAX(f.seq) AS latest
-            FROM failures f JOIN lessons l ON l.fingerprint = f.fingerprint
-            WHERE f.run != ? AND l.status = 'active' AND l.scope IN (?, 'global') {skip}
-            GROUP BY l.id
-            ORDER BY earlier_runs DESC, earlier_failures DESC, latest DESC
-            LIMIT ?""",
-        [run, mem.scope, *exclude, limit],
+    skip = f"AND cause NOT IN ({marks})" if exclude else ""
+    causes = mem.store.conn.execute(
+        f"""SELECT COUNT(DISTINCT run) AS earlier_runs, COUNT(*) AS earlier_failures,
+                   MAX(seq) AS latest
+            FROM failures WHERE run != ? {skip} GROUP BY cause
+            ORDER BY earlier_runs DESC, earlier_failures DESC, latest DESC""",
+        [run, *exclude],
     )
-    return [(dict(r), r["earlier_runs"]) for r in rows]
+    found = []
+    for cause in causes:
+        lesson = mem.store.conn.execute(
+            """SELECT l.* FROM failures f JOIN lessons l ON l.fingerprint = f.fingerprint
+               WHERE f.seq = ? AND l.status = 'active' AND l.scope IN (?, 'global')""",
+            (cause["latest"], mem.scope),
+        ).fetchone()
+        if lesson is not None:
+            found.append((dict(lesson), cause["earlier_runs"]))
+        if len(found) == limit:
+            break
+    return found
 
 
 def _logged(mem: Memory, run: str, iteration: int, block: Recall) -> Recall:
