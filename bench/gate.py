@@ -33,15 +33,16 @@ many irrelevant ones, half of them from B's own repository (same topic, the hard
 "one-lesson stores" judges the balanced pairs again in a store holding L alone, where
 BM25 is meaningless, every query term is the lesson's, and the store's run count is L's.
 
-The gate, as `find_lessons` applies it: a lesson passes on a signal (goal cosine, error
+The gate, as `find_lessons` applies it: a lesson passes on a signal (goal cosine, the
+goal's z-score among all lessons' cosines (stores of SPREAD_LESSONS or more), error
 cosine, or MIN_TERM_HITS of the query's rarest terms held; a taught lesson on its trigger,
 none here), or on evidence alone: its cause recurred in at least
 max(EVIDENCE_RUNS, EVIDENCE_SHARE x the store's run count) runs with an error that names
 the mistake, at most EVIDENCE_ITEMS such lessons a block (the most widespread, then the
 latest to recur); of several passing lessons of one cause, the best scored. Tuning
-maximizes F0.5 (precision
-counts double: noise in a prompt is worse than nothing) of that whole gate over a grid of
-the three signal thresholds (MIN_TERM_HITS in counts, 1-6 or off), the evidence rule
+maximizes F0.5 (precision counts double: noise in a prompt is worse than nothing) of
+that whole gate over a grid of the four signal thresholds (MIN_TERM_HITS in counts, 1-6
+or off), the evidence rule
 fixed as in reflect/retrieval.py: on all runs, and on each half of the runs (alternating
 within each repository), each half then judged by the thresholds of the other (held
 out). The evidence constants are not tuned (too few root causes recur); their variants
@@ -84,15 +85,18 @@ STANDALONE_ORM = (STANDALONE, r"models\.Model", r"sqlite3")
 OFF = 99  # a threshold no signal reaches
 GRID = {  # what tuning tries; OFF switches a signal off
     "MIN_GOAL_COSINE": [0.25, 0.30, 0.35, 0.40, 0.45, 0.50, 0.55, 0.60, 0.70, OFF],
+    "MIN_GOAL_Z": [1.0, 1.25, 1.5, 1.75, 2.0, 2.25, 2.5, 3.0, OFF],
     "MIN_ERROR_COSINE": [0.45, 0.50, 0.55, 0.60, 0.65, 0.70, 0.75, OFF],
     "MIN_TERM_HITS": [1, 2, 3, 4, 5, 6, OFF],  # of the query's rarest terms
 }
 EVIDENCE = ("EVIDENCE_RUNS", "EVIDENCE_SHARE", "EVIDENCE_ITEMS")
-KEYS = (*GRID, *EVIDENCE)
+FLOOR = "MIN_Z_COSINE"  # the cosine a z-score needs to count: fixed, variants reported
+KEYS = (*GRID, *EVIDENCE, FLOOR)
 CHECKED = ({}, {"EVIDENCE_SHARE": 0.0, "EVIDENCE_ITEMS": 1})  # the product's gate is
 # recorded as now and so
 UNCAPPED = 10**6
-BEFORE = {"MIN_GOAL_COSINE": 0.30, "MIN_ERROR_COSINE": 0.55, "MIN_TERM_SHARE": 0.34,
+BEFORE = {"MIN_GOAL_COSINE": 0.30, "MIN_GOAL_Z": OFF, FLOOR: 0.0, "MIN_ERROR_COSINE": 0.55,
+          "MIN_TERM_SHARE": 0.34,
           "EVIDENCE_RUNS": 3, "EVIDENCE_SHARE": 0.0, "EVIDENCE_ITEMS": UNCAPPED,
           "any_error_evidence": True}  # the gate before the first tuning
 
@@ -157,7 +161,8 @@ def instrument() -> list:
             retrieval.passes, retrieval.CANDIDATES = passes, cut
         shown = find(store, vectors, **kw)
         query_words = set(retrieval.words(kw["query"]))
-        alone = {"goal_cosine": 0.0, "error_cosine": 0.0, "term_hits": 0, "evidence_only": True}
+        alone = {"goal_cosine": 0.0, "goal_z": 0.0, "error_cosine": 0.0, "term_hits": 0,
+                 "evidence_only": True}
         recalls.append({
             "run_count": store.run_count(),
             "n_terms": len(retrieval.rare_terms(store, kw["query"])),
@@ -264,6 +269,7 @@ def signals(obs: list[Obs]) -> dict[str, np.ndarray]:
     c = [o.candidate for o in obs]
     s = {
         "MIN_GOAL_COSINE": np.array([x.goal_cosine for x in c]),
+        "MIN_GOAL_Z": np.array([x.goal_z for x in c]),
         "MIN_ERROR_COSINE": np.array([x.error_cosine for x in c]),
         "MIN_TERM_HITS": np.array([x.term_hits for x in c]),
         "n_terms": np.array([o.n_terms for o in obs]),
@@ -290,6 +296,7 @@ def signal(s: dict, th: dict) -> np.ndarray:
     else:
         terms = s["MIN_TERM_HITS"] >= th["MIN_TERM_HITS"]
     return ((s["MIN_GOAL_COSINE"] >= th["MIN_GOAL_COSINE"])
+            | ((s["MIN_GOAL_Z"] >= th["MIN_GOAL_Z"]) & (s["MIN_GOAL_COSINE"] >= th[FLOOR]))
             | (s["MIN_ERROR_COSINE"] >= th["MIN_ERROR_COSINE"]) | terms | s["taught"])
 
 
@@ -394,7 +401,9 @@ def describe(th: dict) -> str:
         evidence += " any error"
     evidence += (" uncapped" if th["EVIDENCE_ITEMS"] >= UNCAPPED
                  else f" <={th['EVIDENCE_ITEMS']} a block")
-    return f"{value('MIN_GOAL_COSINE')} {value('MIN_ERROR_COSINE')} {terms} {evidence}"
+    return (f"{value('MIN_GOAL_COSINE')} z {value('MIN_GOAL_Z')} (>= {th[FLOOR]:g})"
+            f" {value('MIN_ERROR_COSINE')}"
+            f" {terms} {evidence}")
 
 
 def sections(obs: list[Obs], shown: np.ndarray) -> str:
@@ -460,8 +469,8 @@ def main() -> int:
     groups = {"all pairs": obs, "  first iteration": first, "  after a failure": later,
               "  same repository": same, "  balanced": pairs, "  one-lesson stores": small}
     columns = {"before": BEFORE, "now": now}
-    print("\nthresholds: goal cosine, error cosine, term hits, evidence runs (n: the store's"
-          " runs)")
+    print("\nthresholds: goal cosine, z goal z-score (with a cosine of at least the floor), error"
+          " cosine, term hits, evidence runs (n: the store's runs)")
     for name, th in columns.items():
         print(f"  {name}: {describe(th)}")
     print(f"shown relevant/not\n{'':<24}" + "".join(f"{name:<38}" for name in columns))
@@ -483,6 +492,9 @@ def main() -> int:
 
     print("\nvariants of now (all pairs | first iteration | one-lesson stores):")
     for name, change in (("goal 0.45", {"MIN_GOAL_COSINE": 0.45}),
+                         ("z-score off", {"MIN_GOAL_Z": OFF}),
+                         ("z-score floor 0", {FLOOR: 0.0}),
+                         ("z-score floor 0.35", {FLOOR: 0.35}),
                          ("error 0.55", {"MIN_ERROR_COSINE": 0.55}),
                          ("terms 3", {"MIN_TERM_HITS": 3}),
                          ("terms 5", {"MIN_TERM_HITS": 5}),

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
         bundled_model_path,
         load_embedder,
     )
-    from .vectors import VectorIndex, from_blob, to_blob
+    from .vectors import Ranked, VectorIndex, from_blob, to_blob
 
 _HOME = {
     "Embedder": "embedders",
@@ -29,6 +29,7 @@ _HOME = {
     "SentenceTransformerEmbedder": "embedders",
     "bundled_model_path": "embedders",
     "load_embedder": "embedders",
+    "Ranked": "vectors",
     "VectorIndex": "vectors",
     "from_blob": "vectors",
     "to_blob": "vectors",
@@ -37,6 +38,7 @@ _HOME = {
 __all__ = [
     "Embedder",
     "HashingEmbedder",
+    "Ranked",
     "SentenceTransformerEmbedder",
     "VectorIndex",
     "bundled_model_path",

@@ -27,6 +27,7 @@ import struct
 import tempfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -35,6 +36,15 @@ VERSION = 1
 ALIGN = 64
 _HEADER = struct.Struct("<8sIIQIIQQ")
 _SEP = "\0"
+
+
+class Ranked(NamedTuple):
+    """Search hits (id, cosine), best first, and the spread of all rows' cosines."""
+
+    hits: list[tuple[str, float]]
+    mean: float
+    std: float
+    rows: int
 
 
 def to_blob(vector: np.ndarray) -> bytes:
@@ -129,17 +139,24 @@ class VectorIndex:
 
     def search(self, query: np.ndarray, k: int) -> list[tuple[str, float]]:
         """The k ids most similar to `query`, best first, with their cosine similarity."""
+        return self.ranked(query, k).hits
+
+    def ranked(self, query: np.ndarray, k: int) -> Ranked:
+        """`search`, with the mean and standard deviation of every row's similarity to
+        the query: how far a hit stands above the rest tells a close match from a query
+        that is close to everything (a long text on a common topic)."""
         n = len(self.ids)
         k = min(k, n)
         if k <= 0:
-            return []
+            return Ranked([], 0.0, 0.0, n)
         # float32 on purpose: a float64 query would promote (copy) the whole matrix.
         q = np.asarray(query, dtype=np.float32).reshape(self.dim)
         norm = float(np.linalg.norm(q))
         scores = self.matrix @ (q / norm if norm > 0 else q)
         top = np.argpartition(scores, n - k)[n - k :] if k < n else np.arange(n)
         top = top[np.argsort(-scores[top], kind="stable")]
-        return [(self.ids[t], float(scores[t])) for t in top]
+        return Ranked([(self.ids[t], float(scores[t])) for t in top],
+                      float(scores.mean()), float(scores.std()), n)
 
     def save(self, path: Path, stamp: str) -> None:
         """Write the index to `path` atomically: a temp file beside it, then a rename."""

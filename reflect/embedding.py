@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from reflect import config
-from reflect.index import Embedder, VectorIndex, from_blob, load_embedder, to_blob
+from reflect.index import Embedder, Ranked, VectorIndex, from_blob, load_embedder, to_blob
 from reflect.store import SQLiteStore, text_key
 
 BATCH = 64
@@ -156,8 +156,11 @@ class Vectors:
         return None
 
     def search(self, query: np.ndarray, k: int) -> list[tuple[str, float]]:
+        return self.ranked(query, k).hits
+
+    def ranked(self, query: np.ndarray, k: int) -> Ranked:
         index = self.index()
-        return index.search(query, k) if index is not None else []
+        return index.ranked(query, k) if index is not None else Ranked([], 0.0, 0.0, 0)
 
     def index(self) -> VectorIndex | None:
         """The memory-mapped index for the current model, rebuilt from the store's blobs

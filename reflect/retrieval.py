@@ -30,7 +30,13 @@ COMMON_FLOOR = 20  # ...unless the store is small
 # is a long issue text, an error a short line: their cosines live on different scales.
 # A goal's cosine mostly measures its topic: on SWE-bench issues, lessons of the same
 # project score 0.3-0.5 whether they apply or not, so only a close match passes alone.
+# How far a lesson stands above the goal's cosines with every lesson (a z-score) tells
+# a fit from a topic better, once the store holds enough lessons to measure the spread;
+# a floor on the cosine keeps a goal unlike every lesson from passing its least unlike.
 MIN_GOAL_COSINE = 0.50
+MIN_GOAL_Z = 1.5
+MIN_Z_COSINE = 0.25
+SPREAD_LESSONS = 30
 MIN_ERROR_COSINE = 0.60
 MIN_TERM_HITS = 4  # of the query's rarest terms; fewer admitted mostly noise
 # Evidence: a cause seen in this many runs, and in this share of the store's runs,
@@ -58,6 +64,7 @@ STOPWORDS = frozenset(
 class Candidate:
     lesson: dict
     goal_cosine: float = 0.0
+    goal_z: float = 0.0
     error_cosine: float = 0.0
     term_hits: int = 0
     runs: int = 1
@@ -103,8 +110,12 @@ def find_lessons(store: SQLiteStore, vectors: Vectors, *, query: str,
         ):
             found.setdefault(row["id"], Candidate(dict(row)))
     if goal_vector is not None:
-        for lesson_id, cosine in vectors.search(goal_vector, CANDIDATES):
-            found.setdefault(lesson_id, Candidate({"id": lesson_id})).goal_cosine = cosine
+        ranked = vectors.ranked(goal_vector, CANDIDATES)
+        spread = ranked.std if ranked.rows >= SPREAD_LESSONS else 0.0
+        for lesson_id, cosine in ranked.hits:
+            c = found.setdefault(lesson_id, Candidate({"id": lesson_id}))
+            c.goal_cosine = cosine
+            c.goal_z = (cosine - ranked.mean) / spread if spread > 0 else 0.0
     if error_vector is not None:
         for lesson_id, cosine in vectors.search(error_vector, CANDIDATES):
             found.setdefault(lesson_id, Candidate({"id": lesson_id})).error_cosine = cosine
@@ -189,8 +200,9 @@ def _complete(store: SQLiteStore, found: dict[str, Candidate], run: str) -> None
 
 def passes(c: Candidate) -> bool:
     """The relevance gate: noise in a prompt is worse than nothing."""
-    return (c.goal_cosine >= MIN_GOAL_COSINE or c.error_cosine >= MIN_ERROR_COSINE
-            or c.term_hits >= MIN_TERM_HITS)
+    return (c.goal_cosine >= MIN_GOAL_COSINE
+            or (c.goal_z >= MIN_GOAL_Z and c.goal_cosine >= MIN_Z_COSINE)
+            or c.error_cosine >= MIN_ERROR_COSINE or c.term_hits >= MIN_TERM_HITS)
 
 
 def taught_match(lesson: dict, query_words: set[str]) -> bool:
@@ -204,6 +216,7 @@ def taught_match(lesson: dict, query_words: set[str]) -> bool:
 def relevance(c: Candidate) -> float:
     """The strongest signal, each scaled so that its gate sits at 0.5."""
     return min(1.0, max(c.goal_cosine / (2 * MIN_GOAL_COSINE),
+                        c.goal_z / (2 * MIN_GOAL_Z),
                         c.error_cosine / (2 * MIN_ERROR_COSINE),
                         c.term_hits / (2 * MIN_TERM_HITS),
                         0.5 if c.evidence_only or c.lesson["kind"] == "taught" else 0.0))

@@ -41,6 +41,10 @@ needs_model = pytest.mark.skipif(
 
 
 PYTEST_MISSING = "bash: pytest: command not found"
+PACKAGES = ["yaml", "numpy", "requests", "flask", "pandas", "scipy", "torch", "boto3", "redis",
+            "celery", "jinja2", "click", "attrs", "lxml", "pillow", "sqlalchemy", "psycopg2",
+            "pytz", "six", "toml", "ujson", "regex", "rich", "typer", "httpx", "anyio", "tqdm",
+            "docutils", "sphinx", "babel", "markdown"]
 YAML_MISSING = HANDFUL[1]
 
 
@@ -229,3 +233,67 @@ def test_on_the_real_model_a_goal_alone_must_match_closely():
                     error_text="TypeError: Cannot read properties of undefined (reading 'map')")
         assert [i.id for i in lessons(mem.recall(run="db", goal=DB_GOAL, iteration=2))] == [lesson]
         assert lessons(mem.recall(run="front", goal=FRONTEND_GOAL, iteration=2)) == []
+
+
+def thirty_two(mem: Memory) -> str:
+    """A store of 31 missing-package lessons and the no-such-table one; returns its id."""
+    for i, package in enumerate(PACKAGES):
+        mem.capture(run=f"r{i}", exit_code=1,
+                    error_text=f"ModuleNotFoundError: No module named '{package}'")
+    return mem.capture(run="django", exit_code=1, error_text=NO_TABLE).lesson_id
+
+
+def test_the_goal_s_z_score_counts_above_a_cosine_floor_on_a_large_enough_store():
+    def candidate(cosine: float, z: float) -> retrieval.Candidate:
+        return retrieval.Candidate({}, goal_cosine=cosine, goal_z=z)
+    assert retrieval.passes(candidate(0.30, 1.6))
+    assert not retrieval.passes(candidate(0.30, 1.4))
+    assert not retrieval.passes(candidate(0.20, 3.0))  # stands out among nothing alike
+    assert retrieval.passes(candidate(0.50, 0.0))
+    with Memory() as mem:
+        handful(mem)
+        mem.recall(run="now", goal=DJANGO_GOAL)  # embeds the lessons
+        vector = mem.vectors.query_vector(DJANGO_GOAL, True)
+        small = retrieval.find_lessons(
+            mem.store, mem.vectors, query=DJANGO_GOAL, goal_vector=vector, error_vector=None,
+            run="now", scope=mem.scope, exclude=set(), now=mem.clock(), limit=6,
+            half_life_days=config.half_life_days())
+        assert small and all(c.goal_z == 0.0 for c in small)  # 4 lessons: no spread
+        assert len(HANDFUL) < retrieval.SPREAD_LESSONS <= len(PACKAGES) + 1
+
+
+def test_a_goal_unlike_every_lesson_gets_nothing_however_far_one_stands_out():
+    """By chance some lesson always stands out from the rest: the floor keeps it out."""
+    with Memory() as mem:
+        thirty_two(mem)
+        mem.recall(run="now", goal=FRONTEND_GOAL)  # embeds the lessons
+        ranked = mem.vectors.ranked(mem.vectors.query_vector(FRONTEND_GOAL, True), 1)
+        ((_, best),) = ranked.hits
+        assert (best - ranked.mean) / ranked.std >= retrieval.MIN_GOAL_Z
+        assert best < retrieval.MIN_Z_COSINE
+        assert mem.recall(run="now", goal=FRONTEND_GOAL).text == ""
+
+
+@needs_model
+def test_on_the_real_model_a_django_goal_stands_out_for_the_migration_lesson():
+    """Among 32 lessons the no-such-table one is closest to a Django goal that names no
+    table, below MIN_GOAL_COSINE but far above the rest: its z-score lets it in, first.
+    Goals unlike every lesson get an empty section."""
+    goal = ("Saving a model instance from a one-off Django script fails because the "
+            "database is empty")
+    with Memory(embeddings="") as mem:
+        lesson = thirty_two(mem)
+        items = lessons(mem.recall(run="now", goal=goal))
+        assert items[0].id == lesson
+        c = next(c for c in find_vector(mem, goal) if c.lesson["id"] == lesson)
+        assert c.goal_cosine < retrieval.MIN_GOAL_COSINE and c.goal_z >= retrieval.MIN_GOAL_Z
+        assert c.term_hits < retrieval.MIN_TERM_HITS  # in on its z-score alone
+        for other in (FRONTEND_GOAL, "Add a --verbose flag to the command line parser"):
+            assert mem.recall(run="now", goal=other).text == ""
+
+
+def find_vector(mem: Memory, goal: str):
+    return retrieval.find_lessons(
+        mem.store, mem.vectors, query=goal, goal_vector=mem.vectors.query_vector(goal, True),
+        error_vector=None, run="now", scope=mem.scope, exclude=set(), now=mem.clock(),
+        limit=6, half_life_days=config.half_life_days())

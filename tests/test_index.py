@@ -46,6 +46,17 @@ def test_search_scales_the_query_and_accepts_float64():
     assert_same(index.search(query, 10), brute_force(vectors, query, 10))
 
 
+def test_ranked_gives_the_spread_of_every_row_s_cosine():
+    index, vectors = random_index(300)
+    query = np.random.default_rng(3).standard_normal(DIM).astype(np.float32)
+    ranked = index.ranked(query, 7)
+    assert_same(ranked.hits, brute_force(vectors, query, 7))
+    every = unit(vectors.astype(np.float64)) @ unit(query.astype(np.float64))
+    assert ranked.rows == 300
+    np.testing.assert_allclose([ranked.mean, ranked.std], [every.mean(), every.std()],
+                               atol=1e-5)
+
+
 def test_empty_index_and_nonpositive_k():
     index = VectorIndex("m", DIM)
     assert len(index) == 0 and index.matrix.shape == (0, DIM)
