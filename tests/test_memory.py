@@ -1,3 +1,4 @@
+import json
 import sqlite3
 import textwrap
 
@@ -148,6 +149,27 @@ def test_locked_store_keeps_the_failure_and_replays_it(own_store, caplog):
         messages = [f.message for f in m.failures(run="r")]
         assert m.failure(kept.failure_id) is not None
     assert "while locked" in messages[1] and not (own_store / "pending.jsonl").exists()
+
+
+def test_a_capture_kept_by_an_older_version_replays_with_its_cause(own_store, caplog):
+    """Kept before causes were counted, a pending failure has no cause: replay adds it."""
+    Memory().capture(run="r", exit_code=1)  # create the store
+    blocker = sqlite3.connect(own_store / DB_NAME, isolation_level=None)
+    blocker.execute("BEGIN EXCLUSIVE")
+    with Memory(busy_timeout=0.1) as m:
+        kept = m.capture(run="r", exit_code=1, error_text="ValueError: while locked")
+    blocker.execute("ROLLBACK")
+    pending = own_store / "pending.jsonl"
+    record = json.loads(pending.read_text())
+    del record["failure"]["cause"]
+    pending.write_text(json.dumps(record) + "\n")
+    with Memory() as m:
+        m.capture(run="s", exit_code=1, error_text="ValueError: while locked")
+        assert m.failure(kept.failure_id) is not None
+        runs = m.store.conn.execute("SELECT runs FROM causes c JOIN failures f"
+                                    " ON f.cause = c.cause WHERE f.id = ?",
+                                    (kept.failure_id,)).fetchone()[0]
+    assert runs == 2 and not pending.exists()
 
 
 def test_stats_and_clear(mem):
