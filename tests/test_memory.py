@@ -136,14 +136,20 @@ def test_success_resolves_the_runs_open_failures(mem):
     assert mem.outcome(run="r", iteration=3, success=True, action="again") == []
 
 
-def test_locked_store_keeps_the_failure_and_replays_it(own_store, caplog):
+def kept_while_locked(own_store):
+    """A capture made while another process holds the store: kept in the pending file."""
     Memory().capture(run="r", exit_code=1)  # create the store
     blocker = sqlite3.connect(own_store / DB_NAME, isolation_level=None)
     blocker.execute("BEGIN EXCLUSIVE")
     with Memory(busy_timeout=0.1) as m:
         kept = m.capture(run="r", exit_code=1, error_text="ValueError: while locked")
-    assert "pending.jsonl" in caplog.text
     blocker.execute("ROLLBACK")
+    return kept
+
+
+def test_locked_store_keeps_the_failure_and_replays_it(own_store, caplog):
+    kept = kept_while_locked(own_store)
+    assert "pending.jsonl" in caplog.text
     with Memory() as m:
         m.capture(run="r", exit_code=1, error_text="ValueError: after")
         messages = [f.message for f in m.failures(run="r")]
@@ -151,14 +157,9 @@ def test_locked_store_keeps_the_failure_and_replays_it(own_store, caplog):
     assert "while locked" in messages[1] and not (own_store / "pending.jsonl").exists()
 
 
-def test_a_capture_kept_by_an_older_version_replays_with_its_cause(own_store, caplog):
+def test_a_capture_kept_by_an_older_version_replays_with_its_cause(own_store):
     """Kept before causes were counted, a pending failure has no cause: replay adds it."""
-    Memory().capture(run="r", exit_code=1)  # create the store
-    blocker = sqlite3.connect(own_store / DB_NAME, isolation_level=None)
-    blocker.execute("BEGIN EXCLUSIVE")
-    with Memory(busy_timeout=0.1) as m:
-        kept = m.capture(run="r", exit_code=1, error_text="ValueError: while locked")
-    blocker.execute("ROLLBACK")
+    kept = kept_while_locked(own_store)
     pending = own_store / "pending.jsonl"
     record = json.loads(pending.read_text())
     del record["failure"]["cause"]
