@@ -34,19 +34,20 @@ many irrelevant ones, half of them from B's own repository (same topic, the hard
 BM25 is meaningless, every query term is the lesson's, and the store's run count is L's.
 
 The gate, as `find_lessons` applies it: a lesson passes on a signal (goal cosine, the
-goal's z-score among all lessons' cosines (stores of SPREAD_LESSONS or more), error
-cosine, or MIN_TERM_HITS of the query's rarest terms held; a taught lesson on its trigger,
-none here), or on evidence alone: its cause recurred in at least
-max(EVIDENCE_RUNS, EVIDENCE_SHARE x the store's run count) runs with an error that names
-the mistake, at most EVIDENCE_ITEMS such lessons a block (the most widespread, then the
-latest to recur); of several passing lessons of one cause, the best scored. Tuning
+goal's z-score among all lessons' cosines with a cosine of at least MIN_Z_COSINE (stores
+of SPREAD_LESSONS or more), error cosine, or MIN_TERM_HITS of the query's rarest terms
+held; a taught lesson on its trigger, none here), or on evidence alone: its cause
+recurred in at least max(EVIDENCE_RUNS, EVIDENCE_SHARE x the store's run count) runs
+with an error that names the mistake, at most EVIDENCE_ITEMS such lessons a block (the
+most widespread, then the latest to recur); of several passing lessons of one cause, the
+best scored. Tuning
 maximizes F0.5 (precision counts double: noise in a prompt is worse than nothing) of
 that whole gate over a grid of the four signal thresholds (MIN_TERM_HITS in counts, 1-6
-or off), the evidence rule
-fixed as in reflect/retrieval.py: on all runs, and on each half of the runs (alternating
-within each repository), each half then judged by the thresholds of the other (held
-out). The evidence constants are not tuned (too few root causes recur); their variants
-are reported. "before" is the gate before the first tuning (term share >= 0.34 of
+or off), the evidence rule and the floor fixed as in reflect/retrieval.py: on all runs,
+and on each half of the runs (alternating within each repository), each half then
+judged by the thresholds of the other (held out). The evidence constants and the floor
+are not tuned (too few root causes recur; no goal here is unlike every lesson); their
+variants are reported. "before" is the gate before the first tuning (term share >= 0.34 of
 min(terms, 3), evidence a fixed 3 runs that also counted failures without error text, no
 cap), with runs counted by cause and one lesson a cause as today; "now" reads
 reflect/retrieval.py.
@@ -92,13 +93,14 @@ GRID = {  # what tuning tries; OFF switches a signal off
 EVIDENCE = ("EVIDENCE_RUNS", "EVIDENCE_SHARE", "EVIDENCE_ITEMS")
 FLOOR = "MIN_Z_COSINE"  # the cosine a z-score needs to count: fixed, variants reported
 KEYS = (*GRID, *EVIDENCE, FLOOR)
-CHECKED = ({}, {"EVIDENCE_SHARE": 0.0, "EVIDENCE_ITEMS": 1})  # the product's gate is
-# recorded as now and so
+# The product's gate is recorded as now and with these constants.
+CHECKED = ({}, {"EVIDENCE_SHARE": 0.0, "EVIDENCE_ITEMS": 1})
 UNCAPPED = 10**6
-BEFORE = {"MIN_GOAL_COSINE": 0.30, "MIN_GOAL_Z": OFF, FLOOR: 0.0, "MIN_ERROR_COSINE": 0.55,
-          "MIN_TERM_SHARE": 0.34,
-          "EVIDENCE_RUNS": 3, "EVIDENCE_SHARE": 0.0, "EVIDENCE_ITEMS": UNCAPPED,
-          "any_error_evidence": True}  # the gate before the first tuning
+BEFORE = {  # the gate before the first tuning
+    "MIN_GOAL_COSINE": 0.30, "MIN_GOAL_Z": OFF, FLOOR: 0.0, "MIN_ERROR_COSINE": 0.55,
+    "MIN_TERM_SHARE": 0.34, "EVIDENCE_RUNS": 3, "EVIDENCE_SHARE": 0.0,
+    "EVIDENCE_ITEMS": UNCAPPED, "any_error_evidence": True,
+}
 
 
 @dataclass
