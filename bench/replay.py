@@ -1,6 +1,6 @@
 """Replay all of ../shared/data/mini-swe-agent with memory on, recency-only, off and
 the two baselines (last3: the run's last three failures; popular: the recent section
-and the lessons of the failures seen in the most earlier runs).
+and the lessons of the causes seen in the most earlier runs).
 
 Run: .venv/bin/python bench/replay.py [DATA_DIR]
 Target: the `on` replay finishes in under two minutes. Prints the conversion

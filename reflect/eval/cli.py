@@ -38,7 +38,7 @@ def add_eval_command(sub: argparse._SubParsersAction) -> None:
         description="Replay a trace in order through a fresh store: recall before each "
         "iteration (mode on: every section; recency: this run's failures; off: nothing; "
         "baselines last3: the run's last three failures; popular: the recent section and "
-        "the lessons of the failures seen in the most earlier runs), then capture it. "
+        "the lessons of the causes seen in the most earlier runs), then capture it. "
         "Writes DIR/iterations.jsonl and DIR/summary.json.")
     p.set_defaults(handler=cmd_replay)
     p.add_argument("trace", metavar="TRACE")

@@ -11,7 +11,7 @@ a failure is captured and a success reported as the outcome. Modes:
 - ``off``: no recall; the injection is recorded empty;
 - ``last3``, ``popular``: baselines built from the same store (``baselines.py``):
   the run's last three failures only; the recent section plus the lessons of
-  the failures seen in the most earlier runs, regardless of the goal.
+  the causes seen in the most earlier runs, regardless of the goal.
 
 The trace itself does not change with the mode: the agent's failures are the
 recorded ones. So a replay measures what memory would have put in front of
