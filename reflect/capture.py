@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass
 
 from reflect.extract import Extracted, extract_exception, extract_text
-from reflect.fingerprint import cause, fingerprint
+from reflect.fingerprint import fingerprint
 from reflect.heuristics import heuristic_lesson
 from reflect.records import new_id
 from reflect.scrub import Scrubber
@@ -217,7 +217,6 @@ def entry_rows(parsed: Parsed, *, run: str, iteration: int | None, goal: str, ac
         **fields,
         "exit_code": parsed.exit_code,
         "fingerprint": fp,
-        "cause": cause(fields["error_type"], fields["message"]),
         "source": parsed.source,
         "redactions": redactions,
         "category": hint.category,

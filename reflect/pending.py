@@ -14,7 +14,6 @@ import sqlite3
 import tempfile
 from pathlib import Path
 
-from reflect.fingerprint import cause
 from reflect.store import SQLiteStore, prepare_home
 
 PENDING_FILE = "pending.jsonl"
@@ -51,11 +50,8 @@ def replay(home: Path, store: SQLiteStore) -> None:
             continue
         for line in claimed.read_text(encoding="utf-8").splitlines():
             record = json.loads(line)
-            failure = record["failure"]
-            if "cause" not in failure:  # kept by a version that did not count causes
-                failure["cause"] = cause(failure["error_type"], failure["message"])
             try:
-                store.add_failure(failure, record["lesson"])
+                store.add_failure(record["failure"], record["lesson"])
             except sqlite3.IntegrityError:  # already replayed
                 pass
         claimed.unlink()

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from reflect import credit, queue
 from reflect.config import repo_root
+from reflect.fingerprint import cause
 from reflect.lessons import active_lesson
 from reflect.migrations import migrate
 from reflect.scrub import repo_from_git_config
@@ -116,6 +117,9 @@ class SQLiteStore:
         for a new lesson and for the error's text. Returns the stored rows.
         """
         fp = failure["fingerprint"]
+        # Derived here, the one place a failure enters the store (pending files kept by
+        # an older version have no cause).
+        failure["cause"] = cause(failure["error_type"], failure["message"])
         with self.write() as conn:
             if failure["iteration"] is None:
                 failure["iteration"] = self.next_iteration(failure["run"])
