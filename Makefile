@@ -10,7 +10,7 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	# torch first and pinned: the CPU build; an unpinned torch pulls a CUDA build of several GB.
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check torch==2.13.0
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[embeddings,model,charts,dev]'
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[embeddings,model,charts,dev,mini,mcp]'
 	touch $(STAMP)
 
 install: $(STAMP)

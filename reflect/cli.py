@@ -13,7 +13,6 @@ import os
 import sys
 
 from reflect import config
-from reflect.capture import read_crash_file, read_error_file
 from reflect.cli_lessons import add_lesson_commands
 from reflect.eval.cli import add_eval_command
 from reflect.memory import DEFAULT_MAX_TOKENS, Memory
@@ -119,12 +118,78 @@ def parser() -> argparse.ArgumentParser:
     which.add_argument("--all", action="store_true", help="delete everything (needs --yes)")
     c.add_argument("--yes", action="store_true")
 
+    c = command("hook", cmd_hook, "Answer one hook event (JSON on stdin) of an agent's client.")
+    c.add_argument("client", choices=["claude-code", "codex"])
+
+    c = command("install", None, "Put reflect's hooks into an agent's settings.")
+    client = c.add_subparsers(dest="client", required=True, metavar="claude-code|codex")
+    for name, scopes in (("claude-code", ("project", "local", "user")),
+                         ("codex", ("project", "user"))):
+        i = client.add_parser(name, help=f"the hooks for {name}")
+        i.set_defaults(handler=cmd_install)
+        where = i.add_mutually_exclusive_group()
+        for scope in scopes:
+            where.add_argument(f"--{scope}", dest="scope", action="store_const", const=scope)
+        if name == "claude-code":
+            where.add_argument("--plugin", metavar="DIR", help="write a plugin there instead")
+        i.add_argument("--uninstall", action="store_true", help="remove reflect's hooks")
+
+    command("mcp", cmd_mcp, "Serve the memory to an MCP client over stdio.")
+
+    c = command("run", cmd_run, "Run a test command; on failure capture it and print the block.")
+    run(c)
+    c.add_argument("--goal", default="")
+    c.add_argument("--phase", default="test")
+    c.add_argument("argv", nargs=argparse.REMAINDER, metavar="-- CMD ARGS",
+                   help="the command, after --")
+
     add_lesson_commands(sub)
     add_eval_command(sub)
     return p
 
 
+def integration(name: str):
+    from importlib import import_module
+
+    return import_module(f"reflect.integrations.{name.replace('-', '_')}")
+
+
+def cmd_hook(args) -> int:
+    from reflect.integrations import hooks
+
+    return hooks.run(integration(args.client).parse)
+
+
+def cmd_install(args) -> int:
+    extra = {"plugin": args.plugin} if getattr(args, "plugin", None) else {}
+    print(integration(args.client).install(args.scope or "project", args.uninstall, **extra))
+    return 0
+
+
+def cmd_mcp(args) -> int:
+    try:
+        from reflect.integrations import mcp
+    except ImportError as e:
+        print(f"reflect: error: `reflect mcp` needs the MCP SDK ({e}); "
+              "install it with `pip install 'reflect[mcp]'`", file=sys.stderr)
+        return 1
+    return mcp.serve()
+
+
+def cmd_run(args) -> int:
+    from reflect.integrations import run
+
+    argv = args.argv[1:] if args.argv[:1] == ["--"] else args.argv
+    if not argv:
+        print("reflect: error: no command to run; give it after --: "
+              "`reflect run -- pytest -x`", file=sys.stderr)
+        return 2
+    return run.run(argv, run=args.run, goal=args.goal, phase=args.phase)
+
+
 def cmd_capture(args) -> int:
+    from reflect.capture import read_crash_file, read_error_file
+
     error_text, crash = None, {}
     problems: list[str] = []
     if args.error_file:

@@ -1,0 +1,74 @@
+"""Claude Code: ``reflect hook claude-code`` answers its hook events; ``reflect install
+claude-code`` puts that command into a settings file or a plugin.
+
+Every event carries ``session_id`` (the run), ``cwd`` and ``hook_event_name``. A failed
+tool call arrives as ``PostToolUseFailure`` with ``error`` (for Bash: ``Exit code N``,
+then the output) and ``is_interrupt``; a successful one as ``PostToolUse``.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from reflect import config
+from reflect.integrations.hooks import Event, action_of
+from reflect.integrations.settings import hook_table, located, merge, write_json
+
+CLIENT = "claude-code"
+# event -> tool matcher (None: every tool, or an event without tools)
+HOOKS = {
+    "SessionStart": None,
+    "UserPromptSubmit": None,
+    "PreToolUse": "Bash",
+    "PostToolUse": None,  # every tool: a PreToolUse warning needs to know any call ran since
+    "PostToolUseFailure": None,
+}
+SCOPES = {
+    "project": Path(".claude/settings.json"),
+    "local": Path(".claude/settings.local.json"),
+    "user": Path("~/.claude/settings.json"),
+}
+EXIT_LINE = re.compile(r"Exit code:? (-?\d+)")
+
+
+def parse(raw: dict) -> Event:
+    name = str(raw.get("hook_event_name") or "")
+    if name not in HOOKS:
+        raise ValueError(f"unknown event {name!r}")
+    tool = str(raw.get("tool_name") or "")
+    event = Event(name, str(raw.get("session_id") or config.default_run()), tool=tool,
+                  action=action_of(tool, raw.get("tool_input")),
+                  prompt=str(raw.get("prompt") or ""))
+    if name == "PostToolUse":
+        event.failed = False
+    elif name == "PostToolUseFailure" and not raw.get("is_interrupt"):
+        event.failed = True
+        first, _, rest = str(raw.get("error") or "").partition("\n")
+        match = EXIT_LINE.fullmatch(first.strip())
+        event.exit_code = int(match[1]) if match else None
+        event.error_text = rest if match else f"{first}\n{rest}".strip()
+    return event
+
+
+def install(scope: str, uninstall: bool = False, plugin: str | None = None) -> str:
+    """Merge the hooks into the scope's settings file, or write a plugin into ``plugin``."""
+    if plugin is not None:
+        return write_plugin(Path(plugin), uninstall)
+    return merge(located(SCOPES[scope]), HOOKS, CLIENT, uninstall)
+
+
+def write_plugin(root: Path, uninstall: bool) -> str:
+    manifest, hooks = root / ".claude-plugin" / "plugin.json", root / "hooks" / "hooks.json"
+    if uninstall:
+        for path in (manifest, hooks):
+            path.unlink(missing_ok=True)
+        return f"removed the reflect plugin from {root}"
+    from reflect import __version__
+
+    write_json(manifest, {"name": "reflect", "version": __version__,
+                          "description": "Failure memory: what failed in this project, "
+                                         "and what fixed it, beside every tool result."})
+    write_json(hooks, {"hooks": hook_table(HOOKS, CLIENT)})
+    return f"wrote the reflect plugin to {root} ({manifest.relative_to(root)}, " \
+           f"{hooks.relative_to(root)}); add it with `claude --plugin-dir {root}`"

@@ -1,0 +1,218 @@
+"""One hook event in, one JSON answer out: what the Claude Code and Codex hooks share.
+
+A client module turns its event into an ``Event``; ``respond`` records it through
+``Memory`` and returns what the model should read beside it. What a session carries
+between events (its prompt as the goal, its last tool call, failed commands not yet
+rerun) and the programs found missing in the project live in small JSON files in the
+store directory, so a ``PreToolUse`` hook never opens the store.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from reflect import config
+from reflect.text import clip
+
+MAX_CONTEXT = 10_000  # both clients cut longer strings
+TIME_BUDGET = 8  # seconds; installed hooks get a timeout of 10
+STATE_DIR = "hooks"
+MISSING_FILE = "missing.json"
+STALE_SECONDS = 7 * 86400  # session files unused this long are removed at a session start
+TARGET_KEYS = ("file_path", "notebook_path", "path", "url", "pattern", "query")
+
+
+@dataclass
+class Event:
+    name: str  # SessionStart | UserPromptSubmit | PreToolUse | PostToolUse | PostToolUseFailure
+    session: str
+    tool: str = ""
+    action: str = ""  # a Bash command, else the tool and its target
+    failed: bool | None = None  # after a tool call; None: interrupted, or the client cannot tell
+    exit_code: int | None = None
+    error_text: str = ""
+    prompt: str = ""
+
+
+def action_of(tool: str, tool_input) -> str:
+    """A Bash call's command; for other tools their name and target (the file, the URL)."""
+    tool_input = tool_input if isinstance(tool_input, dict) else {}
+    if tool == "Bash":
+        return str(tool_input.get("command") or "")
+    target = next((str(tool_input[k]) for k in TARGET_KEYS if tool_input.get(k)), "")
+    return f"{tool} {target}".strip()
+
+
+def run(parse, stdin=sys.stdin, stdout=sys.stdout) -> int:
+    """Read one event, print its answer (``{}`` when there is nothing to say), exit 0
+    whatever happens: bad input, an unknown event or a locked store cost one line on
+    stderr, and the answer comes within ``TIME_BUDGET`` seconds."""
+    def give_up(signum, frame):
+        raise TimeoutError(f"no answer within {TIME_BUDGET} s")
+
+    previous = signal.signal(signal.SIGALRM, give_up)
+    signal.alarm(TIME_BUDGET)
+    try:
+        raw = json.loads(stdin.read() or "null")
+        if not isinstance(raw, dict):
+            raise ValueError("the event on stdin is not a JSON object")
+        answer = respond(parse(raw), raw.get("cwd"))
+    except Exception as e:
+        config.warn(f"hook: {e}; nothing recorded, the agent goes on")
+        answer = {}
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    stdout.write(json.dumps(answer, ensure_ascii=False) + "\n")
+    return 0
+
+
+def respond(event: Event | None, cwd: str | None = None) -> dict:
+    if event is None or not config.enabled():
+        return {}
+    if cwd and os.path.isdir(cwd):
+        os.chdir(cwd)  # the session's project: its store, scope and repository
+    state = State(config.default_home(), event.session)
+    if event.name == "PreToolUse":
+        text = warning(event, state)
+    elif event.name in ("PostToolUse", "PostToolUseFailure"):
+        text = after_tool(event, state)
+    else:
+        text = before_turn(event, state)
+    if not text:
+        return {}
+    return {"hookSpecificOutput": {"hookEventName": event.name,
+                                   "additionalContext": clip(text, MAX_CONTEXT)}}
+
+
+def memory():
+    # Imported here: a PreToolUse hook answers from the state files alone.
+    from reflect import Memory
+
+    return Memory(semantic="cached", busy_timeout=2.0)
+
+
+def before_turn(event: Event, state: State) -> str:
+    """SessionStart and UserPromptSubmit: the block, with the prompt as the goal."""
+    if event.name == "SessionStart":
+        state.prune()
+    state.goal = event.prompt or state.goal
+    with memory() as mem:
+        text = mem.recall(run=event.session, goal=state.goal).text
+    state.save()
+    return text
+
+
+def after_tool(event: Event, state: State) -> str:
+    """A failure is captured and answered with the run's block; a Bash success that reruns
+    a failed command is that failure's outcome."""
+    if event.failed:
+        with memory() as mem:
+            entry = mem.capture(run=event.session, goal=state.goal, phase=event.tool.lower(),
+                                action=event.action, exit_code=event.exit_code,
+                                error_text=event.error_text)
+            mem.ensure_worker()
+            text = mem.recall(run=event.session, goal=state.goal, phase=event.tool.lower()).text
+        error = ""
+        if entry is not None:
+            error = f"{entry.error_type}: {entry.message.splitlines()[0] if entry.message else ''}"
+            if entry.error_type == "CommandNotFound":
+                state.missing.add(entry.message.removesuffix(": command not found"))
+        state.ran(event.action, error)
+        state.open.append(event.action)
+        state.save()
+        return text
+    state.ran(event.action, "")
+    if event.failed is False and event.tool == "Bash":
+        state.missing -= set(programs(event.action))
+        if state.reruns(event.action):
+            with memory() as mem:
+                mem.outcome(run=event.session, success=True, action=event.action)
+            state.open = []
+    state.save()
+    return ""
+
+
+def warning(event: Event, state: State) -> str:
+    """Before a Bash command: say so when it cannot work; never block it."""
+    if event.tool != "Bash" or not event.action:
+        return ""
+    last = state.last or {}
+    if last.get("error") and last.get("action") == event.action:
+        return (f"reflect: `{clip(event.action, 200)}` failed just now in this session "
+                f"({clip(last['error'], 200)}) and no tool call has run since: unchanged, it "
+                "will fail the same way. Fix the cause first.")
+    for program in programs(event.action):
+        if program in state.missing:
+            return (f"reflect: `{program}` was not found in this project earlier "
+                    f"(`{program}: command not found`): this command fails the same way "
+                    f"unless `{program}` has been installed since.")
+    return ""
+
+
+def programs(command: str) -> list[str]:
+    """The program each part of a shell command line runs (``A=1 pytest -x && make`` ->
+    ``pytest``, ``make``)."""
+    found = []
+    for part in re.split(r"&&|\|\||[;|&()]", command):
+        words = [w for w in part.split() if not re.match(r"^\w+=", w)]
+        if words:
+            found.append(words[0])
+    return found
+
+
+class State:
+    """A session's memory between hook processes, and the project's missing programs.
+    Written only once the store directory exists: it is private and ignored by git."""
+
+    def __init__(self, home: Path, session: str):
+        self.dir = home / STATE_DIR
+        self.path = self.dir / (re.sub(r"[^\w.-]", "_", session)[:120] + ".json")
+        data = _read(self.path)
+        self.goal: str = data.get("goal", "")
+        self.last: dict | None = data.get("last")  # the latest tool call: action, error
+        self.open: list[str] = data.get("open", [])  # failed commands no success reran yet
+        self.missing: set[str] = set(_read(self.dir / MISSING_FILE).get("programs", []))
+
+    def ran(self, action: str, error: str) -> None:
+        self.last = {"action": action, "error": error}
+
+    def reruns(self, command: str) -> bool:
+        """A success is credible as a failure's outcome when every word of a failed
+        command is in it (``pytest tests/`` -> ``python -m pytest tests/``)."""
+        words = set(command.split())
+        return any(set(failed.split()) <= words for failed in self.open if failed.strip())
+
+    def prune(self) -> None:
+        cutoff = time.time() - STALE_SECONDS
+        for path in self.dir.glob("*.json"):
+            if path.name != MISSING_FILE and path.stat().st_mtime < cutoff:
+                path.unlink(missing_ok=True)
+
+    def save(self) -> None:
+        if not self.dir.parent.is_dir():
+            return
+        self.dir.mkdir(mode=0o700, exist_ok=True)
+        _write(self.path, {"goal": self.goal, "last": self.last, "open": self.open[-20:]})
+        _write(self.dir / MISSING_FILE, {"programs": sorted(self.missing)})
+
+
+def _read(path: Path) -> dict:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _write(path: Path, data: dict) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}")
+    tmp.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+    os.replace(tmp, path)

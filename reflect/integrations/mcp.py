@@ -1,0 +1,83 @@
+"""``reflect mcp``: the memory as tools of an MCP server over stdio (the ``mcp`` SDK 2.x).
+
+Tools: ``recall``, ``record_failure``, ``record_outcome``, ``teach``, ``search_lessons``,
+``show_lesson``. Forgetting and quarantine stay a person's commands. A bad argument or
+an unknown id comes back as a tool error, never as a crash of the server. Without a
+``run`` argument, every call of one server process belongs to one run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+
+from mcp.server import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+
+from reflect import Memory
+
+LESSON_FIELDS = ("id", "status", "kind", "trigger", "guidance", "resolution", "confidence")
+
+
+def server(mem: Memory) -> MCPServer:
+    app = MCPServer("reflect", instructions=(
+        "Failure memory for this project. Call recall before a task or after a failure; "
+        "record_failure when a command fails, record_outcome when a later attempt works."))
+
+    @app.tool()
+    def recall(goal: str = "", run: str = "", phase: str = "") -> str:
+        """This run's recent failures with their hints, and lessons from earlier runs that
+        fit the goal: the block to read before the next attempt."""
+        return mem.recall(run=run or None, goal=goal, phase=phase).text or "Nothing to recall."
+
+    @app.tool()
+    def record_failure(action: str, error_text: str = "", exit_code: int | None = None,
+                       goal: str = "", phase: str = "", run: str = "") -> str:
+        """Record a failed command: what ran, its exit code and its output. Returns the
+        failure's id and the run's block, with a hint for this failure."""
+        if not (action or error_text or exit_code is not None):
+            raise ToolError("give the failed command (action), its output (error_text) "
+                            "or its exit code")
+        entry = mem.capture(run=run or None, goal=goal, phase=phase, action=action,
+                            exit_code=exit_code, error_text=error_text)
+        if entry is None:
+            return "Failure memory is switched off (REFLECT_FAILURE_MEMORY=0)."
+        block = mem.recall(run=entry.run, goal=goal, phase=phase).text
+        return f"Recorded {entry.failure_id}: {entry.error_type}: {entry.message}\n\n{block}"
+
+    @app.tool()
+    def record_outcome(action: str = "", success: bool = True, run: str = "") -> str:
+        """Report that an attempt worked (the action that fixed the run's open failures)."""
+        resolved = mem.outcome(run=run or None, success=success, action=action)
+        return f"Resolved {len(resolved)} failure(s): {', '.join(resolved) or 'none open'}."
+
+    @app.tool()
+    def teach(text: str) -> str:
+        """A lesson of your own, written "when <trigger>: <guidance>"; returns its id."""
+        try:
+            return mem.teach(text)
+        except ValueError as e:
+            raise ToolError(str(e)) from e
+
+    @app.tool()
+    def search_lessons(text: str) -> list[dict]:
+        """Lessons whose words match the text."""
+        return [{k: row.get(k) for k in LESSON_FIELDS} for row in mem.search_lessons(text)]
+
+    @app.tool()
+    def show_lesson(id: str) -> dict:
+        """One lesson with its provenance: the failures it came from and its outcomes."""
+        try:
+            return json.loads(json.dumps(mem.lesson(id), default=str))
+        except LookupError as e:  # an unknown id
+            raise ToolError(str(e)) from e
+
+    return app
+
+
+def serve() -> int:
+    run = os.environ.get("REFLECT_RUN") or f"mcp-{uuid.uuid4().hex[:10]}"
+    with Memory(run=run) as mem:
+        server(mem).run("stdio")
+    return 0

@@ -1,0 +1,150 @@
+"""``reflect hook claude-code`` as Claude Code runs it: one event as JSON on stdin, a child
+process, one JSON answer on stdout, exit 0 whatever the input."""
+
+import json
+import sqlite3
+import time
+from pathlib import Path
+
+import pytest
+from conftest import NO_TABLE, run_cli
+
+from reflect import Memory
+
+FIXTURES = Path(__file__).parent / "fixtures" / "claude_code"
+SESSION = "9f2c1e7a-4b1d-4c61-a2f0-3e5b8d7c6a10"
+
+
+def event(name: str, client: str = "claude_code", **changes) -> dict:
+    data = json.loads((FIXTURES.parent / client / f"{name}.json").read_text())
+    return {**data, "cwd": str(Path.cwd()), **changes}
+
+
+def hook(data, client: str = "claude-code", env: dict | None = None) -> tuple[dict, str]:
+    raw = data if isinstance(data, str) else json.dumps(data)
+    done = run_cli("hook", client, stdin=raw.encode(), env=env)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout), done.stderr.decode()  # stdout holds its JSON alone
+
+
+def context(answer: dict, name: str) -> str:
+    if not answer:
+        return ""
+    assert answer["hookSpecificOutput"]["hookEventName"] == name
+    return answer["hookSpecificOutput"]["additionalContext"]
+
+
+def failures() -> list:
+    with Memory() as mem:
+        return mem.failures(run=SESSION)
+
+
+def fail(command: str, error: str, code: int = 1) -> dict:
+    return event("PostToolUseFailure", tool_input={"command": command},
+                 error=f"Exit code {code}\n{error}")
+
+
+def test_a_failed_bash_call_is_captured_and_answered_with_the_block():
+    answer, _ = hook(event("PostToolUseFailure"))
+    text = context(answer, "PostToolUseFailure")
+    assert "pytest tests/test_dates.py" in text and "command not found" in text
+    [entry] = failures()
+    assert (entry.action, entry.exit_code, entry.phase) == \
+        ("pytest tests/test_dates.py", 127, "bash")
+    assert "pytest: command not found" in entry.message
+
+
+def test_the_prompt_is_the_goal_of_later_captures():
+    hook(event("UserPromptSubmit"))
+    hook(event("PostToolUseFailure"))
+    assert failures()[0].goal == "Fix the failing date parser tests in tests/test_dates.py"
+
+
+def test_an_interrupt_is_not_a_failure():
+    answer, _ = hook(event("PostToolUseFailure", is_interrupt=True, error="Interrupted by user"))
+    assert answer == {} and failures() == []
+
+
+def test_a_failed_tool_other_than_bash_is_captured_with_its_target():
+    answer, _ = hook(event("PostToolUseFailure", tool_name="Edit",
+                           tool_input={"file_path": "/srv/app/dates.py", "old_string": "x",
+                                       "new_string": "y"},
+                           error="String to replace not found in file."))
+    assert "String to replace not found" in context(answer, "PostToolUseFailure")
+    assert failures()[0].action == "Edit /srv/app/dates.py"
+
+
+def test_session_start_and_prompt_bring_the_block():
+    assert hook(event("SessionStart"))[0] == {}  # nothing known yet: nothing said
+    hook(fail("python repro.py", NO_TABLE))
+    assert "no such table" in context(hook(event("SessionStart"))[0], "SessionStart")
+    assert "no such table" in context(hook(event("UserPromptSubmit"))[0], "UserPromptSubmit")
+
+
+def test_pre_tool_use_warns_of_a_rerun_with_nothing_changed():
+    assert hook(event("PreToolUse", tool_input={"command": "python repro.py"}))[0] == {}
+    hook(fail("python repro.py", NO_TABLE))
+    warning = context(hook(event("PreToolUse", tool_input={"command": "python repro.py"}))[0],
+                      "PreToolUse")
+    assert "python repro.py" in warning and "no such table" in warning
+    assert "permissionDecision" not in warning  # a warning, never a block
+    # Another tool call ran since (the agent edited a file): the rerun may work now.
+    hook(event("PostToolUse", tool_name="Edit", tool_input={"file_path": "repro.py"},
+               tool_response={"filePath": "repro.py"}))
+    assert hook(event("PreToolUse", tool_input={"command": "python repro.py"}))[0] == {}
+
+
+def test_pre_tool_use_warns_of_a_program_missing_in_the_project():
+    hook(event("PostToolUseFailure"))
+    hook(event("PostToolUse", tool_name="Read", tool_input={"file_path": "setup.cfg"},
+               tool_response={}))
+    answer, _ = hook(event("PreToolUse", tool_input={"command": "cd tests && pytest -x"}))
+    assert "`pytest`" in context(answer, "PreToolUse")
+    # In another session of the project too; and no more once it ran.
+    other = event("PreToolUse", session_id="another", tool_input={"command": "pytest -q"})
+    assert "`pytest`" in context(hook(other)[0], "PreToolUse")
+    hook(event("PostToolUse", tool_input={"command": "pytest --version"}))
+    assert hook(other)[0] == {}
+
+
+def test_a_success_that_reruns_the_failed_command_is_its_outcome():
+    hook(event("PostToolUseFailure"))
+    hook(event("PostToolUse", tool_input={"command": "ls tests"}))  # not a fix of it
+    assert failures()[0].resolution == ""
+    assert hook(event("PostToolUse"))[0] == {}  # python -m pytest tests/test_dates.py
+    assert failures()[0].resolution == "python -m pytest tests/test_dates.py"
+
+
+@pytest.mark.parametrize("raw", ["", "not json", "[1, 2]", '{"hook_event_name": "Nope"}'])
+def test_bad_input_gets_an_empty_answer_a_warning_and_exit_0(raw):
+    answer, stderr = hook(raw)
+    assert answer == {}
+    assert len(stderr.strip().splitlines()) == 1
+
+
+def test_a_failure_event_with_nothing_in_it_is_still_recorded():
+    answer, _ = hook('{"hook_event_name": "PostToolUseFailure", "tool_input": 3}')
+    assert context(answer, "PostToolUseFailure")
+    with Memory() as mem:
+        assert mem.failures()[0].source == "synthesized"
+
+
+def test_a_locked_store_costs_a_warning_not_the_answer(own_store):
+    Memory().capture(run="other", exit_code=1)
+    blocker = sqlite3.connect(own_store / "reflect.db", isolation_level=None)
+    blocker.execute("BEGIN EXCLUSIVE")
+    try:
+        start = time.monotonic()
+        answer, stderr = hook(event("PostToolUseFailure"))
+        assert time.monotonic() - start < 9
+    finally:
+        blocker.execute("ROLLBACK")
+    assert isinstance(answer, dict) and "not writable" in stderr
+    hook(event("PostToolUseFailure"))  # the next capture replays the one kept aside
+    assert len(failures()) == 2
+
+
+def test_the_kill_switch_silences_every_event():
+    for name in ("SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUseFailure"):
+        assert hook(event(name), env={"REFLECT_FAILURE_MEMORY": "0"})[0] == {}
+    assert failures() == []

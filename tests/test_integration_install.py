@@ -1,0 +1,105 @@
+"""``reflect install``: hooks merged into real settings files, idempotently, keeping
+everything else, with a backup; and the installed command answers events."""
+
+import json
+import subprocess
+
+import pytest
+from conftest import run_cli
+from test_integration_claude_code import event
+
+CLAUDE_EVENTS = {"SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse",
+                 "PostToolUseFailure"}
+THEIRS = {
+    "permissions": {"allow": ["Bash(npm run lint)"]},
+    "hooks": {"PostToolUse": [{"matcher": "Edit|Write", "hooks": [
+        {"type": "command", "command": "npx prettier --write \"$CLAUDE_FILE\""}]}]},
+}
+
+
+@pytest.fixture
+def repo(tmp_path, monkeypatch):
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "src").mkdir()
+    monkeypatch.chdir(tmp_path / "src")  # installs go to the repository's root
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    return tmp_path
+
+
+def install(*args: str) -> str:
+    done = run_cli("install", *args)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.decode()
+
+
+def ours(settings: dict, client: str = "claude-code") -> dict:
+    return {event: [h for g in groups for h in g["hooks"]
+                    if h["command"].endswith(f"reflect hook {client}")]
+            for event, groups in settings.get("hooks", {}).items()}
+
+
+def test_project_install_merges_keeps_the_rest_and_is_idempotent(repo):
+    path = repo / ".claude" / "settings.json"
+    path.parent.mkdir()
+    original = json.dumps(THEIRS, indent=4)
+    path.write_text(original)
+    assert "added" in install("claude-code")
+    settings = json.loads(path.read_text())
+    assert settings["permissions"] == THEIRS["permissions"]
+    assert THEIRS["hooks"]["PostToolUse"][0] in settings["hooks"]["PostToolUse"]
+    assert {e for e, hooks in ours(settings).items() if len(hooks) == 1} == CLAUDE_EVENTS
+    assert [g.get("matcher") for g in settings["hooks"]["PreToolUse"]] == ["Bash"]
+    assert (repo / ".claude" / "settings.json.bak").read_text() == original
+    installed = path.read_text()
+    assert "already" in install("claude-code", "--project")
+    assert path.read_text() == installed
+    assert "removed" in install("claude-code", "--uninstall")
+    assert json.loads(path.read_text()) == THEIRS
+
+
+@pytest.mark.parametrize("flag, where", [("--local", ".claude/settings.local.json"),
+                                         ("--user", "home/.claude/settings.json")])
+def test_local_and_user_settings(repo, flag, where):
+    install("claude-code", flag)
+    assert set(ours(json.loads((repo / where).read_text()))) == CLAUDE_EVENTS
+    assert not (repo / ".claude" / "settings.json").exists()
+
+
+def test_the_installed_command_answers_claude_code(repo):
+    install("claude-code")
+    settings = json.loads((repo / ".claude" / "settings.json").read_text())
+    command = ours(settings)["PostToolUseFailure"][0]["command"]
+    done = subprocess.run(command, shell=True, capture_output=True, timeout=60,
+                          input=json.dumps(event("PostToolUseFailure")).encode())
+    assert done.returncode == 0
+    answer = json.loads(done.stdout)
+    assert "pytest" in answer["hookSpecificOutput"]["additionalContext"]
+
+
+def test_a_plugin(repo, tmp_path):
+    install("claude-code", "--plugin", str(tmp_path / "plugin"))
+    manifest = json.loads((tmp_path / "plugin" / ".claude-plugin" / "plugin.json").read_text())
+    hooks = json.loads((tmp_path / "plugin" / "hooks" / "hooks.json").read_text())
+    assert manifest["name"] == "reflect"
+    assert set(ours(hooks)) == CLAUDE_EVENTS
+    install("claude-code", "--plugin", str(tmp_path / "plugin"), "--uninstall")
+    assert not (tmp_path / "plugin" / "hooks" / "hooks.json").exists()
+
+
+def test_a_settings_file_that_is_not_json_is_left_alone(repo):
+    path = repo / ".claude" / "settings.json"
+    path.parent.mkdir()
+    path.write_text("{ not json")
+    done = run_cli("install", "claude-code")
+    assert done.returncode == 1 and b"fix or move it" in done.stderr
+    assert path.read_text() == "{ not json"
+
+
+@pytest.mark.parametrize("flag, where", [("--project", ".codex/hooks.json"),
+                                         ("--user", "home/.codex/hooks.json")])
+def test_codex(repo, flag, where):
+    install("codex", flag)
+    hooks = ours(json.loads((repo / where).read_text()), "codex")
+    assert set(hooks) == {"SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse"}
+    install("codex", flag, "--uninstall")
+    assert json.loads((repo / where).read_text()) == {}
