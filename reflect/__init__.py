@@ -1,7 +1,25 @@
 """reflect: failure memory for autonomous coding agents."""
 
-from reflect.memory import Memory
-from reflect.records import ErrorEntry, Recall, RecallItem
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from reflect.memory import Memory
+    from reflect.records import ErrorEntry, Recall, RecallItem
 
 __all__ = ["ErrorEntry", "Memory", "Recall", "RecallItem"]
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str):
+    # Loaded on first use, so a command (a hook) that needs none of the library starts fast.
+    if name == "Memory":
+        from reflect.memory import Memory
+
+        return Memory
+    if name in ("ErrorEntry", "Recall", "RecallItem"):
+        from reflect import records
+
+        return getattr(records, name)
+    raise AttributeError(f"module 'reflect' has no attribute {name!r}")

@@ -13,9 +13,9 @@ import os
 import sys
 
 from reflect import config
-from reflect.cli_lessons import add_lesson_commands
+from reflect.cli_lessons import Memory, add_lesson_commands
+from reflect.config import DEFAULT_MAX_TOKENS
 from reflect.eval.cli import add_eval_command
-from reflect.memory import DEFAULT_MAX_TOKENS, Memory
 from reflect.output import emit, first_line, when
 
 LOOP_COMMANDS = {"capture", "recall", "outcome"}

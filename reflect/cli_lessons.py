@@ -7,8 +7,15 @@ import argparse
 import sys
 from pathlib import Path
 
-from reflect.memory import Memory
 from reflect.output import emit, first_line, when
+
+
+def Memory(*args, **kwargs):  # noqa: N802 (stands for the class)
+    """The library's ``Memory``, imported when a command opens it: the commands that need
+    none of it (``reflect hook``, ``reflect install``) start without loading it."""
+    from reflect.memory import Memory
+
+    return Memory(*args, **kwargs)
 
 
 def add_lesson_commands(sub: argparse._SubParsersAction) -> None:

@@ -13,6 +13,7 @@ from reflect.scrub import Scrubber, repo_from_git_config
 log = logging.getLogger("reflect")
 
 DEFAULT_RUN = "default"
+DEFAULT_MAX_TOKENS = 400  # the block's budget, four characters a token
 PATTERNS_FILE = "scrub-patterns"  # in the store directory: one extra regex a line
 
 

@@ -17,7 +17,7 @@ from reflect.store import SQLiteStore
 from reflect.text import clip
 from reflect.worker import HEARTBEAT_STALE, Worker, start_detached, start_thread
 
-DEFAULT_MAX_TOKENS = 400
+DEFAULT_MAX_TOKENS = config.DEFAULT_MAX_TOKENS
 MAX_GOAL_CHARS = 2000  # goals are issue texts; their start says what they are about
 
 

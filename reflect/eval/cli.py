@@ -12,7 +12,7 @@ import argparse
 import json
 import sys
 
-from reflect.memory import DEFAULT_MAX_TOKENS
+from reflect.config import DEFAULT_MAX_TOKENS
 
 FORMATS = ("mini-swe-agent", "reflexion", "debugbench")
 MODES = ("on", "recency", "off")
