@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from reflect.extract import Extracted, extract_exception, extract_text
 from reflect.fingerprint import fingerprint
 from reflect.heuristics import heuristic_lesson
+from reflect.numbers import bounded, whole_number
+from reflect.reading import read_bounded
 from reflect.records import new_id
 from reflect.scrub import Scrubber
 from reflect.text import clip
@@ -58,12 +60,8 @@ def whitelist_crash(record: object) -> dict:
         if value is None or name in kept:
             continue
         if name == "exit_code":
-            if isinstance(value, bool) or not isinstance(value, int | str):
-                continue
-            try:
-                kept[name] = int(value)
-            except ValueError:
-                continue
+            if (number := whole_number(value)) is not None:
+                kept[name] = number  # bounded by parse, with the exit code given directly
         else:
             kept[name] = str(value)[:MAX_FIELD]
     return kept
@@ -81,6 +79,7 @@ def parse(
     phase = phase or crash.get("phase", "")
     if exit_code is None:
         exit_code = crash.get("exit_code")
+    exit_code = bounded(exit_code, "exit code")
     friction = crash.get("friction", "")
     harness_fp = crash.get("fingerprint", "")
 
@@ -132,25 +131,18 @@ def decode_tail(data: bytes) -> tuple[str, list[str]]:
 
 
 def read_error_file(path: str, stdin=None) -> tuple[str | None, list[str]]:
-    """Read the tail of an error file (``-`` is stdin) without loading a huge file whole."""
+    """Read the tail of an error file (``-`` is stdin), in bounded time and memory."""
     try:
-        if path == "-":
-            data = stdin.buffer.read() if stdin is not None else b""
-        else:
-            with open(path, "rb") as f:
-                f.seek(0, 2)
-                size = f.tell()
-                f.seek(max(0, size - MAX_ERROR_BYTES - 1))
-                data = f.read()
+        data, notes = read_bounded(path, MAX_ERROR_BYTES, tail=True, stdin=stdin)
     except OSError as e:
         return None, [f"cannot read error file {path}: {e.strerror or e}; recorded without it"]
-    return decode_tail(data)
+    text, problems = decode_tail(data)
+    return text, [f"error file {path}: {note}" for note in notes] + problems
 
 
 def read_crash_file(path: str) -> tuple[dict, list[str]]:
     try:
-        with open(path, "rb") as f:
-            raw = f.read(MAX_ERROR_BYTES + 1)
+        raw, _ = read_bounded(path, MAX_ERROR_BYTES, tail=False)
     except OSError as e:
         return {}, [f"cannot read crash file {path}: {e.strerror or e}; recorded without it"]
     if len(raw) > MAX_ERROR_BYTES:

@@ -16,6 +16,7 @@ from reflect import config
 from reflect.cli_lessons import Memory, add_lesson_commands
 from reflect.config import DEFAULT_MAX_TOKENS
 from reflect.eval.cli import add_eval_command
+from reflect.numbers import bounded, count, number
 from reflect.output import emit, first_line, when
 
 LOOP_COMMANDS = {"capture", "recall", "outcome"}
@@ -56,11 +57,11 @@ def parser() -> argparse.ArgumentParser:
 
     c = command("capture", cmd_capture, "Record a failed iteration.")
     run(c)
-    c.add_argument("--iteration", type=int, help="default: the run's next number")
+    c.add_argument("--iteration", type=number, help="default: the run's next number")
     c.add_argument("--goal", default="")
     c.add_argument("--phase", default="")
     c.add_argument("--action", default="", help="the command that failed")
-    c.add_argument("--exit-code", type=int)
+    c.add_argument("--exit-code", type=number)
     c.add_argument("--crash-file", metavar="F", help="a crash record (JSON) from the harness")
     c.add_argument("--error-file", metavar="F", help="error output to read, - for stdin")
     model(c)
@@ -70,8 +71,8 @@ def parser() -> argparse.ArgumentParser:
     run(c)
     c.add_argument("--goal", default="")
     c.add_argument("--phase", default="")
-    c.add_argument("--iteration", type=int, help="the iteration about to run")
-    c.add_argument("--max-tokens", type=int, default=DEFAULT_MAX_TOKENS)
+    c.add_argument("--iteration", type=number, help="the iteration about to run")
+    c.add_argument("--max-tokens", type=number, default=DEFAULT_MAX_TOKENS)
     c.add_argument("--semantic", choices=["cached", "wait"], default="cached",
                    help="cached: use vectors the worker made, queue the rest (default); "
                         "wait: load the embedding model here")
@@ -79,7 +80,7 @@ def parser() -> argparse.ArgumentParser:
 
     c = command("outcome", cmd_outcome, "Report how an iteration ended.")
     run(c)
-    c.add_argument("--iteration", type=int, required=True)
+    c.add_argument("--iteration", type=number, required=True)
     ended = c.add_mutually_exclusive_group(required=True)
     ended.add_argument("--success", action="store_true")
     ended.add_argument("--failure", action="store_true")
@@ -101,7 +102,7 @@ def parser() -> argparse.ArgumentParser:
     ls = what.add_parser("list", help="the latest failures, newest first")
     ls.set_defaults(handler=cmd_failures_list)
     run(ls, "only this run")
-    ls.add_argument("--limit", type=int, default=20)
+    ls.add_argument("--limit", type=count, default=20)
     fmt(ls)
     show = what.add_parser("show", help="one failure with its hint")
     show.set_defaults(handler=cmd_failures_show)
@@ -212,16 +213,18 @@ def cmd_capture(args) -> int:
 
 def cmd_recall(args) -> int:
     with Memory(semantic=args.semantic) as mem:
+        max_tokens = bounded(args.max_tokens, "--max-tokens", 0)
         rec = mem.recall(run=args.run, goal=args.goal, phase=args.phase,
-                         iteration=args.iteration, max_tokens=args.max_tokens)
+                         iteration=bounded(args.iteration, "iteration", 0),
+                         max_tokens=DEFAULT_MAX_TOKENS if max_tokens is None else max_tokens)
     emit(args, rec.to_dict(), rec.text)
     return 0
 
 
 def cmd_outcome(args) -> int:
     with Memory(model=args.model) as mem:
-        resolved = mem.outcome(run=args.run, iteration=args.iteration, success=args.success,
-                               action=args.action)
+        resolved = mem.outcome(run=args.run, iteration=bounded(args.iteration, "iteration", 0),
+                               success=args.success, action=args.action)
         mem.ensure_worker()
     emit(args, {"resolved_failure_ids": resolved},
          f"resolved {len(resolved)} failure(s)" if resolved else "")

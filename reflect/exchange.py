@@ -26,6 +26,7 @@ import json
 import math
 import os
 import re
+import stat
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -146,8 +147,11 @@ def import_lessons(store, path: Path, scrub: Callable[[str], tuple[str, int]],
     """Import a JSON-lines export into ``store`` in one transaction."""
     report = ImportReport()
     lessons = []
+    if not stat.S_ISREG(os.stat(path).st_mode):  # /dev/zero, a FIFO: may never end
+        raise OSError(f"{path} is not a regular file; import a file written by "
+                      "`reflect export --format jsonl -o FILE`")
     with open(path, encoding="utf-8", errors="replace") as f:
-        for number, line in enumerate(f, 1):
+        for number, line in enumerate(_lines(f), 1):
             if not line.strip():
                 continue
             try:
@@ -161,6 +165,16 @@ def import_lessons(store, path: Path, scrub: Callable[[str], tuple[str, int]],
         if report.imported:
             queue.enqueue(conn, "embed", EMBED_TARGET, "", now)
     return report
+
+
+def _lines(f):
+    """The file's lines, each read at most LINE_MAX + 1 characters deep: a longer one
+    is cut there (and refused), the rest of it skipped."""
+    while line := f.readline(LINE_MAX + 1):
+        if len(line) > LINE_MAX and not line.endswith("\n"):
+            while (rest := f.readline(LINE_MAX)) and not rest.endswith("\n"):
+                pass
+        yield line
 
 
 def _add(conn, lesson: dict, now: float) -> str:

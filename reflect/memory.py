@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import fields
 from pathlib import Path
 
-from reflect import config, controls, pending, upkeep
+from reflect import config, controls, numbers, pending, upkeep
 from reflect.capture import MAX_FIELD, Parsed, entry_rows, parse, synthesize
 from reflect.records import ErrorEntry, Recall
 from reflect.store import SQLiteStore
@@ -122,6 +122,9 @@ class Memory:
         """Record a failed iteration; None only when failure memory is switched off."""
         if not self.enabled:
             return None
+        # Within what the store holds: an overflow would cost the failure its record.
+        iteration = numbers.iteration(iteration)
+        exit_code = numbers.bounded(exit_code, "exit code")
         try:
             parsed = parse(
                 phase=phase, exit_code=exit_code, error_text=error_text, crash=crash, exc=exc

@@ -3,10 +3,18 @@
 The file sits beside the store, or, when even the store directory cannot be
 written, in the temp directory under a name derived from the store's path, so
 it is replayed into the store it was meant for.
+
+Exactly once, whatever happens between: a replay claims a file by renaming it
+(``pending.jsonl.<pid>.<random>``) and removes it only once every record is in the
+store. A claimed file left behind (the store was locked, the process was killed)
+is claimed again by the next replay; a record already stored is recognized by its
+failure id. Writers and replayers lock the file, so a record appended to a file
+just claimed is either read by the replay or written again to a new file.
 """
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -17,6 +25,7 @@ from pathlib import Path
 from reflect.store import SQLiteStore, prepare_home
 
 PENDING_FILE = "pending.jsonl"
+REJECTED_SUFFIX = ".rejected"  # records no store accepts: kept for a person, never replayed
 
 
 def places(home: Path) -> tuple[Path, Path]:
@@ -30,28 +39,76 @@ def keep(home: Path, failure: dict, lesson: dict) -> Path:
     for path in places(home):
         try:
             prepare_home(path.parent)
-            with open(path, "a", encoding="utf-8") as f:
-                f.write(line)
+            _append(path, line)
             return path
         except OSError:
             continue
     raise OSError(f"cannot write {PENDING_FILE} beside {home} nor in the temp directory")
 
 
-def replay(home: Path, store: SQLiteStore) -> None:
-    """Move kept captures into the store, once."""
-    for path in places(home):
-        if not path.exists():
-            continue
-        claimed = path.with_name(f"{path.name}.{os.getpid()}")
+def _append(path: Path, line: str) -> None:
+    while True:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         try:
-            os.rename(path, claimed)  # atomic: only one process replays a file
-        except OSError:
-            continue
-        for line in claimed.read_text(encoding="utf-8").splitlines():
-            record = json.loads(line)
+            fcntl.flock(fd, fcntl.LOCK_EX)
             try:
-                store.add_failure(record["failure"], record["lesson"])
-            except sqlite3.IntegrityError:  # already replayed
-                pass
-        claimed.unlink()
+                current = os.stat(path).st_ino
+            except FileNotFoundError:
+                current = None
+            if current == os.fstat(fd).st_ino:  # not claimed by a replay meanwhile
+                os.write(fd, line.encode())
+                os.fsync(fd)  # a capture that returns has kept its failure
+                return
+        finally:
+            os.close(fd)
+
+
+def replay(home: Path, store: SQLiteStore) -> None:
+    """Move kept captures into the store, once; raises what the store raises when it
+    cannot be written (the files stay for the next replay)."""
+    for path in places(home):
+        for candidate in _candidates(path):
+            # A random part: a stale claim of a process whose pid is reused is never overwritten.
+            claimed = path.with_name(f"{path.name}.{os.getpid()}.{os.urandom(6).hex()}")
+            try:
+                os.rename(candidate, claimed)  # atomic: one process holds a claim at a time
+            except OSError:
+                continue
+            _replay_file(claimed, path.with_name(path.name + REJECTED_SUFFIX), store)
+
+
+def _candidates(path: Path) -> list[Path]:
+    """The pending file and the claims a replay left behind."""
+    try:
+        names = os.listdir(path.parent)
+    except OSError:
+        return []
+    claims = sorted(n for n in names
+                    if n.startswith(f"{path.name}.") and not n.endswith(REJECTED_SUFFIX))
+    return [path.parent / n for n in (path.name, *claims) if n in names]
+
+
+def _replay_file(claimed: Path, rejected: Path, store: SQLiteStore) -> None:
+    with open(claimed, "rb") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)  # a writer that opened it before the claim finishes first
+        lines = f.read().decode("utf-8", errors="replace").splitlines()
+        for line in lines:
+            if line.strip():
+                _replay_line(line, rejected, store)
+        claimed.unlink(missing_ok=True)  # another replay may have claimed it from us meanwhile
+
+
+def _replay_line(line: str, rejected: Path, store: SQLiteStore) -> None:
+    try:
+        record = json.loads(line)
+        store.add_failure(record["failure"], record["lesson"])
+    except sqlite3.IntegrityError as e:
+        if "failures.id" not in str(e):
+            _reject(rejected, line)
+    except (sqlite3.InterfaceError, ValueError, KeyError, TypeError, OverflowError):
+        _reject(rejected, line)  # torn or foreign: it must not block the records after it
+
+
+def _reject(rejected: Path, line: str) -> None:
+    with open(rejected, "a", encoding="utf-8") as f:
+        f.write(line + "\n")

@@ -1,0 +1,89 @@
+"""Numbers from harnesses and the command line, read leniently and bounded.
+
+SQLite holds signed 64-bit integers: a larger exit code or iteration would make
+the insert fail and the failure be lost, and a huge iteration would make the
+run's next number overflow. So what is stored is kept within bounds, and text
+such as ``1e20`` or ``2**63`` from a shell is read as the number it means.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from argparse import ArgumentTypeError
+
+from reflect.config import warn
+
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+MAX_ITERATION = 2**31 - 1  # no run has more; the run's next number stays far from overflow
+_POWER = re.compile(r"\s*(-?\d+)\s*(?:\*\*|\^)\s*(\d{1,4})\s*")
+
+
+def whole_number(value: object) -> int | None:
+    """``value`` as an int: an int, a finite float, or text naming one ("42", "1e20",
+    "2**63"); None for anything else."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        return int(value) if math.isfinite(value) else None
+    if not isinstance(value, str):
+        return None
+    try:
+        return int(value.strip())
+    except ValueError:
+        pass
+    if power := _POWER.fullmatch(value):
+        return int(power[1]) ** int(power[2])
+    try:
+        number = float(value)
+    except ValueError:
+        return None
+    return int(number) if math.isfinite(number) else None
+
+
+def clamp(value: int, low: int = INT64_MIN, high: int = INT64_MAX) -> int:
+    return max(low, min(high, value))
+
+
+def bounded(value: object, what: str, low: int = INT64_MIN, high: int = INT64_MAX) -> int | None:
+    """``value`` as an int clamped to [low, high], or None when it names no number; a
+    warning says what was done, and the caller goes on."""
+    if value is None:
+        return None
+    number = whole_number(value)
+    if number is None:
+        warn(f"{what} {value!r} is not a whole number; left out")
+        return None
+    if not low <= number <= high:
+        warn(f"{what} {value} is out of range; {clamp(number, low, high)} used")
+    return clamp(number, low, high)
+
+
+def number(text: str) -> int:
+    """An argparse type: the whole number the text names, however large (the library
+    bounds it); text that names none is a misuse."""
+    value = whole_number(text)
+    if value is None:
+        raise ArgumentTypeError(f"{text!r} is not a whole number")
+    return value
+
+
+def count(text: str) -> int:
+    """An argparse type for limits: a whole number, at most what SQLite holds."""
+    number = whole_number(text)
+    if number is None or number < 0:
+        raise ArgumentTypeError(f"{text!r} is not a whole number of 0 or more")
+    return clamp(number, 0)
+
+
+def iteration(value: object) -> int | None:
+    """A captured iteration, or None (the run's next number) when it is no whole number
+    from 0 to MAX_ITERATION: clamping would pile the run's later failures onto one."""
+    number = whole_number(value)
+    if value is not None and (number is None or not 0 <= number <= MAX_ITERATION):
+        warn(f"iteration {value!r} is not a whole number from 0 to {MAX_ITERATION};"
+             " the run's next number used")
+        return None
+    return number

@@ -1,0 +1,135 @@
+"""Numbers out of range and inputs that never end still leave a recorded failure."""
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import time
+
+import pytest
+from conftest import run_cli
+
+from reflect import Memory
+from reflect.numbers import INT64_MAX, INT64_MIN, MAX_ITERATION, whole_number
+from reflect.store import DB_NAME
+
+
+def stored(home) -> list[tuple]:
+    conn = sqlite3.connect(home / DB_NAME)
+    return conn.execute("SELECT run, iteration, exit_code, message FROM failures"
+                        " ORDER BY seq").fetchall()
+
+
+@pytest.mark.parametrize("text, number", [
+    ("42", 42), (" 7 ", 7), ("1e20", 10**20), ("2**63", 2**63), ("-3", -3), ("1.9", 1),
+    ("nan", None), ("inf", None), ("forty", None), ("", None),
+])
+def test_whole_number_reads_what_a_shell_passes(text, number):
+    assert whole_number(text) == number
+
+
+@pytest.mark.parametrize("flag, value", [
+    ("--exit-code", "100000000000000000000"), ("--exit-code", "-1e30"),
+    ("--iteration", str(2**63)), ("--iteration", "1e20"), ("--iteration", "2**63"),
+    ("--iteration", "-5"),
+])
+def test_out_of_range_numbers_still_record_the_failure(own_store, flag, value):
+    out = run_cli("capture", "--run", "r", "--exit-code", "1", f"{flag}={value}",
+                  "--error-file", "-", stdin=b"ValueError: overflow case")
+    assert out.returncode == 0 and b"warning" in out.stderr, out.stderr
+    [(run, iteration, exit_code, message)] = stored(own_store)
+    assert message == "overflow case" and 0 < iteration <= MAX_ITERATION
+    assert exit_code is None or INT64_MIN <= exit_code <= INT64_MAX
+
+
+@pytest.mark.parametrize("code", ["1e23", "100000000000000000000000", "-1e400", "\"12\""])
+def test_crash_exit_codes_out_of_range_are_bounded(own_store, tmp_path, code):
+    crash = tmp_path / "crash.json"
+    crash.write_text(f'{{"error_class": "Boom", "exit_code": {code}}}')
+    out = run_cli("capture", "--run", "r", "--crash-file", str(crash))
+    assert out.returncode == 0, out.stderr
+    [(_, _, exit_code, message)] = stored(own_store)
+    assert "Boom" in message and (exit_code is None or INT64_MIN <= exit_code <= INT64_MAX)
+
+
+def test_a_huge_iteration_does_not_poison_the_run(own_store):
+    with Memory() as mem:
+        mem.capture(run="r", iteration=2**63 - 1, exit_code=1, error_text="ValueError: first")
+        later = mem.capture(run="r", exit_code=1, error_text="KeyError: 'second'")
+        assert later.iteration <= MAX_ITERATION
+        assert "second" in mem.recall(run="r").text
+    for args in (["--iteration", "9223372036854775807"], ["--iteration", "1e30"], []):
+        out = run_cli("recall", "--run", "r", *args)
+        assert out.returncode == 0 and b"second" in out.stdout, out.stderr
+    out = run_cli("outcome", "--run", "r", "--iteration", "1e30", "--success")
+    assert out.returncode == 0 and b"failed" not in out.stderr, out.stderr
+
+
+@pytest.mark.parametrize("limit", ["100000000000000000000", "1e20"])
+def test_a_huge_limit_lists_everything(own_store, limit):
+    Memory().capture(run="r", exit_code=1)
+    out = run_cli("failures", "list", "--limit", limit)
+    assert out.returncode == 0 and b"F-" in out.stdout, out.stderr
+
+
+def test_bad_limit_is_a_misuse_that_says_what_is_wanted():
+    out = run_cli("failures", "list", "--limit", "lots")
+    assert out.returncode == 2 and b"whole number" in out.stderr
+
+
+def timed_capture(*args: str, stdin=None) -> tuple[subprocess.CompletedProcess, float]:
+    start = time.monotonic()
+    out = subprocess.run([sys.executable, "-m", "reflect", "capture", "--run", "r",
+                          "--exit-code", "3", *args], stdin=stdin, capture_output=True,
+                         timeout=60)
+    return out, time.monotonic() - start
+
+
+@pytest.mark.parametrize("device", ["/dev/zero", "/dev/urandom"])
+def test_an_endless_device_is_read_in_bounded_time(own_store, device):
+    out, took = timed_capture("--error-file", device)
+    assert out.returncode == 0 and took < 15, out.stderr
+    assert b"did not end" in out.stderr
+    assert len(stored(own_store)) == 1
+
+
+def test_stdin_from_an_endless_device(own_store):
+    with open("/dev/zero", "rb") as zero:
+        out, took = timed_capture("--error-file", "-", stdin=zero)
+    assert out.returncode == 0 and took < 15 and len(stored(own_store)) == 1, out.stderr
+
+
+def test_a_fifo_without_a_writer_does_not_hang(own_store, tmp_path):
+    fifo = tmp_path / "err.fifo"
+    os.mkfifo(fifo)
+    out, took = timed_capture("--error-file", str(fifo), "--crash-file", str(fifo))
+    assert out.returncode == 0 and took < 15, out.stderr
+    assert len(stored(own_store)) == 1
+
+
+def test_a_pipe_whose_writer_hangs_is_given_up_on(own_store):
+    writer = subprocess.Popen([sys.executable, "-c",
+                               "import sys, time; print('ValueError: partial', flush=True);"
+                               " time.sleep(60)"], stdout=subprocess.PIPE)
+    try:
+        out, took = timed_capture("--error-file", "-", stdin=writer.stdout)
+    finally:
+        writer.kill()
+    assert out.returncode == 0 and took < 15 and b"no end" in out.stderr, out.stderr
+    assert stored(own_store)[0][3] == "partial"
+
+
+def test_import_refuses_what_is_not_a_regular_file(tmp_path):
+    for path in ("/dev/zero", str(tmp_path)):
+        out = run_cli("import", path)
+        assert out.returncode == 1 and b"regular file" in out.stderr or b"directory" in out.stderr
+
+
+def test_import_cuts_an_endless_line(tmp_path):
+    path = tmp_path / "lessons.jsonl"
+    good = {"fingerprint": "0123456789abcdef", "trigger": "running pytest",
+            "guidance": "use python -m pytest -x", "kind": "model"}
+    path.write_text("x" * 5_000_000 + "\n" + json.dumps(good) + "\n")
+    out = run_cli("import", str(path))
+    assert b"lessons.jsonl:1: line longer" in out.stderr and b"imported 1" in out.stdout

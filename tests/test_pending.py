@@ -1,0 +1,127 @@
+"""Captures kept aside while the store cannot be written reach it exactly once."""
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import time
+
+from reflect import Memory, pending
+from reflect.store import DB_NAME
+
+# Holds the store's write lock until its standard input closes.
+BLOCKER = textwrap.dedent("""
+    import sqlite3, sys
+    conn = sqlite3.connect(sys.argv[1], isolation_level=None)
+    conn.execute("BEGIN EXCLUSIVE")
+    print("locked", flush=True)
+    sys.stdin.read()
+    conn.execute("ROLLBACK")
+""")
+CAPTURES = textwrap.dedent("""
+    import sys
+    from reflect import Memory
+    with Memory(busy_timeout=0.05) as mem:
+        for i in range(int(sys.argv[2])):
+            mem.capture(run=sys.argv[1], exit_code=1, error_text=f"ValueError: {sys.argv[1]} {i}")
+""")
+
+
+def hold_lock(home):
+    blocker = subprocess.Popen([sys.executable, "-c", BLOCKER, str(home / DB_NAME)],
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    assert blocker.stdout.readline() == b"locked\n"
+    return blocker
+
+
+def release(blocker):
+    blocker.stdin.close()
+    assert blocker.wait(timeout=30) == 0
+
+
+def stored_messages(home) -> list[str]:
+    conn = sqlite3.connect(home / DB_NAME)
+    return [m for (m,) in conn.execute("SELECT message FROM failures ORDER BY seq")]
+
+
+def leftovers(home, tmp_path) -> list[str]:
+    spare = tmp_path / f"reflect-{os.getuid()}"
+    return [p.name for d in (home, spare) if d.exists() for p in d.iterdir()
+            if p.name.startswith("pending")]
+
+
+def capture_in_processes(runs: list[str], each: int) -> None:
+    procs = [subprocess.Popen([sys.executable, "-c", CAPTURES, run, str(each)],
+                              stderr=subprocess.PIPE) for run in runs]
+    for p in procs:
+        _, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err.decode()
+
+
+def test_captures_kept_across_processes_while_locked_are_all_replayed_once(own_store, tmp_path):
+    Memory().capture(run="setup", exit_code=1)
+    blocker = hold_lock(own_store)
+    capture_in_processes(["a", "b", "c"], 1)  # one after another, as a shell loop does
+    capture_in_processes(["d"], 3)
+    with Memory(busy_timeout=0.05) as mem:  # and in this process, twice
+        mem.capture(run="e", exit_code=1, error_text="ValueError: e 0")
+        mem.capture(run="e", exit_code=1, error_text="ValueError: e 1")
+    release(blocker)
+    Memory().capture(run="after", exit_code=1, error_text="ValueError: after")
+    messages = stored_messages(own_store)
+    kept = ["a 0", "b 0", "c 0", "d 0", "d 1", "d 2", "e 0", "e 1"]
+    assert sorted(m for m in messages if m in kept) == kept  # each exactly once
+    assert messages[-1] == "after" and leftovers(own_store, tmp_path) == []
+
+
+def test_concurrent_captures_while_the_lock_comes_and_goes_lose_nothing(own_store, tmp_path):
+    Memory().capture(run="setup", exit_code=1)
+    procs = [subprocess.Popen([sys.executable, "-c", CAPTURES, f"w{n}", "15"],
+                              stderr=subprocess.PIPE) for n in range(4)]
+    while any(p.poll() is None for p in procs):
+        blocker = hold_lock(own_store)
+        time.sleep(0.1)
+        release(blocker)
+        time.sleep(0.05)
+    for p in procs:
+        assert p.wait(timeout=120) == 0
+    Memory().capture(run="after", exit_code=1)
+    messages = stored_messages(own_store)
+    expected = sorted(f"w{n} {i}" for n in range(4) for i in range(15))
+    assert sorted(m for m in messages if m.startswith("w")) == expected
+    assert leftovers(own_store, tmp_path) == []
+
+
+def test_a_claim_left_by_a_killed_replay_is_finished_without_duplicates(own_store):
+    with Memory() as mem:
+        stored = mem.capture(run="r", exit_code=1, error_text="ValueError: stored")
+        record = {"failure": dict(mem.store.failure(stored.failure_id)),
+                  "lesson": {"id": "L-unused"}}
+    with Memory(busy_timeout=0.05) as mem:
+        blocker = hold_lock(own_store)
+        mem.capture(run="r", exit_code=1, error_text="ValueError: kept")
+        release(blocker)
+    # The replay was killed after storing the first record of its claim, before the unlink.
+    kept = (own_store / pending.PENDING_FILE).read_text()
+    (own_store / pending.PENDING_FILE).unlink()
+    del record["failure"]["seq"]
+    (own_store / f"{pending.PENDING_FILE}.4242.0a1b2c").write_text(json.dumps(record) + "\n"
+                                                                    + kept + '{"torn')
+    Memory().capture(run="r", exit_code=1, error_text="ValueError: later")
+    assert stored_messages(own_store) == ["stored", "kept", "later"]
+    # The torn line is kept for a person, out of the way of later replays.
+    rejected = own_store / f"{pending.PENDING_FILE}{pending.REJECTED_SUFFIX}"
+    assert rejected.read_text() == '{"torn\n'
+    Memory().capture(run="r", exit_code=1, error_text="ValueError: again")
+    assert stored_messages(own_store)[-1] == "again" and rejected.exists()
+
+
+def test_pending_file_is_private(own_store):
+    Memory().capture(run="setup", exit_code=1)
+    blocker = hold_lock(own_store)
+    with Memory(busy_timeout=0.05) as mem:
+        mem.capture(run="r", exit_code=1)
+    release(blocker)
+    assert (own_store / pending.PENDING_FILE).stat().st_mode & 0o777 == 0o600
