@@ -41,8 +41,9 @@ def embeddings_spec(value: str | None = None, env=os.environ) -> str | None:
 
 
 def escalate_after(env=os.environ) -> int:
-    """Times a lesson may fail to prevent its failure before it is escalated."""
-    return _number(env, "REFLECT_ESCALATE_AFTER", int, 3)
+    """Times a run may fail the same way right after being shown the hint before the
+    hint is marked as one that does not work for it."""
+    return _number(env, "REFLECT_ESCALATE_AFTER", int, 2)
 
 
 def half_life_days(env=os.environ) -> float:

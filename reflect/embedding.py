@@ -1,10 +1,11 @@
-"""Lesson and query vectors: the embedder in use, vectors in the store, the index file.
+"""Vectors of query texts (run goals, error lines): the embedder in use, vectors in the
+store, and the index of run goals that recall compares a run's goal with.
 
 Vectors live in the store as little-endian float32 blobs (the source of truth)
-and in a memory-mapped index file beside it, rebuilt whenever its stamp (the
-model's vector generation) no longer matches. A process that may not load the
-model (the CLI) only reads vectors the worker already wrote, and queues texts
-it lacks; the embed job then fills in every missing vector at once.
+and the run goals' in a memory-mapped index file beside it, rebuilt whenever its
+stamp (how many run goals have a vector) no longer matches. A process that may not
+load the model (the CLI) only reads vectors the worker already wrote, and queues
+texts it lacks; the embed job then fills in every missing vector at once.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from reflect import config
-from reflect.index import Embedder, Ranked, VectorIndex, from_blob, load_embedder, to_blob
+from reflect.index import Embedder, VectorIndex, from_blob, load_embedder, to_blob
 from reflect.store import SQLiteStore, text_key
 
 BATCH = 64
@@ -34,7 +35,6 @@ class Vectors:
         self._embedder: Embedder | None = None
         self._index: VectorIndex | None = None
         self._stamp = ""
-        self._dirty = False  # the loaded index holds vectors its file does not
 
     @property
     def meta_key(self) -> str:
@@ -62,75 +62,34 @@ class Vectors:
                                  (self.meta_key, self._embedder.name))
         return self._embedder
 
-    # -- writing vectors (worker, or an in-process recall) ---------------------------
-
-    def embed_queued(self) -> int:
-        """In process: do the queued embedding work now, if there is any. The queued job
-        is claimed first, so work queued meanwhile queues a new one."""
-        with self.store.write() as conn:
-            claimed = conn.execute(
-                "UPDATE jobs SET state = 'done', reason = 'embedded in process'"
-                " WHERE kind = 'embed' AND state = 'queued'"
-            ).rowcount
-        return self.embed_pending() if claimed else 0
+    # -- writing vectors (the worker, or an in-process recall for its own query) ---------
 
     def embed_pending(self, limit: int | None = None) -> int:
-        """Embed lessons and queued texts that have no vector from the current model."""
+        """Embed the queued texts that have no vector from the current model."""
         embedder = self.embedder()
         if embedder is None:
             return 0
         done = 0
         while limit is None or done < limit:
             size = BATCH if limit is None else min(BATCH, limit - done)
-            lessons = self.store.conn.execute(
-                """SELECT l.id, l.trigger, l.guidance, l.error_text FROM lessons l
-                   LEFT JOIN lesson_vectors v ON v.lesson_id = l.id AND v.model = ?
-                   WHERE v.lesson_id IS NULL AND l.status = 'active' LIMIT ?""",
-                (embedder.name, size),
-            ).fetchall()
             texts = self.store.conn.execute(
                 "SELECT key, text FROM query_vectors WHERE vector IS NULL OR model != ? LIMIT ?",
                 (embedder.name, size),
             ).fetchall()
-            if not lessons and not texts:
+            if not texts:
                 break
-            vectors = embedder.embed([lesson_text(r) for r in lessons] + [r[1] for r in texts])
+            vectors = embedder.embed([r[1] for r in texts])
             with self.store.write() as conn:
-                before = self._generation(embedder.name)
-                conn.executemany(
-                    "INSERT OR REPLACE INTO lesson_vectors VALUES (?, ?, ?)",
-                    [(r[0], embedder.name, to_blob(v))
-                     for r, v in zip(lessons, vectors[: len(lessons)], strict=True)],
-                )
                 conn.executemany(
                     "UPDATE query_vectors SET model = ?, vector = ? WHERE key = ?",
                     [(embedder.name, to_blob(v), r[0])
-                     for r, v in zip(texts, vectors[len(lessons):], strict=True)],
+                     for r, v in zip(texts, vectors, strict=True)],
                 )
-                after = self._generation(embedder.name)
-            # Keep a loaded index current instead of rebuilding it: valid only when no
-            # other process changed this model's vectors meanwhile (one bump per row).
-            if (lessons and self._index is not None and self._index.model == embedder.name
-                    and self._stamp == before and int(after) - int(before) == len(lessons)):
-                self._index.add([r[0] for r in lessons], vectors[: len(lessons)])
-                self._stamp, self._dirty = after, True
-            done += len(lessons) + len(texts)
+            done += len(texts)
         return done
 
-    def _generation(self, model: str) -> str:
-        row = self.store.conn.execute(
-            "SELECT generation FROM vector_generations WHERE model = ?", (model,)
-        ).fetchone()
-        return str(row[0]) if row else "0"
-
-    def flush(self) -> None:
-        """Write an index kept current in memory to its file, for cold processes."""
-        if self._dirty and self._index is not None:
-            self._index.save(self._path(self._index.model), self._stamp)
-            self._dirty = False
-
     def _path(self, model: str) -> Path:
-        return self.store.path.parent / f"vectors-{re.sub(r'[^A-Za-z0-9._-]', '_', model)}.idx"
+        return self.store.path.parent / f"runs-{re.sub(r'[^A-Za-z0-9._-]', '_', model)}.idx"
 
     # -- reading -------------------------------------------------------------------
 
@@ -155,42 +114,35 @@ class Vectors:
         self.store.queue_texts([text], self.clock())
         return None
 
-    def search(self, query: np.ndarray, k: int) -> list[tuple[str, float]]:
-        return self.ranked(query, k).hits
-
-    def ranked(self, query: np.ndarray, k: int) -> Ranked:
+    def similar_runs(self, goal_vector: np.ndarray, run: str, k: int
+                     ) -> list[tuple[str, float]]:
+        """The ``k`` other runs whose goal vectors are closest (positive cosines only)."""
         index = self.index()
-        return index.ranked(query, k) if index is not None else Ranked([], 0.0, 0.0, 0)
+        if index is None:
+            return []
+        hits = index.search(goal_vector, k + 1)
+        return [(other, cosine) for other, cosine in hits if other != run and cosine > 0][:k]
 
     def index(self) -> VectorIndex | None:
-        """The memory-mapped index for the current model, rebuilt from the store's blobs
-        when the file is missing, stale, corrupt or another model's."""
+        """The memory-mapped index of run goals for the current model, rebuilt from the
+        store's blobs when the file is missing, stale, corrupt or another model's."""
         model = self.model_name()
         if model is None:
             return None
-        stamp = self._generation(model)
+        stamp = str(self.store.run_vector_count(model))
         if self._index is not None and self._stamp == stamp:
             return self._index
-        dim_row = self.store.conn.execute(
-            "SELECT length(vector) / 4 FROM lesson_vectors WHERE model = ? LIMIT 1", (model,)
-        ).fetchone()
-        if dim_row is None:
-            return None
         path = self._path(model)
-        index = VectorIndex.load(path, model, dim_row[0], stamp)
+        rows = None
+        dim = self.store.run_vector_dim(model)
+        if dim is None:
+            return None
+        index = VectorIndex.load(path, model, dim, stamp)
         if index is None:
-            index = VectorIndex(model, dim_row[0])
-            rows = self.store.conn.execute(
-                "SELECT lesson_id, vector FROM lesson_vectors WHERE model = ?", (model,)
-            ).fetchall()
+            rows = self.store.run_goal_vectors(model)
+            index = VectorIndex(model, dim)
             index.add([r[0] for r in rows],
                       np.frombuffer(b"".join(r[1] for r in rows), "<f4").reshape(len(rows), -1))
             index.save(path, stamp)
-        self._index, self._stamp, self._dirty = index, stamp, False
+        self._index, self._stamp = index, stamp
         return index
-
-
-def lesson_text(row) -> str:
-    """What a lesson is about, for its vector: when it applies, what to do, the error."""
-    return f"{row[1]}\n{row[2]}\n{row[3]}"
-

@@ -10,15 +10,17 @@ from collections.abc import Callable
 from dataclasses import fields
 from pathlib import Path
 
-from reflect import config, controls, numbers, pending, upkeep
+from reflect import benign, config, controls, numbers, pending, resolution, upkeep
 from reflect.capture import MAX_FIELD, Parsed, entry_rows, parse, synthesize
+from reflect.recall.predict import Predictor
 from reflect.records import ErrorEntry, Recall
 from reflect.store import SQLiteStore
+from reflect.store_runs import MAX_GOAL_CHARS
 from reflect.text import clip
 from reflect.worker import HEARTBEAT_STALE, Worker, start_detached, start_thread
 
 DEFAULT_MAX_TOKENS = config.DEFAULT_MAX_TOKENS
-MAX_GOAL_CHARS = 2000  # goals are issue texts; their start says what they are about
+LOG_WAIT = 0.2  # seconds recall waits to log what it injected; the block never waits
 
 
 class Memory:
@@ -33,6 +35,7 @@ class Memory:
         embeddings: str | None = None,
         semantic: str = "wait",
         credit: bool = True,
+        predictor: Predictor | None = None,
         busy_timeout: float = 5.0,
         close_timeout: float = 2.0,
         clock: Callable[[], float] = time.time,
@@ -43,7 +46,8 @@ class Memory:
         needs it; ``"cached"`` never loads it here: cached vectors are used and the rest
         is queued for a worker. ``reflect=True`` runs the worker in a daemon thread.
         ``credit=False`` keeps the injection log but never credits outcomes to lessons:
-        for replays of recorded agents, which never saw what was injected."""
+        for replays of recorded agents, which never saw what was injected. ``predictor``
+        holds the thresholds of the prediction of lessons from earlier runs."""
         self.home = Path(home) if home is not None else config.default_home()
         self.enabled = config.enabled()
         self.run = run or config.default_run()
@@ -52,7 +56,9 @@ class Memory:
         self.close_timeout = close_timeout
         self.semantic = semantic
         self.credit = credit
+        self.predictor = predictor or Predictor()
         self.scrubber = config.scrubber(self.home, scrub_patterns)
+        self.benign_exits = benign.rules(self.home)
         self.model = config.model_settings(model) if self.enabled else None
         self.embeddings = config.embeddings_spec(embeddings) if self.enabled else None
         self._store: SQLiteStore | None = None
@@ -93,8 +99,6 @@ class Memory:
             stop.set()
             thread.join(self.close_timeout)
             self._worker = None
-        if self._vectors is not None:
-            self._vectors.flush()
         if self._store is not None:
             self._store.close()
             self._store = self._vectors = None
@@ -119,12 +123,19 @@ class Memory:
         crash: dict | None = None,
         exc: BaseException | None = None,
     ) -> ErrorEntry | None:
-        """Record a failed iteration; None only when failure memory is switched off."""
+        """Record a failed iteration; None only when failure memory is switched off.
+        An exit that answered a question (``grep`` found nothing) is kept apart as
+        benign: counted, never recalled."""
         if not self.enabled:
             return None
         # Within what the store holds: an overflow would cost the failure its record.
         iteration = numbers.iteration(iteration)
         exit_code = numbers.bounded(exit_code, "exit code")
+        if exc is None and crash is None:
+            program = benign.benign(action, exit_code, error_text, self.benign_exits)
+            if program:
+                return self._keep_benign(run or self.run, iteration, goal, phase, action,
+                                         exit_code, program)
         try:
             parsed = parse(
                 phase=phase, exit_code=exit_code, error_text=error_text, crash=crash, exc=exc
@@ -151,6 +162,21 @@ class Memory:
             return _entry({**failure, "seq": 0, "lesson_id": lesson["id"]}, lesson)
         return _entry(stored, lesson_row)
 
+    def _keep_benign(self, run: str, iteration: int | None, goal: str, phase: str,
+                     action: str, exit_code: int | None, program: str) -> ErrorEntry:
+        def scrub(text: str) -> str:
+            return clip(self.scrubber.scrub(text or "")[0], MAX_FIELD)
+
+        row = {"run": scrub(run), "iteration": iteration, "ts": self.clock(),
+               "phase": scrub(phase), "action": scrub(action), "exit_code": exit_code,
+               "program": program}
+        try:
+            row = self.store.add_benign(row, clip(scrub(goal), MAX_GOAL_CHARS), self.scope)
+        except (sqlite3.Error, OSError) as e:  # not a failure: nothing is lost
+            config.warn(f"store {self.home} not writable ({e}); benign exit not kept")
+            row = {"id": "", **row, "iteration": iteration or 0}
+        return benign_entry(row)
+
     def recall(
         self,
         run: str | None = None,
@@ -161,11 +187,11 @@ class Memory:
         sections: tuple[str, ...] = ("recent", "lessons"),
     ) -> Recall:
         """The block for the next prompt: this run's recent failures (one item per root
-        cause, newest first), then lessons from earlier runs that fit the goal.
-        ``sections`` limits what is searched."""
+        cause, newest first), then lessons of what this run is likely to hit, predicted
+        from earlier runs. ``sections`` limits what is searched."""
         if not self.enabled:
             return Recall()
-        from reflect import recall
+        from reflect.recall import block
 
         if config.offline():  # recency only: this run's failures and hints, from SQL
             sections = tuple(s for s in sections if s == "recent")
@@ -173,17 +199,20 @@ class Memory:
         try:
             goal = clip(self.scrubber.scrub(goal)[0], MAX_GOAL_CHARS)
             now = self.clock()
-            rec = recall.build(
-                self.store, self.vectors, run=run, goal=goal, phase=phase,
-                iteration=iteration, max_tokens=max_tokens, sections=sections,
-                scope=self.scope, now=now, embed=self.semantic == "wait",
-                escalate_after=config.escalate_after(),
-                half_life_days=config.half_life_days(),
-            )
-            if rec.items:  # the injection log: what the agent saw, for credit and people
-                if iteration is None:
-                    iteration = self.store.next_iteration(run)
-                self.store.record_injections(run, iteration, rec.items, rec.tokens, now)
+            query = block.Query(
+                run=run, goal=goal, phase=phase, iteration=iteration, scope=self.scope,
+                now=now, max_tokens=max_tokens, sections=sections,
+                embed=self.semantic == "wait", escalate_after=config.escalate_after())
+            rec = block.build(self.store, self.vectors, query, self.predictor)
+            try:  # the log is best effort: it must not cost the agent its block
+                self.store.register_run(run, goal, self.scope, now, wait=LOG_WAIT)
+                if rec.items:  # what the agent saw, for credit and people
+                    if iteration is None:
+                        iteration = self.store.next_iteration(run)
+                    self.store.record_injections(run, iteration, rec.items, rec.tokens, now,
+                                                 wait=LOG_WAIT)
+            except (sqlite3.Error, OSError) as e:
+                config.warn(f"store {self.home}: injection log not written ({e})")
             return rec
         except (sqlite3.Error, OSError) as e:
             config.warn(f"store {self.home} not readable ({e}); no failures recalled")
@@ -234,8 +263,9 @@ class Memory:
         self, run: str | None = None, iteration: int | None = None, success: bool = True,
         action: str = "",
     ) -> list[str]:
-        """Report how an iteration ended. On success the run's open failures get
-        ``action`` as their resolution; returns the ids of the failures resolved."""
+        """Report how an iteration ended. On success, each open failure of the run that
+        ``action`` re-ran (same program and target) gets what changed before this rerun
+        as what worked; returns the ids of the failures resolved."""
         run = run or self.run
         if not self.enabled or not success:
             return []  # a failed iteration is credited when it is captured
@@ -244,12 +274,14 @@ class Memory:
             return []
         if iteration is None:
             iteration = self.store.next_iteration(run)
-        resolution = clip(self.scrubber.scrub(action)[0], MAX_FIELD)
-        resolution = resolution or "a later iteration succeeded"
+        action = clip(self.scrubber.scrub(action)[0], MAX_FIELD)
+        found = resolution.resolutions(
+            self.store.open_failures(run, iteration), action,
+            lambda after: self.store.successes_between(run, after, iteration))
         # With a model, the worker revises the lessons of what this fixed.
-        return self.store.resolve_open(run, iteration, resolution, self.clock(),
-                                       reflect=self.model is not None,
-                                       credit_outcome=self.credit)
+        self.store.resolve(run, iteration, action, found, self.clock(),
+                           reflect=self.model is not None, credit_outcome=self.credit)
+        return list(found)
 
     def failures(self, run: str | None = None, limit: int = 20) -> list[ErrorEntry]:
         rows = self.store.failures(run, limit)
@@ -270,6 +302,7 @@ class Memory:
             "by_error_type": dict(by_type),
             "most_common_error": by_type[0][0] if by_type else None,
             "by_run": dict(self.store.count_by("run", run)),
+            "benign": self.store.benign_count(run),  # exits that answered a question
         }
 
     def injections(self, run: str | None = None, limit: int = 50) -> list[dict]:
@@ -316,6 +349,17 @@ class Memory:
 
     def consolidate(self) -> dict:
         return upkeep.consolidate(self.store, self.clock(), config.half_life_days())
+
+
+def benign_entry(row: dict) -> ErrorEntry:
+    """The API's record of a benign exit: no fingerprint, no lesson."""
+    return ErrorEntry(
+        failure_id=row["id"], fingerprint="", run=row["run"], iteration=row["iteration"],
+        seq=row.get("seq", 0), ts=row["ts"], error_type="Benign",
+        message=f"`{row['program']}` exit {row['exit_code']} answered a question, no error",
+        signature="", phase=row["phase"], goal="", action=row["action"],
+        exit_code=row["exit_code"], source="benign", redactions=0, category="benign",
+        severity="low", lesson_id="")
 
 
 def _entry(row: dict, lesson: dict | None) -> ErrorEntry:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import sqlite3
 
 from reflect.fingerprint import cause
+from reflect.text import text_key
 
 
 def create_failures_and_lessons(conn: sqlite3.Connection) -> None:
@@ -267,8 +268,68 @@ def count_causes(conn: sqlite3.Connection) -> None:
     )
 
 
+def add_runs_and_steps(conn: sqlite3.Connection) -> None:
+    _script(
+        conn,
+        """
+        -- Exits that answered a question (grep found nothing): kept and counted, but
+        -- apart from failures, so nothing that recalls or counts failures sees them.
+        CREATE TABLE benign (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            id TEXT NOT NULL UNIQUE,
+            run TEXT NOT NULL,
+            iteration INTEGER NOT NULL,
+            ts REAL NOT NULL,
+            phase TEXT NOT NULL,
+            action TEXT NOT NULL,
+            exit_code INTEGER,
+            program TEXT NOT NULL
+        );
+        CREATE INDEX benign_run_seq ON benign (run, seq);
+        -- Steps that succeeded after a failure: what changed before the rerun that passed.
+        CREATE TABLE successes (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            run TEXT NOT NULL,
+            iteration INTEGER NOT NULL,
+            action TEXT NOT NULL,
+            ts REAL NOT NULL
+        );
+        CREATE INDEX successes_run_iteration ON successes (run, iteration);
+        -- Every run with its goal: the neighbourhood in which recall predicts failures.
+        -- goal_key names the goal's vector in query_vectors.
+        CREATE TABLE runs (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            run TEXT NOT NULL UNIQUE,
+            goal TEXT NOT NULL,
+            goal_key TEXT NOT NULL,
+            scope TEXT NOT NULL,
+            created REAL NOT NULL
+        );
+        CREATE VIRTUAL TABLE runs_fts USING fts5 (goal, tokenize = 'unicode61 remove_diacritics 2');
+        CREATE VIRTUAL TABLE runs_vocab USING fts5vocab (runs_fts, 'row');
+        CREATE TRIGGER runs_fts_insert AFTER INSERT ON runs BEGIN
+            INSERT INTO runs_fts (rowid, goal) VALUES (new.seq, new.goal);
+        END;
+        CREATE TRIGGER runs_fts_delete AFTER DELETE ON runs BEGIN
+            DELETE FROM runs_fts WHERE rowid = old.seq;
+        END;
+        INSERT INTO runs (run, goal, goal_key, scope, created)
+            SELECT f.run, f.goal, '', COALESCE(l.scope, 'global'), f.ts FROM failures f
+            LEFT JOIN lessons l ON l.id = f.lesson_id
+            WHERE f.seq IN (SELECT MIN(seq) FROM failures GROUP BY run);
+        -- What worked used to be the next step that exited 0, whatever it was (`ls`, a
+        -- heredoc); now it is only a rerun that passed, with what changed before it.
+        UPDATE failures SET resolution = '';
+        UPDATE lessons SET resolution = ''
+        """,
+    )
+    conn.executemany("UPDATE runs SET goal_key = ? WHERE seq = ?",
+                     [(text_key(goal), seq)
+                      for seq, goal in conn.execute("SELECT seq, goal FROM runs").fetchall()])
+
+
 MIGRATIONS = [create_failures_and_lessons, add_jobs_and_model_lessons, add_search,
-              add_credit_and_controls, count_causes]
+              add_credit_and_controls, count_causes, add_runs_and_steps]
 
 
 def _script(conn: sqlite3.Connection, sql: str) -> None:

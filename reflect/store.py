@@ -22,6 +22,8 @@ from reflect.fingerprint import cause
 from reflect.lessons import active_lesson
 from reflect.migrations import migrate
 from reflect.scrub import repo_from_git_config
+from reflect.store_runs import MAX_GOAL_CHARS, RunQueries
+from reflect.text import clip, text_key
 
 DB_NAME = "reflect.db"
 EMBED_TARGET = "pending"  # one embed job covers everything that lacks a vector
@@ -36,10 +38,6 @@ def newest(conn: sqlite3.Connection, table: str, order: str, limit: int,
     where = f" WHERE {' AND '.join(given)}" if given else ""
     return [dict(r) for r in conn.execute(
         f"SELECT * FROM {table}{where} ORDER BY {order} DESC LIMIT ?", [*given.values(), limit])]
-
-
-def text_key(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
 def error_query(failure: dict) -> str:
@@ -59,10 +57,11 @@ def prepare_home(home: Path) -> None:
             pass
 
 
-class SQLiteStore:
+class SQLiteStore(RunQueries):
     def __init__(self, home: Path, busy_timeout: float = 5.0):
         prepare_home(home)
         self.path = home / DB_NAME
+        self.busy_timeout = busy_timeout
         self.conn = sqlite3.connect(
             self.path, timeout=busy_timeout, isolation_level=None, check_same_thread=False
         )
@@ -92,10 +91,17 @@ class SQLiteStore:
         self.conn.close()
 
     @contextmanager
-    def write(self) -> Iterator[sqlite3.Connection]:
-        """One write transaction, taking the lock up front so it cannot deadlock."""
+    def write(self, wait: float | None = None) -> Iterator[sqlite3.Connection]:
+        """One write transaction, taking the lock up front so it cannot deadlock;
+        ``wait``: seconds to wait for the lock instead of the busy timeout."""
         with self._writing:
-            self.conn.execute("BEGIN IMMEDIATE")
+            if wait is not None:
+                self.conn.execute(f"PRAGMA busy_timeout = {int(wait * 1000)}")
+            try:
+                self.conn.execute("BEGIN IMMEDIATE")
+            finally:
+                if wait is not None:
+                    self.conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
             try:
                 yield self.conn
             except BaseException:
@@ -114,7 +120,7 @@ class SQLiteStore:
         fingerprint has no active lesson yet. Jobs are queued in the same
         transaction, so none can be lost: with ``reflect`` a reflection job for a
         fingerprint that has only its heuristic lesson; with ``embed`` vectors
-        for a new lesson and for the error's text. Returns the stored rows.
+        for the error's and the goal's texts. Returns the stored rows.
         """
         fp = failure["fingerprint"]
         # Derived here, the one place a failure enters the store (pending files kept by
@@ -122,7 +128,9 @@ class SQLiteStore:
         failure["cause"] = cause(failure["error_type"], failure["message"])
         with self.write() as conn:
             if failure["iteration"] is None:
-                failure["iteration"] = self.next_iteration(failure["run"])
+                failure["iteration"] = self._next_iteration(conn, failure["run"])
+            scope = lesson.get("scope", "global")  # kept-aside records may lack it
+            self._register_run(conn, failure["run"], failure["goal"], scope, failure["ts"])
             row = active_lesson(conn, fp)
             if row is None:
                 conn.execute(
@@ -131,8 +139,6 @@ class SQLiteStore:
                     lesson,
                 )
                 row = active_lesson(conn, fp)
-                if embed:
-                    queue.enqueue(conn, "embed", EMBED_TARGET, "", failure["ts"])
             failure["lesson_id"] = row["id"]
             new_run = conn.execute(
                 "SELECT 1 FROM failures WHERE cause = ? AND run = ? LIMIT 1",
@@ -158,8 +164,10 @@ class SQLiteStore:
                 credit.on_failure(conn, failure["run"], failure["iteration"], fp)
             if reflect and row["kind"] == "heuristic":
                 queue.enqueue(conn, "reflect", fp, failure["run"], failure["ts"])
-            if embed:
-                self._queue_texts(conn, [error_query(failure)], failure["ts"])
+            if embed:  # the error's vector, and the goal's (by which runs are compared)
+                self._queue_texts(conn, [error_query(failure), clip(failure["goal"],
+                                                                    MAX_GOAL_CHARS)],
+                                  failure["ts"])
             stored = conn.execute(
                 "SELECT * FROM failures WHERE seq = ?", (cursor.lastrowid,)
             ).fetchone()
@@ -301,46 +309,44 @@ class SQLiteStore:
     # -- changes ---------------------------------------------------------------
 
     def record_injections(self, run: str, iteration: int, items: list, tokens: int,
-                          now: float) -> None:
-        with self.write() as conn:
+                          now: float, wait: float | None = None) -> None:
+        with self.write(wait) as conn:
             credit.record(conn, run, iteration, items, tokens, now)
 
     def injections(self, run: str | None, limit: int) -> list[dict]:
         return newest(self.conn, "injections", "id", limit, {"run = ?": run})
 
-    def resolve_open(self, run: str, iteration: int, resolution: str, now: float,
-                     reflect: bool = False, credit_outcome: bool = True) -> list[str]:
-        """``iteration`` succeeded: credit what was injected before it, give the run's
-        unresolved failures before it the action that worked, and with ``reflect``
-        queue a revision of each of their lessons."""
+    def resolve(self, run: str, iteration: int, action: str, resolutions: dict[str, str],
+                now: float, reflect: bool = False, credit_outcome: bool = True) -> None:
+        """``iteration`` succeeded with ``action``: credit what was injected before it, keep
+        the step (it may be what changed before a rerun), give each failure in
+        ``resolutions`` (id -> what worked) its text, and with ``reflect`` queue a
+        revision of each of their lessons."""
         with self.write() as conn:
             if credit_outcome:
                 credit.on_success(conn, run, iteration)
-            open_failures = "run = ? AND iteration < ? AND resolution = ''"
-            rows = conn.execute(
-                f"SELECT id, fingerprint FROM failures WHERE {open_failures}", (run, iteration)
-            ).fetchall()
-            conn.execute(
-                f"UPDATE failures SET resolution = ? WHERE {open_failures}",
-                (resolution, run, iteration),
-            )
-            for fingerprint in {r["fingerprint"] for r in rows}:
+            conn.execute("INSERT INTO successes (run, iteration, action, ts) VALUES (?, ?, ?, ?)",
+                         (run, iteration, action, now))
+            for failure_id, text in resolutions.items():
+                fingerprint = conn.execute(
+                    "UPDATE failures SET resolution = ? WHERE id = ? RETURNING fingerprint",
+                    (text, failure_id)).fetchone()[0]
                 conn.execute(
                     "UPDATE lessons SET resolution = ?, updated = ?"
                     " WHERE fingerprint = ? AND status = 'active'",
-                    (resolution, now, fingerprint),
+                    (text, now, fingerprint),
                 )
                 if reflect:
                     queue.enqueue(conn, "reflect", fingerprint, run, now)
-        return [r["id"] for r in rows]
 
     def purge(self) -> None:
         """After a deletion: rewrite the keyword index without the deleted text, drop the
         index files (rebuilt from the store on next use) and empty the WAL."""
         with self.write() as conn:
             conn.execute("INSERT INTO lessons_fts (lessons_fts) VALUES ('optimize')")
-        for path in self.path.parent.glob("vectors-*.idx"):
-            path.unlink(missing_ok=True)
+        for pattern in ("runs-*.idx", "vectors-*.idx"):  # vectors-: older versions' files
+            for path in self.path.parent.glob(pattern):
+                path.unlink(missing_ok=True)
         self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     def clear(self, run: str | None) -> int:
@@ -349,7 +355,8 @@ class SQLiteStore:
         with self.write() as conn:
             where, args = ("WHERE run = ?", (run,)) if run is not None else ("", ())
             n = conn.execute(f"DELETE FROM failures {where}", args).rowcount
-            conn.execute(f"DELETE FROM injections {where}", args)
+            for table in ("injections", "benign", "successes", "runs"):
+                conn.execute(f"DELETE FROM {table} {where}", args)
             kept = "(SELECT DISTINCT fingerprint FROM failures)"
             conn.execute(
                 f"DELETE FROM lessons WHERE kind != 'taught' AND fingerprint NOT IN {kept}"

@@ -89,8 +89,7 @@ class Worker:
 
     def _embed(self, job: queue.Job) -> None:
         self.vectors.embed_pending()
-        self.vectors.index()  # rebuilt or kept current: cold CLI recalls map the file
-        self.vectors.flush()
+        self.vectors.index()  # rebuilt now: cold CLI recalls map the file
         with self.store.write() as conn:
             queue.finish(conn, job, self.owner, self.clock())
 

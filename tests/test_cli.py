@@ -128,9 +128,10 @@ def test_outcome_for_an_unknown_run_warns_and_exits_0():
 
 
 def test_outcome_resolves_and_stats_counts():
-    run_cli("capture", "--run", "r", "--exit-code", "1", "--error-file", "-", stdin=TRACEBACK)
+    run_cli("capture", "--run", "r", "--action", "python repro.py", "--exit-code", "1",
+            "--error-file", "-", stdin=TRACEBACK)
     out = run_cli("outcome", "--run", "r", "--iteration", "2", "--success",
-                  "--action", "python manage.py migrate", "--format", "json")
+                  "--action", "python manage.py migrate && python repro.py", "--format", "json")
     assert len(json.loads(out.stdout)["resolved_failure_ids"]) == 1
     stats = run_cli("stats").stdout.decode()
     assert "failures: 1" in stats and "OperationalError" in stats

@@ -10,7 +10,7 @@ from reflect.eval.replay import ReplayError, replay
 from reflect.eval.signature import signature
 from reflect.eval.trace import TraceRecord, write_trace
 from reflect.memory import Memory
-from reflect.render import LESSONS_HEADER, RECENT_HEADER, estimate_tokens
+from reflect.recall.render import LESSONS_HEADER, RECENT_HEADER, estimate_tokens
 from reflect.store import SQLiteStore
 
 E1 = textwrap.dedent("""\

@@ -50,7 +50,7 @@ def test_markdown_holds_the_confident_lessons_and_every_taught_one(mem):
     set_lesson(mem, table.lesson_id, guidance=MIGRATE, kind="model", confidence=0.9)
     set_lesson(mem, yaml.lesson_id, confidence=0.2)
     set_lesson(mem, tool.lesson_id, confidence=0.1, kind="taught")
-    mem.outcome(run="b", iteration=2, action="python manage.py migrate")
+    mem.outcome(run="b", iteration=2, action="python manage.py migrate && python repro.py")
 
     text = export_lessons(mem.store, "markdown")
 
@@ -58,7 +58,7 @@ def test_markdown_holds_the_confident_lessons_and_every_taught_one(mem):
     assert "## Environment" in text and "## Import" not in text  # the yaml lesson is left out
     assert f"- **When** {lesson(mem, table.lesson_id)['trigger']}: {MIGRATE}" in text
     assert f"`{table.lesson_id}` · seen in 2 runs · confidence 0.90" in text
-    assert "what worked: `python manage.py migrate`" in text
+    assert "what worked: `python manage.py migrate && python repro.py passed`" in text
     taught = lesson(mem, tool.lesson_id)["guidance"]
     assert taught in text and "confidence 0.10 · taught" in text  # taught: whatever its score
     assert "yaml" not in text

@@ -10,7 +10,7 @@ from reflect.heuristics import CATEGORIES, SEVERITIES, Heuristic, heuristic_less
 CASES = [
     # import / dependency
     (("ModuleNotFoundError", "No module named 'requests'", "python reproduce.py", "run", 1),
-     "import", "high", ["pip install requests", "`python reproduce.py`"]),
+     "import", "high", ["pip install requests"]),
     (("ModuleNotFoundError", "No module named 'yaml'", "python app.py", "", 1),
      "import", "high", ["pip install pyyaml"]),
     (("ModuleNotFoundError", "No module named 'cv2'", "python detect.py", "", 1),
@@ -32,7 +32,7 @@ CASES = [
       "(most likely due to a circular import)", "python -m app", "", 1),
      "import", "high", ["`app.models`", "Circular import"]),
     (("Error", "Cannot find module 'express'", "node server.js", "run", 1),
-     "import", "high", ["npm install express", "`node server.js`"]),
+     "import", "high", ["npm install express"]),
     (("TS2307", "Cannot find module 'lodash' or its corresponding type declarations.",
       "npx tsc --noEmit", "build", 2),
      "import", "high", ["npm install lodash", "@types/lodash"]),
@@ -40,7 +40,7 @@ CASES = [
      "import", "high", ["`./utils/format`", "relative"]),
     # environment / setup
     (("OperationalError", "no such table: auth_user", "python reproduce.py", "run", 1),
-     "environment", "high", ["`auth_user`", "python manage.py migrate", "django.setup()",
+     "environment", "high", ["`auth_user`", "python manage.py migrate",
                              "call_command('migrate')"]),
     (("ProgrammingError", 'relation "orders" does not exist', "python report.py", "", 1),
      "environment", "high", ["`orders`", "migrations"]),
@@ -49,7 +49,7 @@ CASES = [
     (("ImproperlyConfigured", "Requested setting INSTALLED_APPS, but settings are not "
       "configured. You must either define the environment variable DJANGO_SETTINGS_MODULE or "
       "call settings.configure() before accessing settings.", "python check.py", "", 1),
-     "environment", "high", ["DJANGO_SETTINGS_MODULE", "django.setup()", "`python check.py`"]),
+     "environment", "high", ["DJANGO_SETTINGS_MODULE", "django.setup()"]),
     (("FileNotFoundError", "[Errno 2] No such file or directory: 'config.yaml'",
       "python app.py", "run", 1),
      "environment", "high", ["`config.yaml`", "`ls`"]),
@@ -75,18 +75,18 @@ CASES = [
      "syntax", "high", ["`models.py` line 40", "invalid syntax"]),
     (("SyntaxError", "'(' was never closed", "sed -i '3s/foo(/bar(/' app/views.py", "edit", 1),
      "syntax", "high", ["`sed`", "`app/views.py`"]),
-    (("TS1005", "';' expected.", "npx tsc", "build", 2), "syntax", "high", ["';' expected"]),
+    (("TS1005", "';' expected.", "npx tsc", "build", 2), "syntax", "high", []),
     (("CompileError", "main.c:12:5: error: expected ';' before '}' token", "make", "build", 2),
-     "syntax", "high", ["main.c:12", "`make`"]),
+     "general", "medium", []),  # no rule knows a C compile error: no hint
     # type / name / attribute / key
     (("CompileError", "src/Main.java:7: error: cannot find symbol: variable count",
-      "javac src/Main.java", "build", 1), "type", "medium", ["count", "`javac src/Main.java`"]),
+      "javac src/Main.java", "build", 1), "general", "medium", []),
     (("E0425", "cannot find value `total` in this scope", "cargo build", "build", 101),
-     "type", "medium", ["total", "`cargo build`"]),
+     "general", "medium", []),
     (("TS2304", "Cannot find name 'describe'.", "npx tsc", "build", 2),
      "type", "medium", ["`describe`", "@types/jest"]),
     (("TS2339", "Property 'email' does not exist on type 'User'.", "npx tsc", "build", 2),
-     "type", "medium", ["email", "User"]),
+     "general", "medium", []),
     (("NameError", "name 'json' is not defined", "python load.py", "", 1),
      "type", "medium", ["`import json`"]),
     (("NameError", "name 'np' is not defined", "python stats.py", "", 1),
@@ -104,7 +104,7 @@ CASES = [
     (("TypeError", "__init__() got an unexpected keyword argument 'timeout'", "python c.py", "",
       1), "type", "medium", ["`__init__()`", "'timeout'"]),
     (("TypeError", "unsupported operand type(s) for +: 'int' and 'str'", "python sum.py", "", 1),
-     "type", "medium", ["unsupported operand type(s) for +: 'int' and 'str'"]),
+     "general", "medium", []),
     (("KeyError", "'user_id'", "python handler.py", "", 1), "type", "medium", ["`user_id`"]),
     # tests
     (("AssertionError", "assert 401 == 200", "pytest tests/test_api.py", "test", 1),
@@ -117,16 +117,16 @@ CASES = [
      "test", "medium", ["`client`", "conftest.py"]),
     # timeouts
     (("TimeoutExpired", "Command 'npm test' timed out after 60 seconds", "python ci.py", "test",
-      1), "timeout", "medium", ["`python ci.py`", "infinite loop"]),
+      1), "timeout", "medium", ["infinite loop"]),
     (("Failed", "Timeout >30.0s", "pytest tests/test_sync.py", "test", 1),
-     "timeout", "medium", ["`pytest tests/test_sync.py`"]),
+     "timeout", "medium", ["timeout 60"]),
     # resources
     (("MemoryError", "", "python train.py", "train", 1), "resource", "medium",
-     ["`python train.py`", "memory"]),
+     ["memory"]),
     (("_ArrayMemoryError", "Unable to allocate 7.45 GiB for an array with shape (1000000, 1000)",
-      "python embed.py", "", 1), "resource", "medium", ["`python embed.py`"]),
+      "python embed.py", "", 1), "resource", "medium", ["smaller input"]),
     (("Error", "FATAL ERROR: Reached heap limit Allocation failed - JavaScript heap out of memory",
-      "npm run build", "build", 134), "resource", "medium", ["`npm run build`"]),
+      "npm run build", "build", 134), "resource", "medium", ["smaller input"]),
     # permissions
     (("PermissionError", "[Errno 13] Permission denied: '/usr/lib/python3/dist-packages/six.py'",
       "pip install six", "setup", 1),
@@ -153,22 +153,22 @@ CASES = [
       "python fetch.py", "", 1), "network", "low", ["`pypi.org`", "retry"]),
     # synthesized: no error text, only the phase and the exit code
     (("Synthesized", "test failed with exit code 124 and no error output", "pytest tests/",
-      "test", 124), "timeout", "medium", ["`pytest tests/`", "infinite loop"]),
+      "test", 124), "timeout", "medium", ["infinite loop"]),
     (("Synthesized", "train failed with exit code 137 and no error output", "python train.py",
-      "train", 137), "resource", "medium", ["`python train.py`", "memory"]),
+      "train", 137), "resource", "medium", ["memory"]),
     (("Synthesized", "run failed with exit code 126 and no error output", "./build.sh",
       "build", 126), "permission", "high", ["chmod +x ./build.sh"]),
     (("Synthesized", "test failed with exit code 127 and no error output", "pytest -q", "test",
       127), "environment", "high", ["python -m pytest"]),
     (("Synthesized", "test failed with exit code 1 and no error output", "npm test", "test", 1),
-     "test", "medium", ["`npm test`"]),
+     "test", "medium", ["output visible"]),
     (("Synthesized", "build failed with exit code 1 and no error output", "make", "build", 1),
-     "general", "medium", ["`make`", "2>&1"]),
+     "general", "medium", ["2>&1"]),
     (("Synthesized", "lint failed with exit code 2 and no error output", "grep -Z x src",
       "lint", 2), "general", "medium", ["`grep`", "--help"]),
     # general fallback
     (("ValueError", "invalid literal for int() with base 10: 'abc'", "python parse.py", "", 1),
-     "general", "medium", ["`python parse.py`", "ValueError", "invalid literal"]),
+     "general", "medium", []),
 ]
 
 
@@ -211,14 +211,14 @@ def test_module_to_package_names(module, package):
     assert f"`pip install {package}`" in lesson.guidance or f"-U {package}`" in lesson.guidance
 
 
-def test_unknown_input_falls_back_to_general_and_names_the_action():
+def test_unknown_input_gets_no_hint_and_its_trigger_names_the_action():
+    """No rule knows the error: a hint would only restate it, so there is none."""
     lesson = heuristic_lesson("FrobnicationError", "the widget could not be frobnicated",
                               "make deploy", "deploy", 3)
     assert (lesson.category, lesson.severity) == ("general", "medium")
-    assert "`make deploy`" in lesson.guidance and "`make deploy`" in lesson.trigger
-    assert "FrobnicationError" in lesson.guidance and "frobnicated" in lesson.guidance
+    assert lesson.guidance == "" and "`make deploy`" in lesson.trigger
     empty = heuristic_lesson("", "")
-    assert empty.category == "general" and empty.guidance and empty.trigger
+    assert empty.category == "general" and empty.guidance == "" and empty.trigger
 
 
 HUGE = [

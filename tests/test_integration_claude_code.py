@@ -112,7 +112,7 @@ def test_a_success_that_reruns_the_failed_command_is_its_outcome():
     hook(event("PostToolUse", tool_input={"command": "ls tests"}))  # not a fix of it
     assert failures()[0].resolution == ""
     assert hook(event("PostToolUse"))[0] == {}  # python -m pytest tests/test_dates.py
-    assert failures()[0].resolution == "python -m pytest tests/test_dates.py"
+    assert "`python -m pytest tests/test_dates.py` passed" in failures()[0].resolution
 
 
 @pytest.mark.parametrize("raw", ["", "not json", "[1, 2]", '{"hook_event_name": "Nope"}'])

@@ -28,13 +28,17 @@ def test_a_failure_passes_through_is_captured_and_followed_by_the_block():
     assert entry.action.startswith(sys.executable) and "dateutil" in entry.message
 
 
-def test_a_success_is_left_unchanged_and_is_the_outcome():
+def test_a_success_is_left_unchanged_and_is_the_outcome(tmp_path):
     assert reflect_run(sys.executable, "-c", "print('ok')").stdout == b"ok\n"
-    reflect_run(sys.executable, "-c", SCRIPT)
-    done = reflect_run(sys.executable, "-c", "print('3 passed')")
+    check = tmp_path / "check.py"
+    check.write_text(SCRIPT)
+    reflect_run(sys.executable, str(check))
+    check.write_text("print('3 passed')")  # the fix; the same command then passes
+    done = reflect_run(sys.executable, str(check))
     assert (done.returncode, done.stdout, done.stderr) == (0, b"3 passed\n", b"")
     with Memory() as mem:
-        assert "3 passed" in mem.failures(run="ci-7")[0].resolution
+        resolution = mem.failures(run="ci-7")[0].resolution
+    assert resolution.endswith("` passed when rerun unchanged")
 
 
 def test_exit_codes_of_a_signal_and_of_a_missing_program():

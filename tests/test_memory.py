@@ -3,9 +3,10 @@ import sqlite3
 import textwrap
 
 import pytest
+from conftest import NO_TABLE
 
 from reflect import Memory
-from reflect.render import NEUTRALIZED, RECENT_HEADER
+from reflect.recall.render import NEUTRALIZED, RECENT_HEADER
 from reflect.store import DB_NAME
 
 TRACEBACK = textwrap.dedent("""\
@@ -127,13 +128,39 @@ def test_kill_switch_makes_capture_and_recall_no_ops(monkeypatch, own_store):
     assert not own_store.exists()
 
 
-def test_success_resolves_the_runs_open_failures(mem):
-    a = mem.capture(run="r", iteration=1, exit_code=1, error_text=TRACEBACK)
-    resolved = mem.outcome(run="r", iteration=2, success=True, action="pip install requests")
+def test_a_rerun_that_passes_resolves_the_failure_with_what_changed(mem):
+    a = mem.capture(run="r", iteration=1, action="python app.py", exit_code=1,
+                    error_text=TRACEBACK)
+    other = mem.capture(run="r", iteration=2, action="pytest -q", exit_code=1,
+                        error_text="AssertionError: 1 != 2")
+    # A step that passed but re-ran nothing resolves nothing: it is only remembered.
+    assert mem.outcome(run="r", iteration=3, success=True, action="ls -la") == []
+    assert mem.outcome(run="r", iteration=4, success=True, action="pip install requests") == []
+    resolved = mem.outcome(run="r", iteration=5, success=True, action="python3 app.py")
     assert resolved == [a.failure_id]
-    assert mem.failure(a.failure_id).resolution == "pip install requests"
-    assert "Fixed later by: `pip install requests`" in mem.recall(run="r").text
-    assert mem.outcome(run="r", iteration=3, success=True, action="again") == []
+    worked = "`ls -la`; `pip install requests`, then `python3 app.py` passed"
+    assert mem.failure(a.failure_id).resolution == worked
+    assert mem.failure(other.failure_id).resolution == ""
+    assert f"Fixed later by: {worked}" in mem.recall(run="r").text
+    assert mem.outcome(run="r", iteration=6, success=True, action="python app.py") == []
+
+
+def test_a_plain_rerun_that_passes_says_nothing_changed(mem):
+    a = mem.capture(run="r", iteration=1, action="curl -sf http://localhost:8000/health",
+                    exit_code=7, error_text="curl: (7) Failed to connect")
+    mem.outcome(run="r", iteration=2, success=True, action="curl -sf http://localhost:8000/health")
+    assert mem.failure(a.failure_id).resolution == (
+        "`curl -sf http://localhost:8000/health` passed when rerun unchanged")
+
+
+def test_what_worked_never_carries_a_heredoc_body(mem):
+    a = mem.capture(run="r", iteration=1, action="python repro.py", exit_code=1,
+                    error_text=NO_TABLE)
+    mem.outcome(run="r", iteration=2, success=True,
+                action="cat <<'EOF' > repro.py\nimport django\nSECRET_BODY = 1\nEOF\n"
+                       "python repro.py")
+    resolution = mem.failure(a.failure_id).resolution
+    assert "SECRET_BODY" not in resolution and "python repro.py" in resolution
 
 
 def kept_while_locked(own_store):

@@ -1,4 +1,5 @@
-"""LESSONS FROM EARLIER RUNS: found by keywords, meaning and evidence, gated, provenanced."""
+"""LESSONS FROM EARLIER RUNS: predicted per cause from similar runs, the base rate and what
+this run has hit; true to their failures, short, never at the cost of this run's."""
 
 import sqlite3
 
@@ -6,12 +7,19 @@ import pytest
 from conftest import NO_TABLE
 
 from reflect import Memory
-from reflect.render import LESSONS_HEADER, RECENT_HEADER
+from reflect.recall.predict import Predictor
+from reflect.recall.render import (
+    LESSON_ITEM_TOKENS,
+    LESSONS_HEADER,
+    RECENT_HEADER,
+    RECENT_ITEM_TOKENS,
+    estimate_tokens,
+)
 from reflect.store import DB_NAME
 
 NO_YAML = "ModuleNotFoundError: No module named 'yaml'"
-# Shares five rare terms with the no-such-table lesson: the keyword gate wants four.
-DJANGO_GOAL = "Django admin: querying the auth_user table breaks until migrate has run"
+NO_PYTEST = "bash: pytest: command not found"
+DJANGO_GOAL = "Django admin changelist query crashes for the auth user model"
 FRONTEND_GOAL = "Fix the CSS layout of the React navbar dropdown on mobile screens"
 
 
@@ -25,189 +33,188 @@ def lesson_items(rec):
     return [i for i in rec.items if i.section == "lesson"]
 
 
-def test_a_lesson_from_an_earlier_run_is_recalled_with_provenance(mem):
-    first = mem.capture(run="a", goal="reproduce a Django bug", action="python repro.py",
-                        exit_code=1, error_text=NO_TABLE)
-    rec = mem.recall(run="b", goal=DJANGO_GOAL)
-    (item,) = lesson_items(rec)
-    assert item.id == first.lesson_id and item.source_failure_ids == [first.failure_id]
-    assert rec.text.startswith(LESSONS_HEADER)
-    assert f"[{first.lesson_id}]" in rec.text and "migrate" in rec.text
+def fill(mem, django_runs=3, frontend_runs=8):
+    """Django runs that hit the missing table, front-end runs that hit something else."""
+    table = []
+    for i in range(django_runs):
+        mem.recall(run=f"dj{i}", goal=f"{DJANGO_GOAL} {i}")
+        table.append(mem.capture(run=f"dj{i}", goal=f"{DJANGO_GOAL} {i}",
+                                 action="python repro.py", exit_code=1, error_text=NO_TABLE))
+    for i in range(frontend_runs):
+        mem.recall(run=f"fe{i}", goal=f"{FRONTEND_GOAL} {i}")
+        mem.capture(run=f"fe{i}", goal=f"{FRONTEND_GOAL} {i}", action="npm test",
+                    exit_code=1, error_text=f"TypeError: Cannot read properties of undefined "
+                                            f"(reading 'item{i}')")
+    return table
 
 
-def test_the_gate_keeps_the_section_empty_when_nothing_fits(mem):
+def test_a_cause_common_among_similar_runs_is_predicted_with_provenance(mem):
+    table = fill(mem)
+    rec = mem.recall(run="new", goal=DJANGO_GOAL)
+    (item,) = [i for i in lesson_items(rec) if "no such table" in i.text]
+    assert item.id == table[-1].lesson_id and table[-1].failure_id in item.source_failure_ids
+    assert "similar runs" in item.text and "migrate" in item.text
+    assert rec.text.startswith(LESSONS_HEADER) and 0 < item.score <= 1
+    # The same store says nothing of the missing table to a front-end run.
+    assert not [i for i in lesson_items(mem.recall(run="new-fe", goal=FRONTEND_GOAL))
+                if "no such table" in i.text]
+
+
+def test_the_base_rate_alone_predicts_what_most_runs_hit(mem):
+    for run in "abcde":
+        mem.capture(run=run, action="pytest -q", exit_code=127, error_text=NO_PYTEST)
+    mem.capture(run="f", exit_code=1, error_text=NO_YAML)
+    (item,) = lesson_items(mem.recall(run="g", goal=FRONTEND_GOAL))
+    assert "in 5 of 6 earlier runs" in item.text and "python -m pytest" in item.text
+
+
+def test_one_earlier_run_is_an_anecdote(mem):
     mem.capture(run="a", exit_code=1, error_text=NO_TABLE)
-    mem.capture(run="a", exit_code=1, error_text=NO_YAML)
-    assert mem.recall(run="b", goal=FRONTEND_GOAL).text == ""
+    assert mem.recall(run="b", goal=DJANGO_GOAL).text == ""
 
 
-def test_a_lesson_seen_in_several_runs_passes_on_evidence(mem):
-    for run in ("a", "b", "c"):
-        mem.capture(run=run, exit_code=127, error_text="bash: pytest: command not found")
-    rec = mem.recall(run="d", goal=FRONTEND_GOAL)
-    (item,) = lesson_items(rec)
-    assert "seen in 3 runs" in item.text and "python -m pytest" in item.text
-    assert len(item.source_failure_ids) == 3
+def test_what_followed_the_cause_this_run_hit_rises(mem):
+    for run in "abc":  # yaml, then the missing table
+        mem.capture(run=run, iteration=1, exit_code=1, error_text=NO_YAML)
+        mem.capture(run=run, iteration=2, exit_code=1, error_text=NO_TABLE)
+    for run in "defghijklmnopqrs":
+        mem.capture(run=run, exit_code=1, error_text=f"KeyError: 'k{run}'")
+    before = mem.recall(run="new", goal=FRONTEND_GOAL, iteration=1)
+    assert not [i for i in lesson_items(before) if "no such table" in i.text]
+    mem.capture(run="new", iteration=1, exit_code=1, error_text=NO_YAML)
+    (item,) = lesson_items(mem.recall(run="new", goal=FRONTEND_GOAL, iteration=2))
+    assert "no such table" in item.text and "came next in 3 of 3 runs" in item.text
+
+
+def test_the_predictor_is_a_value_passed_in(own_store):
+    with Memory() as m:
+        fill(m)
+    with Memory(predictor=Predictor(threshold=1.0)) as strict:
+        assert lesson_items(strict.recall(run="new", goal=DJANGO_GOAL)) == []
+    with Memory(predictor=Predictor(threshold=0.0, max_items=1)) as loose:
+        assert len(lesson_items(loose.recall(run="new", goal=FRONTEND_GOAL))) == 1
 
 
 def test_what_the_recent_section_shows_is_not_repeated(mem):
-    mem.capture(run="a", exit_code=1, error_text=NO_TABLE)
-    mem.capture(run="b", exit_code=1, error_text=NO_TABLE)
-    rec = mem.recall(run="b", goal=DJANGO_GOAL)
-    assert [i.section for i in rec.items] == ["recent"]
-    assert rec.text.startswith(RECENT_HEADER) and LESSONS_HEADER not in rec.text
+    fill(mem)
+    mem.capture(run="new", goal=DJANGO_GOAL, exit_code=1, error_text=NO_TABLE)
+    rec = mem.recall(run="new", goal=DJANGO_GOAL)
+    assert [i.section for i in rec.items][0] == "recent"
+    assert not [i for i in lesson_items(rec) if "no such table" in i.text]
 
 
-def test_a_runs_own_later_failures_are_not_earlier_lessons(mem):
-    mem.capture(run="b", iteration=5, exit_code=1, error_text=NO_TABLE)
-    assert mem.recall(run="b", goal=DJANGO_GOAL, iteration=2).text == ""
-
-
-def test_recent_first_then_lessons_within_the_budget(mem):
-    mem.capture(run="a", exit_code=1, error_text=NO_TABLE)
-    mem.capture(run="b", exit_code=1, error_text=NO_YAML)
-    rec = mem.recall(run="b", goal=DJANGO_GOAL)
-    assert [i.section for i in rec.items] == ["recent", "lesson"]
-    assert rec.text.index(RECENT_HEADER) < rec.text.index(LESSONS_HEADER)
-    tight = mem.recall(run="b", goal=DJANGO_GOAL, max_tokens=rec.tokens - 10)
-    assert [i.section for i in tight.items] == ["recent"] and tight.tokens <= rec.tokens - 10
-
-
-def test_a_long_run_s_failures_leave_room_for_a_lesson(mem):
-    """Eight failures of this run alone would fill the block; the lessons section keeps
-    its share of the budget (LATER_SHARE) for the lesson from the earlier run."""
-    earlier = mem.capture(run="a", exit_code=1, error_text=NO_TABLE)
+def test_this_runs_failures_are_never_evicted_by_lessons(mem):
+    fill(mem)
     for i in range(8):
-        mem.capture(run="b", action=f"python check_{i}.py --verbose --all", exit_code=1,
+        mem.capture(run="new", action=f"python check_{i}.py --verbose --all", exit_code=1,
                     error_text=f"KeyError: 'column_{'abcdefgh'[i]}' absent {'x' * 150}")
-    recent_only = mem.recall(run="b", goal=DJANGO_GOAL, sections=("recent",))
-    assert recent_only.tokens > 300 and len(recent_only.items) >= 3
-    rec = mem.recall(run="b", goal=DJANGO_GOAL, max_tokens=400)
-    sections = [i.section for i in rec.items]
-    assert sections[-1] == "lesson" and rec.items[-1].id == earlier.lesson_id
-    assert sections.count("recent") >= 2 and rec.tokens <= 400
+    recent_only = mem.recall(run="new", goal=DJANGO_GOAL, sections=("recent",))
+    rec = mem.recall(run="new", goal=DJANGO_GOAL)
+    assert rec.items[:len(recent_only.items)] == recent_only.items
+    assert rec.tokens <= 400 and rec.text.startswith(RECENT_HEADER)
 
 
-def test_a_lesson_s_trigger_and_what_worked_are_cut_short_its_guidance_is_not(mem):
-    first = mem.capture(run="a", action="python " + "very_long_script_name_" * 10 + ".py",
-                        exit_code=1, error_text=NO_TABLE)
-    mem.outcome(run="a", success=True, action="python manage.py migrate && " + "x" * 300)
-    (item,) = lesson_items(mem.recall(run="b", goal=DJANGO_GOAL))
-    trigger, guidance, worked = item.text.splitlines()
-    assert len(trigger) < 150 and "…" in trigger
-    assert worked.startswith("  What worked:") and len(worked) <= 120
-    assert guidance.strip() == mem.lesson(first.lesson_id)["guidance"]
+def test_items_are_short_and_true_to_the_failure_they_show(mem):
+    first = mem.capture(run="r", action="sed -i 's/a/b/' alpha.py && python alpha.py",
+                        exit_code=1, error_text='File "alpha.py", line 3\nIndentationError: '
+                                                "unexpected indent (alpha.py, line 3)")
+    latest = mem.capture(run="r", action="sed -i 's/c/d/' beta.py && python beta.py",
+                         exit_code=1, error_text='File "beta.py", line 9\nIndentationError: '
+                                                 "unexpected indent (beta.py, line 9)")
+    assert first.fingerprint == latest.fingerprint
+    (item,) = mem.recall(run="r").items
+    assert "beta.py" in item.text and "alpha.py" not in item.text
+    assert "failed 2x" in item.text and estimate_tokens(item.text) <= RECENT_ITEM_TOKENS
+    fill(mem)
+    for item in lesson_items(mem.recall(run="new", goal=DJANGO_GOAL)):
+        assert estimate_tokens(item.text) <= LESSON_ITEM_TOKENS
 
 
-def test_quarantined_and_superseded_lessons_are_not_recalled(mem, own_store):
-    entry = mem.capture(run="a", exit_code=1, error_text=NO_TABLE)
+def test_an_error_no_rule_knows_is_shown_without_a_hint(mem):
+    mem.capture(run="r", action="make deploy", exit_code=3,
+                error_text="FrobnicationError: the widget could not be frobnicated")
+    (item,) = mem.recall(run="r").items
+    assert "Hint" not in item.text and "frobnicated" in item.text
+
+
+def test_repeated_failure_only_after_the_run_was_shown_it(mem):
+    mem.capture(run="r", iteration=1, exit_code=1, error_text=NO_YAML)
+    mem.capture(run="r", iteration=2, exit_code=1, error_text=NO_YAML)  # never shown: no mark
+    assert "REPEATED FAILURE" not in mem.recall(run="r", iteration=3).text
+    mem.capture(run="r", iteration=3, exit_code=1, error_text=NO_YAML)  # shown, failed again
+    assert "REPEATED FAILURE" not in mem.recall(run="r", iteration=4).text
+    mem.capture(run="r", iteration=4, exit_code=1, error_text=NO_YAML)
+    text = mem.recall(run="r", iteration=5).text
+    assert "REPEATED FAILURE" in text and "failed the same way 2x in this run" in text
+
+
+def test_a_taught_lesson_enters_on_its_triggers_words(mem):
+    taught = mem.teach("when running the django tests: use `python manage.py test --parallel 1`")
+    rec = mem.recall(run="r", goal="the django tests are flaky when running in parallel")
+    assert [i.id for i in lesson_items(rec)] == [taught] and "(taught)" in rec.text
+    assert mem.recall(run="r2", goal=FRONTEND_GOAL).text == ""
+
+
+def test_quarantined_lessons_and_other_projects_lessons_stay_out(mem, own_store):
+    fill(mem)
     conn = sqlite3.connect(own_store / DB_NAME)
-    conn.execute("UPDATE lessons SET status = 'quarantined' WHERE id = ?", (entry.lesson_id,))
+    conn.execute("UPDATE lessons SET status = 'quarantined' WHERE error_text LIKE '%no such%'")
     conn.commit()
-    assert mem.recall(run="b", goal=DJANGO_GOAL).text == ""
-
-
-def test_lessons_of_another_project_stay_there_and_global_ones_travel(mem, own_store):
-    entry = mem.capture(run="a", exit_code=1, error_text=NO_TABLE)
-    conn = sqlite3.connect(own_store / DB_NAME)
-    conn.execute("UPDATE lessons SET scope = 'project:elsewhere' WHERE id = ?",
-                 (entry.lesson_id,))
+    assert not [i for i in lesson_items(mem.recall(run="n1", goal=DJANGO_GOAL))
+                if "no such table" in i.text]
+    conn.execute("UPDATE lessons SET status = 'active', scope = 'project:elsewhere'")
     conn.commit()
-    assert mem.recall(run="b", goal=DJANGO_GOAL).text == ""
-    conn.execute("UPDATE lessons SET scope = 'global'")
-    conn.commit()
-    assert lesson_items(mem.recall(run="b", goal=DJANGO_GOAL))
+    assert lesson_items(mem.recall(run="n2", goal=DJANGO_GOAL)) == []
 
 
-def test_project_scope_comes_from_the_repository(tmp_path, monkeypatch):
-    repo = tmp_path / "proj"
-    (repo / ".git").mkdir(parents=True)
-    (repo / ".git" / "config").write_text('[remote "origin"]\n\turl = git@host:team/app.git\n')
-    monkeypatch.chdir(repo)
-    with Memory() as m:
-        entry = m.capture(run="a", exit_code=1, error_text=NO_TABLE)
-        scope = m.store.conn.execute(
-            "SELECT scope FROM lessons WHERE id = ?", (entry.lesson_id,)).fetchone()[0]
-    assert scope.startswith("project:")
-    monkeypatch.chdir(tmp_path)
-    with Memory() as m:
-        assert m.scope == "global"
-
-
-def test_embeddings_off_keeps_keyword_search(monkeypatch):
+def test_without_vectors_similar_runs_are_found_by_the_goals_words(monkeypatch):
     monkeypatch.setenv("REFLECT_EMBEDDINGS", "off")
     with Memory() as m:
-        m.capture(run="a", exit_code=1, error_text=NO_TABLE)
-        assert lesson_items(m.recall(run="b", goal=DJANGO_GOAL))
+        fill(m)
+        items = lesson_items(m.recall(run="new", goal=DJANGO_GOAL))
+        assert [i for i in items if "no such table" in i.text and "similar runs" in i.text]
         assert m.vectors.embedder() is None
 
 
 def test_offline_is_recency_only(monkeypatch):
     monkeypatch.setenv("REFLECT_OFFLINE", "1")
     with Memory() as m:
-        m.capture(run="a", exit_code=1, error_text=NO_TABLE)
-        m.capture(run="b", exit_code=1, error_text=NO_YAML)
-        assert [i.section for i in m.recall(run="b", goal=DJANGO_GOAL).items] == ["recent"]
+        fill(m)
+        m.capture(run="new", exit_code=1, error_text=NO_YAML)
+        assert [i.section for i in m.recall(run="new", goal=DJANGO_GOAL).items] == ["recent"]
         assert m.embeddings is None and m.vectors.embedder() is None
 
 
-def test_a_broken_model_falls_back_to_hashing_with_one_warning(monkeypatch, caplog, tmp_path):
-    monkeypatch.setenv("REFLECT_EMBEDDINGS", str(tmp_path / "no-such-model"))
-    with Memory() as m:
-        m.capture(run="a", exit_code=1, error_text=NO_TABLE)
-        m.recall(run="b", goal=DJANGO_GOAL)
-        m.recall(run="c", goal=DJANGO_GOAL)
-        assert m.vectors.embedder().name.startswith("hash")
-    assert len([r for r in caplog.records if "no-such-model" in r.getMessage()]) == 1
-
-
-def test_the_model_loads_once_and_only_when_there_is_something_to_search(monkeypatch):
-    loads = []
-    import reflect.embedding as embedding
-
-    real = embedding.load_embedder
-    monkeypatch.setattr(embedding, "load_embedder", lambda *a: loads.append(a) or real(*a))
-    with Memory() as m:
-        m.capture(run="a", exit_code=1, error_text=NO_TABLE)
-        m.recall(run="a", goal=DJANGO_GOAL)  # only this run's lesson: nothing to search
-        assert loads == []
-        for run in ("b", "c", "d"):
-            m.recall(run=run, goal=DJANGO_GOAL)
-        assert len(loads) == 1
-    with Memory(embeddings="off") as m:
-        m.recall(run="e", goal=DJANGO_GOAL)
-    assert len(loads) == 1
-
-
-def test_cached_mode_never_embeds_and_queues_the_query(monkeypatch):
+def test_cached_mode_never_embeds_and_queues_the_goal(monkeypatch):
     import reflect.embedding as embedding
 
     monkeypatch.setattr(embedding, "load_embedder",
                         lambda *a: pytest.fail("a cached-mode recall loaded a model"))
     with Memory(semantic="cached") as m:
-        m.capture(run="a", exit_code=1, error_text=NO_TABLE)
-        assert lesson_items(m.recall(run="b", goal=DJANGO_GOAL))  # keywords still work
+        fill(m)
+        assert lesson_items(m.recall(run="new", goal=DJANGO_GOAL))  # the goals' words
         queued = m.store.conn.execute(
-            "SELECT COUNT(*) FROM query_vectors WHERE vector IS NULL").fetchone()[0]
-        assert queued >= 2  # the goal, and the error line queued at capture
-        assert m.store.job_counts() == {"queued": 1}
+            "SELECT COUNT(*) FROM query_vectors WHERE vector IS NULL AND text = ?",
+            (DJANGO_GOAL,)).fetchone()[0]
+        assert queued == 1
 
 
-def test_the_index_is_kept_current_in_memory_and_written_on_close(monkeypatch, own_store):
-    import reflect.embedding as embedding
+def test_benign_exits_are_kept_counted_and_never_recalled(mem):
+    entry = mem.capture(run="r", action='cd /repo && grep -n "def foo" src/app.py',
+                        exit_code=1, error_text="")
+    assert entry.source == "benign" and entry.lesson_id == ""
+    assert mem.recall(run="r").text == "" and mem.stats()["benign"] == 1
+    assert mem.stats()["failures"] == 0 and mem.store.job_counts() == {}
+    # With output it is a real error; so is another program's exit 1.
+    assert mem.capture(run="r", action="grep x f", exit_code=2,
+                       error_text="grep: f: No such file or directory").source == "text"
+    assert mem.capture(run="r", action="python x.py", exit_code=1, error_text="").source != (
+        "benign")
 
-    loads = []
-    real = embedding.VectorIndex.load
-    monkeypatch.setattr(embedding.VectorIndex, "load",
-                        classmethod(lambda cls, *a: loads.append(a) or real(*a)))
+
+def test_the_benign_list_is_data_a_user_extends(own_store):
+    own_store.mkdir(parents=True)
+    (own_store / "benign-exits").write_text("# a linter that exits 1 on findings\nmylint 1\n")
     with Memory() as m:
-        m.capture(run="a", exit_code=1, error_text=NO_TABLE)
-        m.recall(run="b", goal=DJANGO_GOAL)
-        assert len(loads) == 1  # the first search opens (here: builds) the index
-        m.capture(run="c", exit_code=1, error_text=NO_YAML)
-        found = m.recall(run="d", goal="install the missing yaml module package")
-        assert len(loads) == 1  # the new lesson's vector was added in memory
-        assert len(m.vectors.index()) == 2 and lesson_items(found)
-    (path,) = own_store.glob("vectors-*.idx")
-    with Memory() as m:  # a cold process maps the file written on close
-        assert len(m.vectors.index()) == 2 and len(loads) == 2
+        assert m.capture(run="r", action="mylint src", exit_code=1).source == "benign"
+        assert m.capture(run="r", action="mylint src", exit_code=2).source != "benign"

@@ -29,9 +29,18 @@ from __future__ import annotations
 
 from reflect import config
 from reflect.memory import Memory
-from reflect.recall import MAX_LESSON_ITEMS, build
+from reflect.recall.block import Query, recent_items
+from reflect.recall.predict import Predictor
+from reflect.recall.render import (
+    LESSONS_HEADER,
+    RECENT_HEADER,
+    fit,
+    lesson_item_text,
+    recent_item_text,
+)
 from reflect.records import Recall, RecallItem
-from reflect.render import LESSONS_HEADER, RECENT_HEADER, fit, lesson_item_text, recent_item_text
+
+MAX_LESSON_ITEMS = Predictor().max_items
 
 LAST_FAILURES = 3
 
@@ -49,7 +58,7 @@ def last3(mem: Memory, *, run: str, goal: str, phase: str, iteration: int,
         items.append(RecallItem(
             section="recent",
             id=lesson["id"] if lesson else f["lesson_id"],
-            text=recent_item_text(f, 1, lesson, escalate_after),
+            text=recent_item_text(f, 1, lesson, 0, escalate_after),
             fingerprint=f["fingerprint"],
             source_failure_ids=[f["id"]],
             score=round(1 / (1 + rank), 3),
@@ -61,33 +70,31 @@ def popular(mem: Memory, *, run: str, goal: str, phase: str, iteration: int,
             max_tokens: int) -> Recall:
     """The recent section, then the lessons of the most widespread earlier failures."""
     store = mem.store
-    recent = build(store, mem.vectors, run=run, goal=goal, phase=phase, iteration=iteration,
-                   max_tokens=max_tokens, sections=("recent",), scope=mem.scope,
-                   now=mem.clock(), embed=False, escalate_after=config.escalate_after(),
-                   half_life_days=config.half_life_days()).items
-    shown = {row["cause"] for row in store.recent_failures(run, iteration, 200)}
+    rows = store.recent_failures(run, iteration, 200)
+    recent = recent_items(store, Query(run=run, iteration=iteration,
+                                       escalate_after=config.escalate_after()), rows)
+    shown = {row["cause"] for row in rows}
     lessons = popular_lessons(mem, run, shown, MAX_LESSON_ITEMS)
-    sources = store.failure_ids([lesson["fingerprint"] for lesson, _ in lessons])
-    escalate_after = config.escalate_after()
     items = [
         RecallItem(
             section="lesson",
             id=lesson["id"],
-            text=lesson_item_text(lesson, runs, escalate_after),
+            text=lesson_item_text(lesson, failure, f"in {runs} earlier runs"),
             fingerprint=lesson["fingerprint"],
-            source_failure_ids=sources.get(lesson["fingerprint"], []),
+            source_failure_ids=store.cause_failure_ids(failure["cause"]),
             score=float(runs),
         )
-        for lesson, runs in lessons
+        for lesson, failure, runs in lessons
     ]
     block = fit([(RECENT_HEADER, recent), (LESSONS_HEADER, items)], max_tokens)
     return _logged(mem, run, iteration, block)
 
 
 def popular_lessons(mem: Memory, run: str, exclude: set[str], limit: int
-                    ) -> list[tuple[dict, int]]:
-    """One active lesson for each of the causes that failed in the most distinct runs
-    other than ``run``, most first; with that number. ``exclude``: causes to leave out."""
+                    ) -> list[tuple[dict, dict, int]]:
+    """For each of the causes that failed in the most distinct runs other than ``run``,
+    most first: the active lesson of its latest failure, that failure, and the number
+    of runs. ``exclude``: causes to leave out."""
     marks = ", ".join("?" * len(exclude))
     skip = f"AND cause NOT IN ({marks})" if exclude else ""
     causes = mem.store.conn.execute(
@@ -99,13 +106,14 @@ def popular_lessons(mem: Memory, run: str, exclude: set[str], limit: int
     )
     found = []
     for cause in causes:
+        failure = mem.store.conn.execute("SELECT * FROM failures WHERE seq = ?",
+                                         (cause["latest"],)).fetchone()
         lesson = mem.store.conn.execute(
-            """SELECT l.* FROM failures f JOIN lessons l ON l.fingerprint = f.fingerprint
-               WHERE f.seq = ? AND l.status = 'active' AND l.scope IN (?, 'global')""",
-            (cause["latest"], mem.scope),
+            "SELECT * FROM lessons WHERE fingerprint = ? AND status = 'active'"
+            " AND scope IN (?, 'global')", (failure["fingerprint"], mem.scope),
         ).fetchone()
         if lesson is not None:
-            found.append((dict(lesson), cause["earlier_runs"]))
+            found.append((dict(lesson), dict(failure), cause["earlier_runs"]))
         if len(found) == limit:
             break
     return found

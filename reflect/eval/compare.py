@@ -27,6 +27,8 @@ ROWS = (
     ("tokens_per_iteration", "tokens injected per iteration", False),
     ("noise", "noise (injected items)", True),
     ("noise_lessons", "noise (lesson-section items)", True),
+    ("lesson_precision", "lesson precision (borne out in their run)", True),
+    ("foreign", "items naming a foreign detail", True),
     ("last_ok", "runs whose last iteration succeeded", True),
 )
 CHART_RATES = ("repeat_rate", "coverage_within", "coverage_cross", "noise", "last_ok")

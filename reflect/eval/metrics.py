@@ -12,6 +12,10 @@ was derived from, its ``section`` and ``tokens`` for the whole block.
   from an earlier failure with the same signature;
 - noise: the share of injected items (each injection counts) none of whose
   signatures occurs as a failure at this iteration or later in the run;
+- lesson precision: of the distinct lessons shown in a run's lessons section, the share
+  whose signatures then fail in that run (at or after the iteration first shown);
+- foreign: the share of injected items naming a detail (file, path, module, table)
+  that none of the failures it stands for holds (``details.py``), which must be 0;
 - tokens per iteration: all injected tokens over all iterations;
 - last_ok: the share of runs whose last iteration succeeded (for Reflexion
   and DebugBench whether the task was solved; not for mini-swe-agent, whose
@@ -31,7 +35,8 @@ import numpy as np
 COUNTS = (
     "runs", "iterations", "failures", "unclassified", "repeats", "repeats_within",
     "repeats_cross", "covered", "covered_within", "covered_cross", "tokens", "items",
-    "noise_items", "lesson_items", "lesson_noise", "last_ok",
+    "noise_items", "lesson_items", "lesson_noise", "lessons_shown", "lessons_borne",
+    "foreign_items", "last_ok",
 )
 RATIOS = {
     "repeat_rate": ("repeats", "iterations"),
@@ -42,6 +47,8 @@ RATIOS = {
     "tokens_per_iteration": ("tokens", "iterations"),
     "noise": ("noise_items", "items"),
     "noise_lessons": ("lesson_noise", "lesson_items"),
+    "lesson_precision": ("lessons_borne", "lessons_shown"),
+    "foreign": ("foreign_items", "items"),
     "last_ok": ("last_ok", "runs"),
 }
 RESAMPLES = 2000
@@ -51,6 +58,7 @@ def per_run(rows: Sequence[dict]) -> list[dict]:
     """Counts per run (in order of first appearance) from per-iteration rows."""
     runs: dict[str, dict] = {}
     seen: dict[str, set[str]] = {}  # signature -> runs where it failed before
+    shown: dict[str, set[str]] = {}  # run -> lessons shown in it so far
     later = _later_signatures(rows)
     for index, row in enumerate(rows):
         run = row["run"]
@@ -64,9 +72,14 @@ def per_run(rows: Sequence[dict]) -> list[dict]:
             noise = not set(item.get("signatures", ())) & later[index]
             c["items"] += 1
             c["noise_items"] += noise
+            c["foreign_items"] += bool(item.get("foreign"))
             if item.get("section") != "recent":
                 c["lesson_items"] += 1
                 c["lesson_noise"] += noise
+                if item["id"] not in shown.setdefault(run, set()):
+                    shown[run].add(item["id"])
+                    c["lessons_shown"] += 1
+                    c["lessons_borne"] += not noise
         if row["success"]:
             continue
         c["failures"] += 1

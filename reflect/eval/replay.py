@@ -31,10 +31,12 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from reflect.eval.baselines import BASELINES
+from reflect.eval.details import foreign
 from reflect.eval.metrics import summarize
 from reflect.eval.signature import signature
 from reflect.eval.trace import TraceRecord, write_json, write_jsonl
 from reflect.memory import DEFAULT_MAX_TOKENS, Memory
+from reflect.recall.predict import Predictor
 from reflect.records import Recall
 
 MODES = ("on", "recency", "off", *BASELINES)
@@ -62,7 +64,7 @@ class Injector:
                               "unset it to evaluate")
         self.mem, self.mode, self.max_tokens = mem, mode, max_tokens
         self.signatures: dict[str, str | None] = {}
-        self.open_runs: set[str] = set()
+        self.failed_runs: set[str] = set()
 
     def recall(self, run: str, goal: str, phase: str, iteration: int) -> tuple[Recall, dict]:
         """The block before an iteration, and its log row (items with provenance)."""
@@ -88,6 +90,8 @@ class Injector:
                     s for f in item.source_failure_ids if (s := self.signatures.get(f))
                 }),
                 "text": item.text,
+                "foreign": sorted(foreign(item.text, [
+                    f for i in item.source_failure_ids if (f := self.mem.store.failure(i))])),
             }
             for item in rec.items
         ]
@@ -97,9 +101,8 @@ class Injector:
                exit_code: int | None, error_text: str, success: bool) -> dict:
         """Capture a failure or report a success; returns the row's outcome fields."""
         if success:
-            if run in self.open_runs:  # a harness reports success when it had failures
+            if run in self.failed_runs:  # a harness reports each success once a run failed
                 self.mem.outcome(run=run, iteration=iteration, success=True, action=action)
-                self.open_runs.discard(run)
             return {"signature": None, "failure_id": None, "capture_ms": None}
         start = time.perf_counter()
         entry = self.mem.capture(run=run, iteration=iteration, goal=goal, phase=phase,
@@ -110,7 +113,8 @@ class Injector:
         if entry is None:
             raise ReplayError("capture recorded nothing; is REFLECT_FAILURE_MEMORY=0 set?")
         self.signatures[entry.failure_id] = sig
-        self.open_runs.add(run)
+        if entry.source != "benign":
+            self.failed_runs.add(run)
         return {"signature": sig, "failure_id": entry.failure_id,
                 "capture_ms": round(elapsed, 3)}
 
@@ -118,7 +122,8 @@ class Injector:
         """Fail loudly when the store kept fewer failures than were captured: capture
         degrades instead of raising, and recall from such a store would understate
         every figure."""
-        stored = self.mem.stats()["failures"]
+        stats = self.mem.stats()
+        stored = stats["failures"] + stats["benign"]
         if stored != len(self.signatures):
             raise ReplayError(f"the store at {self.mem.home} holds {stored} of the "
                               f"{len(self.signatures)} failures captured (see the warnings "
@@ -136,14 +141,18 @@ def replay(
     trace: str | None = None,
     embeddings: str | None = None,
     progress: Callable[[int, int], None] | None = None,
+    predictor: Predictor | None = None,
 ) -> dict:
     """Replay ``records`` in order; returns the summary (also written under ``out``).
 
     ``store`` keeps the store in that directory, which must not exist yet;
     by default it lives in a temporary directory removed afterwards.
-    ``embeddings`` is handed to ``Memory`` (None: its default, ``REFLECT_EMBEDDINGS``).
+    ``embeddings`` is handed to ``Memory`` (None: its default, ``REFLECT_EMBEDDINGS``),
+    and so is ``predictor`` (None: the product's default).
     """
-    options = {"embeddings": embeddings} if embeddings is not None else {}
+    options: dict = {"embeddings": embeddings} if embeddings is not None else {}
+    if predictor is not None:
+        options["predictor"] = predictor
     if mode not in MODES:
         raise ReplayError(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}")
     if store is not None:

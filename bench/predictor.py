@@ -1,0 +1,116 @@
+"""Tune the predictor of lessons from earlier runs by leave-runs-out, beside the baselines.
+
+Run: .venv/bin/python bench/predictor.py [DATA_DIR]   (several minutes: one replay per
+grid point and data set, with the bundled embedding model)
+
+For mini-swe-agent and DebugBench from the shared data: every grid point of
+`Predictor` (k, prior, follow, threshold) replays the whole trace in mode `on` through
+the product's own `replay` (the value is passed in; nothing is patched). The runs are
+split in two halves (alternating in order of first appearance). The point that scores
+best on one half is reported on the other (held out), and the other way round; the
+score is F1 of lesson precision and cross-run coverage, among the points that show no
+more lesson items per block than `popular`. `popular` and `last3` are replayed beside
+and measured on the same halves.
+"""
+
+from __future__ import annotations
+
+import itertools
+import sys
+import tempfile
+from pathlib import Path
+
+from replay import DATA
+
+from reflect.eval.convert import convert
+from reflect.eval.metrics import bootstrap
+from reflect.eval.replay import replay
+from reflect.eval.trace import read_trace, write_trace
+from reflect.recall.predict import Predictor
+
+GRID = {"k": (5, 10, 20), "prior": (2.0, 5.0), "follow": (0.5,),
+        "threshold": (0.05, 0.1, 0.15, 0.25)}
+SETS = {"mini-swe-agent": "mini-swe-agent", "debugbench": "debugbench"}
+
+
+def halves(runs: list[dict]) -> tuple[set[str], set[str]]:
+    order = [r["run"] for r in runs]  # in order of first appearance
+    return set(order[0::2]), set(order[1::2])
+
+
+def measure(runs: list[dict], keep: set[str]) -> dict:
+    """Cross-run coverage, lesson precision and lesson items per iteration on ``keep``."""
+    chosen = [r for r in runs if r["run"] in keep]
+    m = bootstrap([chosen], resamples=200)[0]
+    iterations = sum(r["iterations"] for r in chosen)
+    return {"coverage": m["coverage_cross"], "precision": m["lesson_precision"],
+            "items": sum(r["lesson_items"] for r in chosen) / max(iterations, 1),
+            "foreign": m["foreign"]["num"]}
+
+
+def f1(m: dict) -> float:
+    c, p = m["coverage"]["value"] or 0.0, m["precision"]["value"] or 0.0
+    return 2 * c * p / (c + p) if c + p else 0.0
+
+
+def share(m: dict) -> str:
+    return f"{m['num']}/{m['den']}" + (f" {100 * m['value']:.1f}%" if m["value"] is not None
+                                       else "")
+
+
+def line(label: str, m: dict) -> str:
+    return (f"  {label:<34} cross-run {share(m['coverage']):<14} precision "
+            f"{share(m['precision']):<14} lesson items/iter {m['items']:.2f}  foreign "
+            f"{m['foreign']}")
+
+
+def tune(name: str, records) -> None:
+    runs_of = {}
+    for mode in ("popular", "last3"):
+        runs_of[mode] = _runs(records, mode, None)
+    points = [Predictor(**dict(zip(GRID, values, strict=True)))
+              for values in itertools.product(*GRID.values())]
+    results = []
+    for point in points:
+        results.append((point, _runs(records, "on", point)))
+    a, b = halves(runs_of["popular"])
+    print(f"\n== {name}: {len(records)} iterations, {len(a) + len(b)} runs, "
+          f"{len(points)} grid points")
+    for tuned_on, held_out, label in ((a, b, "A"), (b, a, "B")):
+        limit = measure(runs_of["popular"], tuned_on)["items"]
+        scored = [(f1(measure(runs, tuned_on)), point, runs) for point, runs in results
+                  if measure(runs, tuned_on)["items"] <= limit]
+        best_score, best, runs = max(scored, key=lambda s: s[0])
+        print(f" tuned on half {label} (F1 {best_score:.3f}): {best}")
+        print(line("on, held out", measure(runs, held_out)))
+        for mode in ("popular", "last3"):
+            print(line(f"{mode}, same half", measure(runs_of[mode], held_out)))
+    default = next(runs for point, runs in results if point == Predictor())
+    everyone = a | b
+    print(" the product's default, all runs:", Predictor())
+    print(line("on (default)", measure(default, everyone)))
+    for mode in ("popular", "last3"):
+        print(line(mode, measure(runs_of[mode], everyone)))
+
+
+def _runs(records, mode: str, predictor: Predictor | None) -> list[dict]:
+    """Per-run counts of one replay (its summary holds them)."""
+    return replay(records, mode, predictor=predictor)["runs"]
+
+
+def main() -> int:
+    data = Path(sys.argv[1]) if len(sys.argv) > 1 else DATA
+    with tempfile.TemporaryDirectory(prefix="reflect-bench-") as tmp:
+        for name, folder in SETS.items():
+            source = data / folder
+            if not source.is_dir():
+                print(f"no data at {source}; pass the shared data directory as the argument")
+                return 1
+            trace = Path(tmp) / f"{name}.jsonl"
+            write_trace(trace, convert(name, [source]))
+            tune(name, read_trace(trace))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

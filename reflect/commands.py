@@ -1,0 +1,104 @@
+"""What a shell command line is made of, read without running a shell.
+
+Agents send whole scripts as one action: ``cd /repo && python x.py``, heredocs that
+write a file and then run it, pipelines. Memory needs three things of them: a short
+form a prompt can carry, the simple command whose exit code the line returns, and a
+key (program and target) that tells when a later step re-ran the same command.
+"""
+
+from __future__ import annotations
+
+import re
+
+from reflect.text import clip
+
+MAX_BRIEF = 100  # characters of an action in a block
+MAX_ARG = 40  # a longer argument (an inline script, a long path) is elided
+
+_HEREDOC = re.compile(r"<<-?\s*(['\"]?)(\w+)\1")
+_SEPARATOR = re.compile(r"\s*(?:&&|\|\||;|\||\n)\s*")
+_ASSIGNMENT = re.compile(r"^[A-Za-z_]\w*=")
+# Steps that set the scene for the command rather than being it.
+_PRELUDE = {"cd", "export", "source", ".", "set", "echo", "true", "pushd", "popd", "sleep"}
+_WRAPPERS = {"sudo", "env", "timeout", "time", "nice", "command", "exec", "xargs"}
+_PYTHON = re.compile(r"^python(?:\d(?:\.\d+)?)?$")
+
+
+def without_heredocs(action: str) -> str:
+    """The action with each heredoc's body removed, its ``<<EOF`` marker kept."""
+    lines = (action or "").splitlines()
+    kept, end = [], None
+    for line in lines:
+        if end is not None:
+            if line.strip() == end:
+                end = None
+            continue
+        kept.append(line)
+        m = _HEREDOC.search(line)
+        if m:
+            end = m.group(2)
+    return "\n".join(kept)
+
+
+def brief(action: str, limit: int = MAX_BRIEF) -> str:
+    """The action as a block shows it: heredoc bodies and long arguments elided, its
+    lines joined by ``; ``, at most ``limit`` characters."""
+    lines = [line.strip() for line in without_heredocs(action).splitlines() if line.strip()]
+    words = []
+    for word in " ; ".join(lines).split():
+        if not words and word.startswith("/") and "/bin/" in word:
+            word = word.rsplit("/", 1)[-1]  # an interpreter by its full path: its name says it
+        words.append(word if len(word) <= MAX_ARG else word[: MAX_ARG - 1] + "…")
+    return clip(" ".join(words).replace("; ;", ";"), limit)
+
+
+def simple_commands(action: str) -> list[list[str]]:
+    """The simple commands of the line, in order, each as its words (quotes kept
+    simple: a quoted argument with spaces stays split, which is enough to find the
+    program and its first arguments)."""
+    out = []
+    for part in _SEPARATOR.split(without_heredocs(action)):
+        words = [w.strip("'\"") for w in part.split()]
+        while words and (_ASSIGNMENT.match(words[0]) or words[0] in _WRAPPERS):
+            words = words[1:]
+        if words and not words[0].startswith("#"):
+            out.append(words)
+    return out
+
+
+def last_command(action: str) -> list[str]:
+    """The simple command whose status the line returns when it printed nothing: the
+    last one (a pipeline returns its last command's status; ``a && b`` returns b's)."""
+    commands = simple_commands(action)
+    return commands[-1] if commands else []
+
+
+def program(words: list[str]) -> str:
+    """``git grep`` and ``git diff`` are their own programs; ``python3`` is python and
+    ``python -m pytest`` is pytest."""
+    if not words:
+        return ""
+    name = words[0].rsplit("/", 1)[-1]
+    if _PYTHON.match(name):
+        if len(words) > 2 and words[1] == "-m":
+            return words[2]
+        return "python"
+    if name == "git" and len(words) > 1:
+        return f"git {words[1]}"
+    return name
+
+
+def key(action: str) -> tuple[str, str]:
+    """Program and target of the line's main command (its last step that is not a
+    prelude such as ``cd``): a later step with the same key re-ran the command."""
+    commands = [c for c in simple_commands(action) if c[0] not in _PRELUDE] or \
+        simple_commands(action)
+    if not commands:
+        return ("", "")
+    words = commands[-1]
+    name = program(words)
+    skip = 3 if len(words) > 2 and words[1] == "-m" and _PYTHON.match(words[0].rsplit("/")[-1]) \
+        else len(name.split())
+    args = [w for w in words[skip:] if not w.startswith("-")]
+    target = next((a for a in args if "/" in a or "." in a or "::" in a), args[0] if args else "")
+    return (name, target)

@@ -1,0 +1,124 @@
+"""The block for the next prompt: this run's recent failures, then the lessons of what it
+is likely to hit next, predicted from earlier runs (``predict``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from reflect.embedding import Vectors
+from reflect.recall import taught
+from reflect.recall.predict import Estimate, Neighbourhood, Predictor, estimate, similar_by_words
+from reflect.recall.render import (
+    LESSONS_HEADER,
+    RECENT_HEADER,
+    fit,
+    lesson_item_text,
+    recent_item_text,
+)
+from reflect.records import Recall, RecallItem
+from reflect.store import SQLiteStore, error_query
+
+__all__ = ["Predictor", "Query", "build"]
+
+RECENT_WINDOW = 200  # failures scanned for the recent section: bounds recall on long runs
+MAX_RECENT_ITEMS = 8
+
+
+@dataclass(frozen=True)
+class Query:
+    """What a harness knows before an iteration, and how the block may be built."""
+
+    run: str
+    goal: str = ""
+    phase: str = ""
+    iteration: int | None = None
+    scope: str = "global"
+    now: float = 0.0
+    max_tokens: int = 400
+    sections: tuple[str, ...] = ("recent", "lessons")
+    embed: bool = False  # compute this goal's vector here (loads the model once)
+    escalate_after: int = 2
+
+
+def build(store: SQLiteStore, vectors: Vectors, q: Query, predictor: Predictor) -> Recall:
+    rows = store.recent_failures(q.run, q.iteration, RECENT_WINDOW)
+    recent = recent_items(store, q, rows) if "recent" in q.sections else []
+    earlier = []
+    if "lessons" in q.sections:
+        earlier = lesson_items(store, vectors, q, predictor, rows)
+    return fit([(RECENT_HEADER, recent), (LESSONS_HEADER, earlier)], q.max_tokens)
+
+
+def recent_items(store: SQLiteStore, q: Query, rows: list[dict]) -> list[RecallItem]:
+    """One item per fingerprint, newest first, each shown with its latest failure; one
+    whose hint this run read and failed the same way after comes first."""
+    groups: dict[str, list[dict]] = {}
+    for row in rows:  # newest first, so each group's first row is its latest
+        groups.setdefault(row["fingerprint"], []).append(row)
+    latest = [group[0] for group in groups.values()][:MAX_RECENT_ITEMS]
+    fingerprints = [f["fingerprint"] for f in latest]
+    lessons = store.active_lessons(fingerprints)
+    shown = store.shown_then_failed(q.run, fingerprints)
+    items = []
+    for rank, f in enumerate(latest):
+        lesson = lessons.get(f["fingerprint"])
+        items.append(RecallItem(
+            section="recent",
+            id=lesson["id"] if lesson else f["lesson_id"],
+            text=recent_item_text(f, len(groups[f["fingerprint"]]), lesson,
+                                  shown.get(f["fingerprint"], 0), q.escalate_after),
+            fingerprint=f["fingerprint"],
+            source_failure_ids=[g["id"] for g in groups[f["fingerprint"]]],
+            score=round(1 / (1 + rank), 3),
+        ))
+    items.sort(key=lambda i: shown.get(i.fingerprint, 0) < q.escalate_after)
+    return items
+
+
+def neighbourhood(store: SQLiteStore, vectors: Vectors, q: Query, predictor: Predictor,
+                  seen: set[str]) -> Neighbourhood:
+    """Earlier runs like this one: by goal vector where this goal has one (else by the
+    goal's words), and those that hit a cause this run has hit."""
+    near = Neighbourhood(following=store.causes_after(seen, q.run))
+    if q.goal:
+        vector = vectors.query_vector(q.goal, q.embed) if vectors.spec is not None else None
+        if vector is not None:
+            near.similar = vectors.similar_runs(vector, q.run, predictor.k)
+        else:
+            near.similar = similar_by_words(store, q.goal, q.run, q.scope, predictor.k)
+    return near
+
+
+def lesson_items(store: SQLiteStore, vectors: Vectors, q: Query, predictor: Predictor,
+                 rows: list[dict]) -> list[RecallItem]:
+    """Taught and imported lessons the query's words call for, then the lessons of the
+    causes this run is most likely to hit; none of a cause this run already has."""
+    seen = {row["cause"] for row in rows}
+    query = "\n".join([q.goal, q.phase, *(
+        (error_query(rows[0]), rows[0]["action"]) if rows else ())])
+    items = [
+        RecallItem(section="lesson", id=lesson["id"],
+                   text=lesson_item_text(lesson, None, "taught" if lesson["kind"] == "taught"
+                                         else "imported"),
+                   fingerprint=lesson["fingerprint"], source_failure_ids=[], score=1.0)
+        for lesson in taught.matching(store, query, q.scope)
+    ][:predictor.max_items]
+    if store.earlier_runs(q.run, q.scope) == 0:
+        return items  # nothing to predict from: no reason to load a model
+    near = neighbourhood(store, vectors, q, predictor, seen)
+    estimates: list[Estimate] = estimate(store, predictor, near, q.run, q.scope, seen)
+    wanted = [e.cause for e in estimates[:2 * predictor.max_items]]
+    lessons = store.cause_lessons(wanted, q.run, q.scope)
+    for e in estimates:
+        if len(items) >= predictor.max_items:
+            break
+        if e.cause not in lessons:
+            continue
+        lesson, failure = lessons[e.cause]
+        items.append(RecallItem(
+            section="lesson", id=lesson["id"],
+            text=lesson_item_text(lesson, failure, e.why()),
+            fingerprint=lesson["fingerprint"],
+            source_failure_ids=store.cause_failure_ids(e.cause), score=e.p,
+        ))
+    return items

@@ -1,0 +1,152 @@
+"""The block's text: short items, each true of the failure it is shown with, error text
+quoted as data, this run's failures first and lessons in what they leave of the budget.
+
+A heuristic hint is rendered here, at recall, from the fields of the failure the item
+shows (its group's latest occurrence), never from the prose stored with the first
+failure of its fingerprint. A model's, a person's or an imported lesson is shown as
+written: review already required it to be general.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from reflect import commands
+from reflect.heuristics import heuristic_lesson
+from reflect.records import Recall, RecallItem
+from reflect.text import clip
+
+RECENT_HEADER = "PAST FAILURES TO AVOID:"
+LESSONS_HEADER = "LESSONS FROM EARLIER RUNS:"
+RECENT_ITEM_TOKENS = 60
+LESSON_ITEM_TOKENS = 80
+ACTION_CHARS = 50  # of the failed command, in an item's first line
+MESSAGE_CHARS = 70
+MIN_LINE = 40  # a line is never cut shorter than this to fit its item
+
+# Tool output can carry text aimed at the model reading the prompt. Such lines
+# are shown defused, never as instructions.
+_INSTRUCTION_LIKE = re.compile(
+    r"\b(?:ignore|disregard|forget|override)\b[^\n]{0,40}?\b(?:instructions?|prompts?|rules|guidelines)\b"
+    r"|\byou are now\b|\bsystem prompt\b|\bnew instructions?\b"
+    r"|^\s*(?:system|assistant|user)\s*:|</?\s*(?:system|instructions?)\s*>",
+    re.IGNORECASE | re.MULTILINE,
+)
+NEUTRALIZED = "[instruction-like text removed]"
+
+
+def estimate_tokens(text: str) -> int:
+    """About four characters a token: close enough for a budget, and needs no tokenizer."""
+    return (len(text) + 3) // 4
+
+
+def neutralize(text: str) -> str:
+    return _INSTRUCTION_LIKE.sub(NEUTRALIZED, text)
+
+
+def quoted(text: str) -> str:
+    """Tool output as a JSON string literal: one line, its quotes escaped, plainly data."""
+    return json.dumps(neutralize(text), ensure_ascii=False)
+
+
+def code(text: str) -> str:
+    return "`" + neutralize(" ".join(text.split())).replace("`", "'") + "`"
+
+
+def hint(lesson: dict | None, failure: dict | None) -> str:
+    """What to do about ``failure``: its own heuristic hint, or the lesson as written."""
+    if lesson is None:
+        return ""
+    if lesson["kind"] == "heuristic" and failure is not None:
+        return heuristic_lesson(failure["error_type"], failure["message"], failure["action"],
+                                failure["phase"], failure["exit_code"]).guidance
+    return lesson["guidance"]
+
+
+def failure_line(failure: dict) -> str:
+    """The failed command and its error, both cut short."""
+    what = f"{failure['error_type']}: {quoted(clip(failure['message'], MESSAGE_CHARS))}"
+    if failure["action"].strip():
+        what = f"{code(commands.brief(failure['action'], ACTION_CHARS))} -> {what}"
+    return what
+
+
+def recent_item_text(failure: dict, count: int, lesson: dict | None, shown_failed: int,
+                     escalate_after: int) -> str:
+    """This run's failure (the latest of its group of ``count``); ``shown_failed``: how
+    often in this run it failed again right after the block had shown it."""
+    where = f"iteration {failure['iteration']}"
+    if failure["phase"]:
+        where += f", phase {clip(failure['phase'], 20)}"
+    if count > 1:
+        where += f", failed {count}x"
+    lesson_id = lesson["id"] if lesson else failure["lesson_id"]
+    lines = [f"- [{lesson_id}] {where}: {failure_line(failure)}"]
+    if text := hint(lesson, failure):
+        lines.append(f"  Hint: {neutralize(text)}")
+    if shown_failed >= escalate_after:
+        lines.append(f"  REPEATED FAILURE: shown this, it failed the same way {shown_failed}x"
+                     " in this run; try a different fix.")
+    if failure["resolution"]:
+        lines.append(f"  Fixed later by: {neutralize(failure['resolution'])}")
+    return bounded(lines, RECENT_ITEM_TOKENS)
+
+
+def lesson_item_text(lesson: dict, failure: dict | None, why: str) -> str:
+    """A lesson from earlier runs, shown with the failure it was learnt from when there is
+    one (a taught or imported lesson has none here), and why it is shown."""
+    if failure is not None:
+        lines = [f"- [{lesson['id']}] {why}: {failure_line(failure)}"]
+        if text := hint(lesson, failure):
+            lines.append(f"  Hint: {neutralize(text)}")
+    else:
+        lines = [f"- [{lesson['id']}] When {neutralize(lesson['trigger'])} ({why}):",
+                 f"  {neutralize(lesson['guidance'])}"]
+    resolution = failure["resolution"] if failure is not None else lesson["resolution"]
+    if resolution:
+        lines.append(f"  What worked: {neutralize(resolution)}")
+    return bounded(lines, LESSON_ITEM_TOKENS)
+
+
+def bounded(lines: list[str], max_tokens: int) -> str:
+    """The item's lines within ``max_tokens``. The first two lines (the failure, what to
+    do) matter most: the later ones are cut, then dropped, before those are cut."""
+    lines = [" ".join(line.split()) if i == 0 else "  " + " ".join(line.split())
+             for i, line in enumerate(lines)]
+    budget = 4 * max_tokens
+    while len("\n".join(lines)) > budget:
+        excess = len("\n".join(lines)) - budget
+        last = len(lines) - 1
+        if last >= 2:  # what worked, an escalation: shortened, then left out
+            if len(lines[last]) - excess >= MIN_LINE:
+                lines[last] = clip(lines[last], len(lines[last]) - excess)
+            else:
+                lines.pop()
+            continue
+        longest = max(range(len(lines)), key=lambda i: len(lines[i]))
+        lines[longest] = clip(lines[longest], max(MIN_LINE, len(lines[longest]) - excess))
+        if len(lines[longest]) == MIN_LINE and len("\n".join(lines)) > budget:
+            lines.pop()  # only when two short lines still do not fit
+    return "\n".join(lines)
+
+
+def fit(sections: list[tuple[str, list[RecallItem]]], max_tokens: int) -> Recall:
+    """Each section's items in order while the block stays within ``max_tokens``: the
+    first section (this run's failures) first, the next ones in what it leaves; a
+    section without items has no header."""
+    counts = [0] * len(sections)
+    for index, (_, items) in enumerate(sections):
+        while counts[index] < len(items):
+            counts[index] += 1
+            if estimate_tokens(_text(sections, counts)) > max_tokens:
+                counts[index] -= 1
+                break
+    text = _text(sections, counts)
+    kept = [item for (_, items), n in zip(sections, counts, strict=True) for item in items[:n]]
+    return Recall(text=text, tokens=estimate_tokens(text), items=kept)
+
+
+def _text(sections: list[tuple[str, list[RecallItem]]], counts: list[int]) -> str:
+    return "\n".join(line for (header, items), n in zip(sections, counts, strict=True) if n
+                     for line in (header, *(item.text for item in items[:n])))
