@@ -22,7 +22,7 @@ test: $(STAMP)
 	$(BIN)/python -m pytest
 
 bench: $(STAMP)
-	for b in capture_recall hung_provider recall search gate replay hooks; do \
+	for b in capture_recall hung_provider recall search predictor replay hooks; do \
 		$(BIN)/python bench/$$b.py || exit 1; done
 
 lint: $(STAMP)
