@@ -4,10 +4,16 @@ Everything ``reflect`` keeps passes through :class:`Scrubber`. Each redaction
 leaves a typed placeholder, so a lesson still says *what* was there:
 
     [REDACTED:private_key]  PEM private key blocks, truncated ones too
-    [REDACTED:api_key]      vendor keys: OpenAI, Anthropic, GitHub, AWS, Slack
-    [REDACTED:token]        JWTs and ``Bearer`` tokens
-    [REDACTED:secret]       the value of a password/secret/token/key assignment
+    [REDACTED:api_key]      vendor keys (OpenAI, Anthropic, GitHub, GitLab, AWS, Slack, Stripe,
+                            Google, Hugging Face, npm, PyPI, Twilio, SendGrid and more), also
+                            base64-encoded
+    [REDACTED:token]        JWTs, ``Bearer`` tokens, Authorization headers, webhook URLs
+    [REDACTED:secret]       the value of a password/secret/token/key assignment, a cookie
+                            header, a password on a command line, a bare 40-character
+                            AWS-style secret
     [REDACTED:credentials]  ``user:pass`` in a URL
+    [REDACTED:card]         payment card numbers (Luhn-checked)
+    [REDACTED:ssn]          US social security numbers
     [REDACTED:email]        e-mail addresses
     [REDACTED:ip]           IPv4 and IPv6 addresses (loopback and 0.0.0.0 are kept)
     [USER]                  the user name in a home directory path
@@ -19,8 +25,12 @@ No rule matches a placeholder, so scrubbing twice changes nothing.
 
 from __future__ import annotations
 
+import base64
 import ipaddress
+import itertools
+import math
 import re
+from collections import Counter
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -34,8 +44,14 @@ _HOME_USER = r"[^\s/\\:\"'\[\]]+"
 # A key holding a secret ends with one of these (DB_PASSWORD, clientSecret,
 # X-Api-Key, AWS_SECRET_ACCESS_KEY); `tokenizer` and `max_tokens` do not.
 _KEY_ENDS = ("password", "passwd", "passphrase", "secret", "token", "apikey", "api[_-]key",
-             "access[_-]key", "secret[_-]key", "private[_-]key")
-_KEY_END = "(?i:" + "|".join(f"(?<={k})" for k in _KEY_ENDS) + ")"
+             "access[_-]key", "secret[_-]key", "private[_-]key", "accountkey", "[_-]pwd")
+# Upper-case environment names: STRIPE_KEY, DB_PASS (a lower-case `sort_key` is code).
+_ENV_ENDS = ("[A-Z0-9]_KEY", "[A-Z0-9]_PASS", "[A-Z0-9]_AUTH")
+_KEY_END = ("(?:" + "|".join(f"(?i:(?<={k}))" for k in _KEY_ENDS)
+            + "|" + "|".join(f"(?<={k})" for k in _ENV_ENDS) + ")")
+# Values that are code, not secrets: token=None, api_key=os.environ[...], ${DB_PASSWORD}.
+_NOT_A_VALUE = (r"(?!(?:None|null|nil|true|false|True|False|undefined)(?![\w-])"
+                r"|os\.(?:environ|getenv)\b|getenv\(|process\.env\b|ENV\[|\$\{|\$[A-Z_][A-Z0-9_]*\b)")
 _KEY = r"[A-Za-z_][A-Za-z0-9_.-]*+"
 _ASSIGN = r"\\?[\"']?[ \t]*[:=](?![:=])[ \t]*"  # =, :, "key": but not ==, ::
 
@@ -61,26 +77,62 @@ _ANYWHERE = {
     # A Windows user name may hold spaces when a separator follows (C:\Users\Jo Ann\).
     "home_win": r":(?<=[A-Za-z]:)(?:\\\\?|/)Users(?:\\\\?|/)(?P<v_home_win>)"
     rf"(?:[^\r\n\\/:\"'\[\]]+(?=[\\/])|{_HOME_USER})",
+    # Incoming webhooks: the URL is the credential.
+    "webhook": r"\.(?:(?<=hooks\.)slack\.com/(?:services|workflows|triggers)/"
+    r"|(?<=discord\.)com/api/webhooks/|(?<=discordapp\.)com/api/webhooks/)"
+    r"(?P<v_webhook>)[A-Za-z0-9_/-]{10,}",
 }
 _WORD_START = {
     # --KEY v, --KEY=v, KEY=v, KEY: v, "KEY": "v" (a quoted value may hold spaces).
     "secret": rf"(?:--{_KEY}{_KEY_END}(?:[ \t]*=[ \t]*|[ \t]+(?!-))"
     rf"|{_KEY}(?={_ASSIGN}){_KEY_END}{_ASSIGN})"
-    r"(?:(?P<dq>\\?\")|(?P<sq>\\?'))?(?P<v_secret>)(?!\[REDACTED)"
-    r"(?(dq)[^\"\\\n]+|(?(sq)[^'\\\n]+|(?:[Bb]earer[ \t]+)?[^\s\"'\\&,;]+))",
+    # A JSON string value runs over its escapes (a service account's "private_key").
+    r"(?:(?P<eq>\\[\"'])|(?P<dq>\")|(?P<sq>'))?(?P<v_secret>)(?!\[REDACTED)" + _NOT_A_VALUE
+    + r"(?(eq)[^\"'\\\n]+|(?(dq)(?:[^\"\\\n]|\\.)+|(?(sq)[^'\\\n]+"
+    r"|(?:[Bb]earer[ \t]+)?[^\s\"'\\&,;]+)))",
+    # The header's value, whatever its scheme: Basic, token, Digest...
+    "authorization": r"(?i:authorization)\\?[\"']?[ \t]*[:=][ \t]*"
+    r"(?:(?i:basic|bearer|token|digest|negotiate|ntlm)[ \t]+)?(?P<v_authorization>)"
+    r"(?=[^\s\"'\\]*\d|[^\s\"'\\]{16})[^\r\n\"'\\]+",
+    "cookie": r"(?i:(?:set-)?cookie)[ \t]*:[ \t]*(?P<v_cookie>)[^\r\n\"'\\]+",
+    # Passwords given to a command: curl -u user:pw, sshpass -p, mysql -ppw, redis-cli -a.
+    "cli_password": r"(?:curl\b[^\n|;&]*?[ \t](?:-u|--user)[ \t=]*[\"']?[^\s:\"']*:"
+    r"|sshpass[ \t]+(?:-\w[ \t]+)*?-p[ \t]*[\"']?"
+    r"|mysql(?:dump|admin|sh)?\b[^\n|;&]*?[ \t]-p(?=\S)"
+    r"|redis-cli\b[^\n|;&]*?[ \t](?:-a|--pass)[ \t]+[\"']?)"
+    r"(?P<v_cli_password>)[^\s\"']+",
     # A bearer token holds a digit or is long: "Bearer authentication" is prose.
     "bearer": rf"[Bb](?i:earer)[ \t]+(?P<v_bearer>)"
     rf"(?:(?=[A-Za-z._~+/=-]*\d){_TOKEN}{{8,}}|{_TOKEN}{{20,}})",
     "jwt": r"eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*",
     # `sk-` wants 20 characters with a digit: `sk-learn-style` is a word.
     "api_key": r"sk-(?=[A-Za-z0-9_-]*\d)[A-Za-z0-9_-]{20,}|gh[pousr]_[A-Za-z0-9]{30,}"
-    r"|github_pat_[A-Za-z0-9_]{22,}|A[KS]IA[A-Z0-9]{16}(?![A-Za-z0-9])|xox[abprs]-[A-Za-z0-9-]{10,}",
+    r"|github_pat_[A-Za-z0-9_]{22,}|A[KS]IA[A-Z0-9]{16}(?![A-Za-z0-9])|xox[abprs]-[A-Za-z0-9-]{10,}"
+    r"|xapp-[A-Za-z0-9-]{20,}|[sr]k_(?:live|test)_[A-Za-z0-9]{16,}"
+    r"|gl(?:pat|dt|rt|ptt|ft|soat)-[A-Za-z0-9_-]{20,}|AIza[0-9A-Za-z_-]{35}"
+    r"|ya29\.[0-9A-Za-z_-]{20,}|hf_[A-Za-z0-9]{30,}|npm_[A-Za-z0-9]{36}"
+    r"|pypi-AgE[A-Za-z0-9_-]{50,}|SK[0-9a-fA-F]{32}(?![0-9A-Za-z])"
+    r"|SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}|key-[0-9a-f]{32}(?![0-9a-z])"
+    r"|shp(?:at|ss|ca|pa)_[a-fA-F0-9]{32}|do[por]_v1_[a-f0-9]{64}|dapi[a-f0-9]{32}"
+    r"|gsk_[A-Za-z0-9]{48,}|r8_[A-Za-z0-9]{37}|PMAK-[a-f0-9]{24}-[a-f0-9]{34}"
+    r"|AGE-SECRET-KEY-1[0-9A-Z]{58}|hv[sbr]\.[A-Za-z0-9_-]{24,}"
+    r"|dp\.(?:pt|st|sa|ct)\.[A-Za-z0-9]{40,}|lin_api_[A-Za-z0-9]{40}"
+    r"|sntry[su]_[A-Za-z0-9+/=_-]{40,}|xai-[A-Za-z0-9]{60,}|secret_[A-Za-z0-9]{43}(?!\w)"
+    r"|ATATT3[A-Za-z0-9_=-]{50,}|\d{8,10}:AA[A-Za-z0-9_-]{33}(?![\w-])",
+    # Base64 that decodes to a secret (checked by _encoded), or a bare 40-character
+    # AWS-style secret (mixed case and digits, high entropy: not a hash, not a path).
+    "encoded": r"[A-Za-z0-9+/]{24,}={0,2}(?![A-Za-z0-9+/=])",
+    # Card numbers pass the Luhn check (_is_card): most other long numbers fail it.
+    "card": r"[2-6]\d{3}(?P<c16>[ -]?)\d{4}(?:(?P=c16)\d{4}){2}(?![\d-])"
+    r"|3[47]\d{2}(?P<c15>[ -]?)\d{6}(?P=c15)\d{5}(?![\d-])",
+    "ssn": r"(?!000|666|9)\d{3}-(?!00)\d{2}-(?!0000)\d{4}(?![\d-])",
     # `git@host:owner/repo` is an SSH remote, not a person.
     "email": r"[A-Za-z0-9._%+-][A-Za-z0-9._%+-]*+(?<!\bgit)@"
     r"[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b",
     # IPv4 starts a word and follows no version specifier, so `v1.2.3.4`,
     # `==1.2.3.4`, `python3.11.7.1`, `1.2.3.4.tar.gz` are versions, but a bare
-    # dotted quad such as 3.11.7.1 is taken for an address: the two cannot be
+    # dotted quad such as 3.11.7.1 is taken for an address unless a program's name
+    # comes before it (`python 3.11.7.1`, _VERSIONED): otherwise the two cannot be
     # told apart and a leaked address costs more than a blurred version.
     # IPv6 here is a candidate: _is_ip turns down `a::b`, times and slices.
     "ip": rf"\d(?<![=<>~!]=\d)\d{{0,2}}(?:\.\d{{1,3}}){{3}}(?!\.?\w)"
@@ -98,6 +150,13 @@ _LABEL = {
     "api_key": "[REDACTED:api_key]",
     "email": "[REDACTED:email]",
     "ip": "[REDACTED:ip]",
+    "webhook": "[REDACTED:token]",
+    "authorization": "[REDACTED:token]",
+    "cookie": "[REDACTED:secret]",
+    "cli_password": "[REDACTED:secret]",
+    "encoded": "[REDACTED:api_key]",
+    "card": "[REDACTED:card]",
+    "ssn": "[REDACTED:ssn]",
 }
 
 
@@ -130,13 +189,100 @@ def _is_ip(text: str) -> bool:
     return not (address.is_loopback or address.is_unspecified)
 
 
+# Bits per character of a random 40-character base64 string: about 4.9; words and paths
+# stay well under 4.5 (the limit detect-secrets uses for base64).
+AWS_SECRET_ENTROPY = 4.5
+_VERSIONED = re.compile(
+    r"(?i:python|pypy|version|ver|release|node|ruby|perl|php|java|go|gcc|clang|cmake"
+    r"|pip|npm|yarn|rustc|cargo|dotnet|kernel)[ \t]+$")
+
+
+def _is_card(number: str) -> bool:
+    digits = [int(c) for c in number if c.isdigit()]
+    odd = sum(digits[-1::-2])
+    even = sum(sum(divmod(2 * d, 10)) for d in digits[-2::-2])
+    return (odd + even) % 10 == 0
+
+
+def _entropy(text: str) -> float:
+    return -sum(n / len(text) * math.log2(n / len(text)) for n in Counter(text).values())
+
+
+def _encoded(text: str) -> bool:
+    """Base64 of text holding a secret, or a bare AWS-style secret."""
+    try:
+        decoded = base64.b64decode(text + "=" * (-len(text) % 4), validate=True)
+        plain = decoded.decode("ascii")
+    except (ValueError, UnicodeDecodeError):
+        plain = ""
+    if plain.isprintable() and _subn(_BUILTIN, _builtin, plain)[1]:
+        return True
+    kinds = (str.isupper, str.islower, str.isdigit)
+    return (len(text) == 40 and all(any(map(kind, text)) for kind in kinds)
+            and _entropy(text) >= AWS_SECRET_ENTROPY)
+
+
 def _builtin(match: re.Match) -> str:
     kind = match.lastgroup
-    if kind == "ip" and not _is_ip(match[0]):
+    if kind == "ip" and (not _is_ip(match[0]) or _VERSIONED.search(
+            match.string, max(0, match.start() - 12), match.start())):
+        return match[0]
+    if kind == "card" and not _is_card(match[0]) or kind == "encoded" and not _encoded(match[0]):
         return match[0]
     keep = f"v_{kind}"
     start = match.start(keep) if keep in _BUILTIN.groupindex else match.start()
-    return match.string[match.start() : start] + _LABEL[kind]
+    kept = match.string[match.start() : start]
+    if kind == "cli_password":  # the command line before the flag may hold other secrets
+        kept = _BUILTIN.sub(_builtin, kept)
+    return kept + _LABEL[kind]
+
+
+# A terminal wraps a long line wherever its width ends, maybe inside a token: a full
+# line that runs straight into the next, no space either side, may hold half a secret.
+_JOINT = re.compile(r"(?<=[\w+/=.:@-])\r?\n(?=[\w+/=.:@-])")
+MIN_WRAP = 40  # columns: narrower lines ended for a reason of their own
+
+
+def _unwrap(text: str) -> tuple[str, int]:
+    """Redact the secrets that a line wrap cut in two: each run of wrapped lines is
+    scanned joined, and a secret found across a joint is replaced where it lies."""
+    joints = [m for m in _JOINT.finditer(text)
+              if m.start() - text.rfind("\n", 0, m.start()) > MIN_WRAP]
+    if not joints:
+        return text, 0
+    out, done, count = [], 0, 0
+    i = 0
+    while i < len(joints):
+        chain = [joints[i]]  # joints whose lines follow one another
+        while i + 1 < len(joints) and "\n" not in text[chain[-1].end():joints[i + 1].start()]:
+            i += 1
+            chain.append(joints[i])
+        i += 1
+        start = text.rfind("\n", 0, chain[0].start()) + 1
+        end = text.find("\n", chain[-1].end())
+        end = len(text) if end == -1 else end
+        pieces = [start, *(p for m in chain for p in m.span()), end]
+        lines = [text[a:b] for a, b in zip(pieces[::2], pieces[1::2], strict=True)]
+        joined = "".join(lines)
+        cuts = list(itertools.accumulate(len(line) for line in lines[:-1]))
+        for match in _BUILTIN.finditer(joined):
+            kind = match.lastgroup
+            keep = f"v_{kind}"
+            cut_from = match.start(keep) if keep in _BUILTIN.groupindex else match.start()
+            crossed = [k for k, cut in enumerate(cuts) if cut_from < cut < match.end()]
+            # A private key block spans lines anyway: the main pass takes it whole.
+            if not crossed or kind == "private_key" or _builtin(match) == match[0]:
+                continue
+            # joined offset -> text offset: add the joints (newlines) before it
+            begin = start + cut_from + sum(len(chain[k][0]) for k, cut in enumerate(cuts)
+                                          if cut <= cut_from)
+            stop = start + match.end() + sum(len(chain[k][0]) for k, cut in enumerate(cuts)
+                                             if cut < match.end())
+            if begin < done:
+                continue
+            out += [text[done:begin], _LABEL[kind], "\n" * len(crossed)]
+            done, count = stop, count + 1
+    return "".join(out) + text[done:], count
 
 
 def _extra(match: re.Match) -> str:
@@ -186,6 +332,8 @@ class Scrubber:
                     parts[i], n = _subn(pattern, _extra, parts[i])
                     total += n
             text = "".join(parts)
+        text, n = _unwrap(text)
+        total += n
         text, n = _subn(_BUILTIN, _builtin, text)
         total += n
         # The substring test spares a regex pass over text that cannot match.
