@@ -166,7 +166,11 @@ def cmd_feedback(args) -> int:
 def cmd_teach(args) -> int:
     with Memory() as mem:
         lesson_id = mem.teach(args.text)
+        reason = mem.lesson(lesson_id)["quarantine"]
     print(lesson_id)
+    if reason:
+        print(f"reflect: {lesson_id} is quarantined: it {reason}; `reflect lessons release "
+              f"{lesson_id}` puts it into recall if that is what you mean", file=sys.stderr)
     return 0
 
 
@@ -209,6 +213,7 @@ def cmd_import(args) -> int:
     for number, message in report.errors:
         print(f"reflect: {args.file}:{number}: {message}", file=sys.stderr)
     print(f"imported {report.imported}, merged {report.merged}, skipped {report.skipped}, "
+          f"quarantined {report.quarantined} (`reflect lessons list --status quarantined`), "
           f"{len(report.errors)} bad line(s)")
     return 1 if report.errors else 0
 

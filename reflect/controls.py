@@ -14,6 +14,7 @@ from reflect import queue
 from reflect.credit import PRIOR_WEIGHT
 from reflect.lessons import active_lesson, supersede
 from reflect.records import new_id
+from reflect.review import GUIDANCE_MAX, TRIGGER_MAX, hostile_reason, trim
 from reflect.store import EMBED_TARGET, SQLiteStore
 
 TAUGHT_CONFIDENCE = 0.9
@@ -142,21 +143,25 @@ def parse_teaching(text: str) -> tuple[str, str]:
 
 def teach(store: SQLiteStore, text: str, scope: str, scrub, now: float) -> str:
     """A person's lesson: pinned, confident, never removed by upkeep. A taught lesson with
-    the same trigger as an earlier one supersedes it."""
+    the same trigger as an earlier one supersedes it. It is reviewed as a model's lesson
+    is: a hostile one is stored quarantined with the reason, for a person to release."""
     trigger, guidance = parse_teaching(text)
-    trigger, _ = scrub(trigger[:160])
-    guidance, _ = scrub(guidance[:300])
+    reason = hostile_reason(f"{trigger}\n{guidance}")
+    # One line each, scrubbed before the cut: a cut through a secret hides it from its rule.
+    trigger = trim(" ".join(scrub(trigger)[0].split()), TRIGGER_MAX)
+    guidance = trim(" ".join(scrub(guidance)[0].split()), GUIDANCE_MAX)
     fingerprint = "taught:" + hashlib.sha256(trigger.lower().encode()).hexdigest()[:16]
     lesson_id = new_id("L")
     with store.write() as conn:
-        conn.execute(
-            "UPDATE lessons SET status = 'superseded', superseded_by = ?, updated = ?"
-            " WHERE fingerprint = ? AND status = 'active'", (lesson_id, now, fingerprint))
+        if not reason:
+            conn.execute(
+                "UPDATE lessons SET status = 'superseded', superseded_by = ?, updated = ?"
+                " WHERE fingerprint = ? AND status = 'active'", (lesson_id, now, fingerprint))
         conn.execute(
             "INSERT INTO lessons (id, fingerprint, trigger, guidance, category, severity, kind,"
-            " confidence, prior, created, updated, scope, pinned) VALUES"
-            " (?, ?, ?, ?, 'general', 'medium', 'taught', ?, ?, ?, ?, ?, 1)",
+            " confidence, prior, created, updated, scope, pinned, status, quarantine) VALUES"
+            " (?, ?, ?, ?, 'general', 'medium', 'taught', ?, ?, ?, ?, ?, 1, ?, ?)",
             (lesson_id, fingerprint, trigger, guidance, TAUGHT_CONFIDENCE, TAUGHT_CONFIDENCE,
-             now, now, scope))
+             now, now, scope, "quarantined" if reason else "active", reason))
         queue.enqueue(conn, "embed", EMBED_TARGET, "", now)
     return lesson_id

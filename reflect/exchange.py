@@ -3,8 +3,9 @@
 ``export_lessons`` writes the confident lessons as markdown (for people) or
 JSON lines (for ``import_lessons`` in another store). An import file is
 untrusted: every line is validated, its texts scrubbed again and checked
-against ``review.HOSTILE``, and a bad line is reported by number while the
-rest is imported.
+against ``review.HOSTILE`` (a hostile lesson is stored quarantined, with the
+reason, for a person to release), and a bad line is reported by number while
+the rest is imported.
 
 Decisions:
 
@@ -135,6 +136,7 @@ class ImportReport:
     imported: int = 0
     merged: int = 0
     skipped: int = 0
+    quarantined: int = 0  # hostile: stored for a person to see, never recalled
     errors: list[tuple[int, str]] = field(default_factory=list)  # (line number, message)
 
 
@@ -178,7 +180,14 @@ def _lines(f):
 
 
 def _add(conn, lesson: dict, now: float) -> str:
-    """Merge, insert or skip one validated lesson; returns which (a report field)."""
+    """Merge, insert, quarantine or skip one validated lesson; returns which (a report
+    field)."""
+    if lesson["quarantine"]:  # reviewed as a model's lesson is: kept out of recall
+        conn.execute(
+            f"INSERT INTO lessons ({', '.join(lesson)}, id, status)"
+            f" VALUES ({', '.join(':' + c for c in lesson)}, :id, 'quarantined')",
+            {**lesson, "id": new_id("L")})
+        return "quarantined"
     quarantined = conn.execute(
         "SELECT guidance FROM lessons WHERE fingerprint = ? AND status = 'quarantined'",
         (lesson["fingerprint"],),
@@ -233,8 +242,6 @@ def _validate(line: str, scrub: Callable[[str], tuple[str, int]], now: float) ->
     trigger, guidance = _get(data, "trigger", str, None), _get(data, "guidance", str, None)
     # Judged in full, before scrubbing and trimming hide part of it (as review does).
     reason = hostile_reason(f"{trigger}\n{guidance}")
-    if reason:
-        raise _Invalid(f"refused: the lesson {reason}")
     trigger = _clean(trigger, scrub, TRIGGER_MAX)
     guidance = _clean(guidance, scrub, GUIDANCE_MAX)
     if not trigger or not guidance:
@@ -262,6 +269,7 @@ def _validate(line: str, scrub: Callable[[str], tuple[str, int]], now: float) ->
         # A lesson is as old as it is where it was learnt (recall's freshness decay).
         "created": min(_get(data, "created", float, now), now),
         "updated": min(_get(data, "updated", float, now), now),
+        "quarantine": reason,
     }
 
 

@@ -150,7 +150,10 @@ HOSTILE: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
             r"\b(?:ignore|disregard|forget|override|bypass)\b[^.\n]{0,40}?"
             r"\b(?:previous|prior|earlier|above|preceding|system|original|all|your|user'?s?)\s+"
             r"(?:\w+\s+)?(?:instructions?|prompts?|rules|guidelines|directives|constraints)\b"
-            r"|\bsystem\s+prompt\b|\b(?:new|updated)\s+(?:system\s+)?instructions?\s*:",
+            r"|\bsystem\s+prompt\b|\b(?:new|updated)\s+(?:system\s+)?instructions?\s*:"
+            r"|\b(?:ignore|disregard|forget)\s+(?:all\s+|everything\s+)?(?:of\s+)?(?:the\s+)?"
+            r"(?:above|previous|prior|preceding|earlier)\b"
+            r"|(?:^|[\s\"'`(\[])(?:system|assistant)\s*:|<\|im_start\|>|\[/?INST\]",
         ),
         (
             "fetches and runs a remote script",
@@ -159,7 +162,12 @@ HOSTILE: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
             # $(curl …), <(curl …); backticks only after eval / -c, as `…` is also markdown
             rf"|\$\(\s*{_FETCH}\b|<\(\s*{_FETCH}\b|(?:\beval\s+|\s-c\s+)[\"']?`\s*{_FETCH}\b"
             rf"|\b(?:download|fetch)\b[^.\n]{{0,80}}{_REMOTE}\S*[^.\n]{{0,40}}"
-            r"\b(?:and|then)\s+(?:run|execute|source)\b",
+            r"\b(?:and|then)\s+(?:run|execute|source)\b"
+            # fetched to a file, then run: curl -o /tmp/p URL && bash /tmp/p
+            rf"|\b{_FETCH}\b[^\n`]*{_REMOTE}[^\n`]*?(?:&&|;|\|\|)\s*(?:sudo\s+)?"
+            rf"(?:{_SHELL}|source|\.|chmod)\s"
+            rf"|\bbase64\s+(?:-d|--decode|-D)\b[^\n|]*\|\s*(?:{_SHELL})\b"
+            r"|\bexec\s*\(\s*(?:\w+\.)*(?:urlopen|urllib|requests\.get|__import__)",
         ),
         (
             "sends data off the machine",
@@ -178,6 +186,7 @@ HOSTILE: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
             r"|\b(?:it|describe|test)\.skip\b|\bxit\s*\(|--deselect\b|--ignore(?:-glob)?[= ]\S*test"
             r"|\b(?:rm|del|delete|remove)\s+(?:-\w+\s+)*\S*\btest\w*\.(?:py|js|ts|go|rb)\b"
             r"|\bassert\s+True\b|\balways\s+pass|--no-verify\b|\bHUSKY=0\b"
+            r"|\bsed\s+(?:-\w+\s+)*-i\S*\s[^\n]*\bassert|\btruncate\s+-s\s*0\s+\S*test"
             r"|\b(?:disable|turn\s+off|skip|bypass|remove|delete|silence|suppress)\s+(?:the\s+|all\s+)?"
             r"(?:\w+\s+)?(?:linters?|linting|type[- ]?check(?:s|ing|er)?|mypy|ruff|flake8|eslint"
             r"|pylint|pre-commit(?:\s+hooks?)?|git\s+hooks?|hooks|ci|ci\s+(?:pipeline|checks?)"
@@ -185,8 +194,24 @@ HOSTILE: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
             r"|coverage\s+threshold)\b|\bNODE_TLS_REJECT_UNAUTHORIZED=0|\bPYTHONHTTPSVERIFY=0",
         ),
         (
+            "installs from an unofficial package index",
+            r"(?:--index-url|--extra-index-url|\bPIP_(?:EXTRA_)?INDEX_URL\s*=|\bpip\S*\s+install\s[^\n]*\s-i)"
+            r"[\s=]*['\"]?(?!https://(?:pypi\.org|files\.pythonhosted\.org|download\.pytorch\.org)/)\S*://"
+            r"|\b(?:npm|yarn|pnpm)\s+config\s+set\s+(?:\S*:)?registry\b|--registry[\s=]+(?!https://registry\.npmjs\.org)\S*://",
+        ),
+        (
+            "changes git's hooks or commands",
+            r"\bgit\s+config\b[^\n]*\bcore\.(?:hooksPath|sshCommand|fsmonitor|pager|editor|gitProxy)\b",
+        ),
+        (
+            "opens a shell to another machine or as root",
+            r"/dev/(?:tcp|udp)/|\b(?:nc|ncat|netcat)\b[^\n]*\s-[ec]\s|\bsudo\s+(?:-\w+\s+)*(?:su\b|-i\b|-s\b|(?:ba|z|da|fi)?sh\b(?!\s+-c\b|\s*\S*\.sh))",
+        ),
+        (
             "destructive command outside the task",
-            r"\brm\s+(?:-\w+\s+)*-\w*r\w*\s+(?:-\S+\s+)*"
+            r"\brm\s+(?:-\w+\s+)*-\w*r\w*\s+(?:-\S+\s+)*(?:\./)?\.git(?=$|[\s`'\";/])"
+            r"|\bgit\s+push\b[^\n]*\s(?:--force\b|-f\b)"
+            r"|\brm\s+(?:-\w+\s+)*-\w*r\w*\s+(?:-\S+\s+)*"
             r"(?:/\*?|~/?|\$HOME/?|/(?:etc|usr|home|var|bin|boot|lib|opt|root)\S*)(?=$|[\s`'\";])"
             r"|--no-preserve-root|\bchmod\s+(?:-R\s+)?0?777\s+/(?=$|[\s`'\";*])|\bchmod\s+-R\s+0?777\b"
             r"|\bmkfs(?:\.\w+)?\s|\bdd\s+[^\n]*of=/dev/|:\(\)\s*\{\s*:\|:&\s*\}",

@@ -159,13 +159,13 @@ def test_malformed_lines_are_reported_by_number_and_the_rest_imported(mem, tmp_p
         line(fingerprint="2222222222222222", guidance="y " * 20_000),
     )
     report = import_lessons(mem.store, path, mem.scrubber.scrub, NOW)
-    assert (report.imported, report.merged, report.skipped) == (2, 0, 0)
-    assert [n for n, _ in report.errors] == [2, 3, 4, 6, 7, 8, 9, 10, 12]
+    assert (report.imported, report.merged, report.skipped, report.quarantined) == (2, 0, 0, 1)
+    assert [n for n, _ in report.errors] == [2, 3, 4, 6, 7, 8, 9, 12]
     messages = dict(report.errors)
     assert "not JSON" in messages[2] and "not a JSON object" in messages[3]
     assert "guidance" in messages[4] and "confidence" in messages[6]
     assert "evidence" in messages[7] and "fingerprint" in messages[8]
-    assert "kind" in messages[9] and "refused" in messages[10] and "longer" in messages[12]
+    assert "kind" in messages[9] and "longer" in messages[12]
     long = mem.store.conn.execute(
         "SELECT trigger FROM lessons WHERE fingerprint = '1111111111111111'").fetchone()[0]
     assert len(long) <= 160 and long.endswith("…")
