@@ -345,14 +345,27 @@ def _script(conn: sqlite3.Connection, sql: str) -> None:
             statement = ""
 
 
+class NewerSchema(sqlite3.DatabaseError):
+    """The store was written by a newer reflect: this one would misread it."""
+
+    def __init__(self, version: int):
+        super().__init__(
+            f"the store's schema is version {version}, newer than this reflect knows"
+            f" ({len(MIGRATIONS)}); upgrade reflect (pip install -U reflect) or point"
+            " REFLECT_HOME at another store")
+
+
 def migrate(conn: sqlite3.Connection) -> None:
     """Bring the schema up to date inside one write transaction.
 
     Safe when several processes open a new store at once: the first takes the
     write lock and migrates, the others find the work done.
     """
-    if _applied(conn) == len(MIGRATIONS):
+    applied = _applied(conn)
+    if applied == len(MIGRATIONS):
         return
+    if applied > len(MIGRATIONS):
+        raise NewerSchema(applied)
     conn.execute("BEGIN IMMEDIATE")
     try:
         conn.execute(

@@ -9,6 +9,7 @@ one). A shared PostgreSQL backend will implement the same methods.
 from __future__ import annotations
 
 import hashlib
+import os
 import sqlite3
 import threading
 import time
@@ -61,6 +62,13 @@ class SQLiteStore(RunQueries):
     def __init__(self, home: Path, busy_timeout: float = 5.0):
         prepare_home(home)
         self.path = home / DB_NAME
+        # Private even inside a home that is not: created 0600 before SQLite opens it.
+        # O_EXCL: never an fd on an open database, whose close would drop this
+        # process's SQLite locks on it.
+        try:
+            os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+        except FileExistsError:
+            pass
         self.busy_timeout = busy_timeout
         self.conn = sqlite3.connect(
             self.path, timeout=busy_timeout, isolation_level=None, check_same_thread=False
