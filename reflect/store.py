@@ -214,12 +214,6 @@ class SQLiteStore(RunQueries):
             conn.execute("INSERT OR IGNORE INTO meta VALUES (?, ?)", (key, scope))
         return scope
 
-    def next_iteration(self, run: str) -> int:
-        last = self.conn.execute(
-            "SELECT MAX(iteration) FROM failures WHERE run = ?", (run,)
-        ).fetchone()[0]
-        return (last or 0) + 1
-
     # -- reading ---------------------------------------------------------------
 
     def recent_failures(self, run: str, before_iteration: int | None, window: int) -> list[dict]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import sqlite3
 from contextlib import AbstractContextManager
 
+from reflect.numbers import MAX_ITERATION
 from reflect.records import new_id
 from reflect.text import clip, text_key
 
@@ -222,7 +223,7 @@ class RunQueries:
             "SELECT MAX(i) FROM (SELECT MAX(iteration) AS i FROM failures WHERE run = ?"
             " UNION ALL SELECT MAX(iteration) FROM benign WHERE run = ?)", (run, run)
         ).fetchone()[0]
-        return (last or 0) + 1
+        return min(last or 0, MAX_ITERATION - 1) + 1  # a store holding a huge one stays usable
 
     def next_iteration(self, run: str) -> int:
         return self._next_iteration(self.conn, run)

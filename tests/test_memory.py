@@ -6,7 +6,8 @@ import pytest
 from conftest import NO_TABLE
 
 from reflect import Memory
-from reflect.recall.render import NEUTRALIZED, RECENT_HEADER
+from reflect.defuse import NEUTRALIZED
+from reflect.recall.render import RECENT_HEADER
 from reflect.store import DB_NAME
 
 TRACEBACK = textwrap.dedent("""\
@@ -212,3 +213,12 @@ def test_stats_and_clear(mem):
     assert mem.clear(run="a") == 2
     assert mem.stats()["failures"] == 1
     assert mem.clear() == 1
+
+
+def test_a_store_already_holding_a_huge_iteration_still_numbers_the_next(mem):
+    first = mem.capture(run="r", iteration=1, exit_code=1, error_text="ValueError: first")
+    with mem.store.write() as conn:  # as a store written before iterations were bounded
+        conn.execute("UPDATE failures SET iteration = ? WHERE id = ?",
+                     (2**63 - 1, first.failure_id))
+    later = mem.capture(run="r", exit_code=1, error_text="KeyError: 'second'")
+    assert later.iteration < 2**31 and "second" in mem.recall(run="r").text

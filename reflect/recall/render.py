@@ -10,9 +10,9 @@ written: review already required it to be general.
 from __future__ import annotations
 
 import json
-import re
 
 from reflect import commands
+from reflect.defuse import neutralize
 from reflect.heuristics import heuristic_lesson
 from reflect.records import Recall, RecallItem
 from reflect.text import clip
@@ -25,24 +25,9 @@ ACTION_CHARS = 50  # of the failed command, in an item's first line
 MESSAGE_CHARS = 70
 MIN_LINE = 40  # a line is never cut shorter than this to fit its item
 
-# Tool output can carry text aimed at the model reading the prompt. Such lines
-# are shown defused, never as instructions.
-_INSTRUCTION_LIKE = re.compile(
-    r"\b(?:ignore|disregard|forget|override)\b[^\n]{0,40}?\b(?:instructions?|prompts?|rules|guidelines)\b"
-    r"|\byou are now\b|\bsystem prompt\b|\bnew instructions?\b"
-    r"|^\s*(?:system|assistant|user)\s*:|</?\s*(?:system|instructions?)\s*>",
-    re.IGNORECASE | re.MULTILINE,
-)
-NEUTRALIZED = "[instruction-like text removed]"
-
-
 def estimate_tokens(text: str) -> int:
     """About four characters a token: close enough for a budget, and needs no tokenizer."""
     return (len(text) + 3) // 4
-
-
-def neutralize(text: str) -> str:
-    return _INSTRUCTION_LIKE.sub(NEUTRALIZED, text)
 
 
 def quoted(text: str) -> str:
