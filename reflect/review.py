@@ -16,6 +16,7 @@ import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from reflect.details import foreign
 from reflect.heuristics import CATEGORIES
 
 __all__ = ["HOSTILE", "KINDS", "MalformedLesson", "Reviewed", "review"]
@@ -44,11 +45,18 @@ class MalformedLesson(ValueError):
     """The answer holds no usable lesson; asking again may help."""
 
 
-def review(text: str, scrub: Callable[[str], tuple[str, int]]) -> Reviewed:
+def review(text: str, scrub: Callable[[str], tuple[str, int]],
+           failures: list[dict] | None = None) -> Reviewed:
+    """``failures``: those the lesson stands for; a lesson naming a file, path, module or
+    table none of them has is quarantined (it is about one run, not a generalization)."""
     data = _first_object(text or "")
     trigger, guidance = _text(data, "trigger"), _text(data, "guidance")
     # Judge what the model said in full, before scrubbing and trimming hide part of it.
     quarantine = hostile_reason(f"{trigger}\n{guidance}")
+    if not quarantine and failures is not None:
+        if named := sorted(foreign(f"{trigger}\n{guidance}", failures)):
+            quarantine = (f"names {', '.join(named[:3])}, which none of the failures it "
+                          "stands for has: a lesson must hold for all of them")
     trigger, n_trigger = scrub(trigger)
     guidance, n_guidance = scrub(guidance)
     category = str(data.get("category", "")).strip().lower()

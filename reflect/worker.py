@@ -20,11 +20,12 @@ from pathlib import Path
 from reflect import config, queue, upkeep
 from reflect.config import ModelSettings
 from reflect.lessons import active_lesson, add_model_lesson
-from reflect.store import EMBED_TARGET, SQLiteStore
+from reflect.store import SQLiteStore
 
 POLL = 1.0  # seconds between looks at an empty queue
 HEARTBEAT_STALE = 30.0  # a worker silent this long is taken for dead
 EARLIER_FAILURES = 5
+CHECKED_FAILURES = 20  # latest failures of a fingerprint a model lesson must hold for
 WORKER_LOG = "worker.log"
 
 
@@ -137,7 +138,7 @@ class Worker:
             return
         now = self.clock()
         try:
-            reviewed = review(completion.text, self.scrubber.scrub)
+            reviewed = review(completion.text, self.scrubber.scrub, context["failures"])
         except MalformedLesson as e:
             with self.store.write() as conn:
                 queue.record_spend(conn, job.run, completion.cost_usd, now)
@@ -156,8 +157,6 @@ class Worker:
                     "completion_tokens": completion.completion_tokens,
                     "cost_usd": completion.cost_usd,
                 }, now)
-                if self.vectors.spec is not None:  # the new lesson needs its vector
-                    queue.enqueue(conn, "embed", EMBED_TARGET, "", now)
 
     def _context(self, conn, fingerprint: str) -> dict | None:
         """The scrubbed fields the prompt may see: the failure, its run's earlier
@@ -180,8 +179,12 @@ class Worker:
             " ORDER BY seq DESC LIMIT 1",
             (fingerprint,),
         ).fetchone()
+        failures = conn.execute(  # what the lesson stands for, to check it against
+            "SELECT * FROM failures WHERE fingerprint = ? ORDER BY seq DESC LIMIT ?",
+            (fingerprint, CHECKED_FAILURES)).fetchall()
         return {
             "failure": dict(failure),
+            "failures": [dict(r) for r in failures],
             "earlier": [dict(r) for r in earlier],
             "lesson": active_lesson(conn, fingerprint) or {},
             "resolution": resolution[0] if resolution else "",

@@ -205,3 +205,23 @@ BENIGN = [
 def test_benign_lessons_pass(guidance):
     lesson = review(answer(guidance=guidance), SCRUB)
     assert lesson.quarantine == ""
+
+
+FAILURES = [{"action": "python repro.py", "error_type": "OperationalError",
+             "message": "no such table: auth_user", "phase": "run", "resolution": ""}]
+
+
+def test_a_lesson_naming_a_detail_none_of_its_failures_has_is_quarantined():
+    foreign = answer(guidance="Run `python manage.py migrate` before astropy/timeseries/core.py",
+                     trigger="a script queries auth_user before the migrations ran")
+    lesson = review(foreign, SCRUB, FAILURES)
+    assert "astropy/timeseries/core.py" in lesson.quarantine
+    assert "none of the failures" in lesson.quarantine
+
+
+def test_a_lesson_naming_only_its_failures_details_and_common_files_passes():
+    general = answer(guidance="Run `python manage.py migrate` (see requirements.txt) first",
+                     trigger="repro.py queries auth_user before the migrations ran")
+    assert review(general, SCRUB, FAILURES).quarantine == ""
+    # Without the failures (an import, a person's lesson) there is nothing to check against.
+    assert review(answer(guidance="Edit astropy/timeseries/core.py"), SCRUB).quarantine == ""

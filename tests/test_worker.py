@@ -830,3 +830,13 @@ def test_a_worker_without_a_model_takes_no_reflection_job(api, mem):
     assert [j["state"] for j in reflect_jobs(mem)] == ["queued"]
     assert active_lesson(mem.store.conn, entry.fingerprint)["kind"] == "heuristic"
 
+
+
+def test_a_model_lesson_about_another_runs_file_is_quarantined_and_the_hint_stays(api, mem):
+    api.script(reply({**LESSON, "guidance": "Fix the import in sphinx/domains/python.py"}))
+    entry = capture(mem)
+    mem.run_worker(once=True)
+    heuristic, model = lessons(mem, entry.fingerprint)
+    assert model["status"] == "quarantined" and "sphinx/domains/python.py" in model["quarantine"]
+    assert heuristic["status"] == "active"
+    assert "sphinx" not in mem.recall(run="r1").text

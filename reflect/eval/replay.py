@@ -30,8 +30,8 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from reflect.details import foreign
 from reflect.eval.baselines import BASELINES
-from reflect.eval.details import foreign
 from reflect.eval.metrics import summarize
 from reflect.eval.signature import signature
 from reflect.eval.trace import TraceRecord, write_json, write_jsonl

@@ -2,8 +2,8 @@
 item is true of its failures only if every detail it names occurs in one of them
 (their command, error, phase or what worked); the rest are foreign details.
 
-Words that the hints' own advice names whatever the failure (``manage.py migrate``,
-``conftest.py``) are vocabulary, not details of a failure.
+Words that advice names whatever the failure (``manage.py migrate``, ``conftest.py``,
+``requirements.txt``) are vocabulary, not details of a failure.
 """
 
 from __future__ import annotations
@@ -22,7 +22,9 @@ _DETAIL = re.compile(
 VOCABULARY = frozenset({
     "manage.py", "conftest.py", "settings.configure", "django.setup", "call_command",
     "DJANGO_SETTINGS_MODULE", "python3 -m", "/tmp", "2>&1", ".venv", "dist-packages",
-    "site-packages", "@types/jest", "@types/node", "node_modules",
+    "site-packages", "@types/jest", "@types/node", "node_modules", "requirements.txt",
+    "requirements-dev.txt", "setup.py", "setup.cfg", "pyproject.toml", "package.json",
+    "tox.ini", "settings.py", "tsconfig.json", "Cargo.toml", "go.mod",
 })
 
 
