@@ -10,12 +10,11 @@ from __future__ import annotations
 import hashlib
 import re
 
-from reflect import queue
 from reflect.credit import PRIOR_WEIGHT
 from reflect.lessons import active_lesson, supersede
 from reflect.records import new_id
 from reflect.review import GUIDANCE_MAX, TRIGGER_MAX, hostile_reason, trim
-from reflect.store import EMBED_TARGET, SQLiteStore
+from reflect.store import SQLiteStore
 
 TAUGHT_CONFIDENCE = 0.9
 FEEDBACK_WEIGHT = 2.0  # a person's verdict counts as two outcomes
@@ -159,9 +158,9 @@ def teach(store: SQLiteStore, text: str, scope: str, scrub, now: float) -> str:
                 " WHERE fingerprint = ? AND status = 'active'", (lesson_id, now, fingerprint))
         conn.execute(
             "INSERT INTO lessons (id, fingerprint, trigger, guidance, category, severity, kind,"
-            " confidence, prior, created, updated, scope, pinned, status, quarantine) VALUES"
-            " (?, ?, ?, ?, 'general', 'medium', 'taught', ?, ?, ?, ?, ?, 1, ?, ?)",
+            " confidence, prior, created, updated, scope, pinned, status, quarantine, origin)"
+            " VALUES (?, ?, ?, ?, 'general', 'medium', 'taught', ?, ?, ?, ?, ?, 1, ?, ?,"
+            " 'taught')",
             (lesson_id, fingerprint, trigger, guidance, TAUGHT_CONFIDENCE, TAUGHT_CONFIDENCE,
              now, now, scope, "quarantined" if reason else "active", reason))
-        queue.enqueue(conn, "embed", EMBED_TARGET, "", now)
     return lesson_id

@@ -3,7 +3,7 @@ store, and the index of run goals that recall compares a run's goal with.
 
 Vectors live in the store as little-endian float32 blobs (the source of truth)
 and the run goals' in a memory-mapped index file beside it, rebuilt whenever its
-stamp (how many run goals have a vector) no longer matches. A process that may not
+stamp (bumped whenever a run goal gets a vector) no longer matches. A process that may not
 load the model (the CLI) only reads vectors the worker already wrote, and queues
 texts it lacks; the embed job then fills in every missing vector at once.
 """
@@ -129,7 +129,7 @@ class Vectors:
         model = self.model_name()
         if model is None:
             return None
-        stamp = str(self.store.run_vector_count(model))
+        stamp = self.store.run_vectors_stamp()
         if self._index is not None and self._stamp == stamp:
             return self._index
         path = self._path(model)

@@ -33,12 +33,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from reflect import queue
 from reflect.heuristics import CATEGORIES, SEVERITIES
 from reflect.lessons import SAME_MEANING, active_lesson, similar
 from reflect.records import new_id
 from reflect.review import GUIDANCE_MAX, TRIGGER_MAX, hostile_reason, trim
-from reflect.store import EMBED_TARGET
 
 __all__ = ["FORMATS", "ImportReport", "export_lessons", "import_lessons", "write_atomically"]
 
@@ -164,8 +162,6 @@ def import_lessons(store, path: Path, scrub: Callable[[str], tuple[str, int]],
         for lesson in lessons:
             outcome = _add(conn, lesson, now)
             setattr(report, outcome, getattr(report, outcome) + 1)
-        if report.imported:
-            queue.enqueue(conn, "embed", EMBED_TARGET, "", now)
     return report
 
 
@@ -270,6 +266,7 @@ def _validate(line: str, scrub: Callable[[str], tuple[str, int]], now: float) ->
         "created": min(_get(data, "created", float, now), now),
         "updated": min(_get(data, "updated", float, now), now),
         "quarantine": reason,
+        "origin": "imported",
     }
 
 

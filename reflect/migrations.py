@@ -328,8 +328,45 @@ def add_runs_and_steps(conn: sqlite3.Connection) -> None:
                       for seq, goal in conn.execute("SELECT seq, goal FROM runs").fetchall()])
 
 
+def mark_origins_and_run_vectors(conn: sqlite3.Connection) -> None:
+    _script(
+        conn,
+        """
+        -- Where a lesson comes from: 'here' (failures of this store), 'taught' or
+        -- 'imported'. The last two have no runs to predict from and enter on their words.
+        ALTER TABLE lessons ADD COLUMN origin TEXT NOT NULL DEFAULT 'here';
+        UPDATE lessons SET origin = 'taught' WHERE kind = 'taught';
+        UPDATE lessons SET origin = 'imported' WHERE kind != 'taught'
+            AND fingerprint NOT IN (SELECT fingerprint FROM fingerprints);
+        CREATE INDEX lessons_elsewhere ON lessons (status) WHERE origin != 'here';
+        -- A count of run goals that have a vector, kept by triggers: the stamp of the
+        -- run-goal index, read on every recall without counting anything.
+        CREATE INDEX runs_goal_key ON runs (goal_key);
+        INSERT OR REPLACE INTO meta SELECT 'run_vectors', COUNT(*) FROM runs r
+            JOIN query_vectors q ON q.key = r.goal_key WHERE q.vector IS NOT NULL;
+        CREATE TRIGGER run_vectors_update AFTER UPDATE OF vector, model ON query_vectors
+        WHEN new.vector IS NOT NULL AND EXISTS (SELECT 1 FROM runs WHERE goal_key = new.key)
+        BEGIN
+            UPDATE meta SET value = value + 1 WHERE key = 'run_vectors';
+        END;
+        CREATE TRIGGER run_vectors_insert AFTER INSERT ON query_vectors
+        WHEN new.vector IS NOT NULL AND EXISTS (SELECT 1 FROM runs WHERE goal_key = new.key)
+        BEGIN
+            UPDATE meta SET value = value + 1 WHERE key = 'run_vectors';
+        END;
+        CREATE TRIGGER run_vectors_run AFTER INSERT ON runs
+        WHEN EXISTS (SELECT 1 FROM query_vectors WHERE key = new.goal_key
+                     AND vector IS NOT NULL)
+        BEGIN
+            UPDATE meta SET value = value + 1 WHERE key = 'run_vectors';
+        END
+        """,
+    )
+
+
 MIGRATIONS = [create_failures_and_lessons, add_jobs_and_model_lessons, add_search,
-              add_credit_and_controls, count_causes, add_runs_and_steps]
+              add_credit_and_controls, count_causes, add_runs_and_steps,
+              mark_origins_and_run_vectors]
 
 
 def _script(conn: sqlite3.Connection, sql: str) -> None:

@@ -55,10 +55,10 @@ class RunQueries:
                WHERE q.model = ? AND q.vector IS NOT NULL ORDER BY r.seq""", (model,)
         ).fetchall()
 
-    def run_vector_count(self, model: str) -> int:
-        return self.conn.execute(
-            """SELECT COUNT(*) FROM runs r JOIN query_vectors q ON q.key = r.goal_key
-               WHERE q.model = ? AND q.vector IS NOT NULL""", (model,)).fetchone()[0]
+    def run_vectors_stamp(self) -> str:
+        """Changes whenever a run goal gets a vector (kept by triggers)."""
+        row = self.conn.execute("SELECT value FROM meta WHERE key = 'run_vectors'").fetchone()
+        return str(row[0]) if row else "0"
 
     def run_vector_dim(self, model: str) -> int | None:
         row = self.conn.execute(
@@ -150,25 +150,11 @@ class RunQueries:
         return [r[0] for r in self.conn.execute(
             "SELECT id FROM failures WHERE cause = ? ORDER BY seq DESC LIMIT ?", (cause, per))]
 
-    def lesson_term_docs(self, terms: list[str]) -> tuple[dict[str, int], int]:
-        """How many lessons hold each term, and how many lessons there are."""
-        if not terms:
-            return {}, 0
-        df = dict(self.conn.execute(
-            f"SELECT term, doc FROM lessons_vocab WHERE term IN ({_marks(terms)})", terms))
-        return df, self.conn.execute("SELECT COALESCE(MAX(seq), 0) FROM lessons").fetchone()[0]
-
-    def unfailed_lessons(self, terms: list[str], scope: str, limit: int) -> list[dict]:
-        """Active lessons no failure here stands for (taught, imported) whose text holds
-        one of ``terms``."""
-        if not terms:
-            return []
-        match = " OR ".join(f'"{t}"' for t in terms)
+    def elsewhere_lessons(self, scope: str) -> list[dict]:
+        """Active taught and imported lessons in ``scope`` (or global)."""
         return [dict(r) for r in self.conn.execute(
-            """SELECT l.* FROM lessons_fts JOIN lessons l ON l.seq = lessons_fts.rowid
-               WHERE lessons_fts MATCH ? AND l.status = 'active' AND l.scope IN (?, 'global')
-               AND NOT EXISTS (SELECT 1 FROM failures f WHERE f.fingerprint = l.fingerprint)
-               ORDER BY bm25(lessons_fts) LIMIT ?""", (match, scope, limit))]
+            "SELECT * FROM lessons WHERE origin != 'here' AND status = 'active'"
+            " AND scope IN (?, 'global') ORDER BY seq", (scope,))]
 
     # -- within a run ----------------------------------------------------------------------
 

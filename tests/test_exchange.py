@@ -95,8 +95,7 @@ def test_jsonl_round_trip_into_another_store_is_recalled_there(mem, tmp_path):
         assert row["id"] != table.lesson_id and row["guidance"] == MIGRATE
         assert (row["kind"], row["status"], row["confidence"], row["pinned"]) == (
             "model", "active", 0.8, 1)
-        assert other.store.conn.execute(
-            "SELECT 1 FROM jobs WHERE kind = 'embed' AND state = 'queued'").fetchone()
+        assert row["origin"] == "imported"  # no failure here: it enters on its words
         # An imported lesson is recalled at once, before its failure ever happens here...
         goal = "the Django admin query on the auth_user table fails: migrate first"
         rec = other.recall(run="y", goal=goal)

@@ -190,7 +190,7 @@ def test_a_capture_kept_by_an_older_version_replays_with_its_cause(own_store):
     kept = kept_while_locked(own_store)
     pending = own_store / "pending.jsonl"
     record = json.loads(pending.read_text())
-    del record["failure"]["cause"]
+    record["failure"].pop("cause", None)
     pending.write_text(json.dumps(record) + "\n")
     with Memory() as m:
         m.capture(run="s", exit_code=1, error_text="ValueError: while locked")

@@ -102,11 +102,13 @@ def lesson_items(store: SQLiteStore, vectors: Vectors, q: Query, predictor: Pred
                                          else "imported"),
                    fingerprint=lesson["fingerprint"], source_failure_ids=[], score=1.0)
         for lesson in taught.matching(store, query, q.scope)
+        if lesson["fingerprint"] not in {row["fingerprint"] for row in rows}
     ][:predictor.max_items]
-    if store.earlier_runs(q.run, q.scope) == 0:
+    earlier = store.earlier_runs(q.run, q.scope)
+    if earlier == 0:
         return items  # nothing to predict from: no reason to load a model
     near = neighbourhood(store, vectors, q, predictor, seen)
-    estimates: list[Estimate] = estimate(store, predictor, near, q.run, q.scope, seen)
+    estimates: list[Estimate] = estimate(store, predictor, near, q.run, earlier, seen)
     wanted = [e.cause for e in estimates[:2 * predictor.max_items]]
     lessons = store.cause_lessons(wanted, q.run, q.scope)
     for e in estimates:
@@ -115,6 +117,8 @@ def lesson_items(store: SQLiteStore, vectors: Vectors, q: Query, predictor: Pred
         if e.cause not in lessons:
             continue
         lesson, failure = lessons[e.cause]
+        if any(i.id == lesson["id"] for i in items):
+            continue  # an imported lesson its trigger already brought in
         items.append(RecallItem(
             section="lesson", id=lesson["id"],
             text=lesson_item_text(lesson, failure, e.why()),

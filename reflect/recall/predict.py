@@ -96,9 +96,10 @@ def similar_by_words(store, goal: str, run: str, scope: str, k: int
     return [(r, score / best) for r, score in hits if best > 0 and score > 0]
 
 
-def estimate(store, predictor: Predictor, near: Neighbourhood, run: str, scope: str,
+def estimate(store, predictor: Predictor, near: Neighbourhood, run: str, earlier: int,
              exclude: set[str]) -> list[Estimate]:
-    """The causes whose probability passes the threshold, most probable first."""
+    """The causes whose probability passes the threshold, most probable first;
+    ``earlier``: the runs in scope other than ``run``."""
     incidence = store.run_causes([r for r, _ in near.similar])
     candidates = set(store.widespread_causes(CANDIDATE_CAUSES))
     for causes in (*incidence.values(), *near.following.values()):
@@ -106,7 +107,6 @@ def estimate(store, predictor: Predictor, near: Neighbourhood, run: str, scope: 
     candidates -= exclude
     if not candidates:
         return []
-    earlier = store.earlier_runs(run, scope)
     base_runs = store.cause_runs(sorted(candidates))
     near_weight = sum(w for _, w in near.similar)
     weight = near_weight + predictor.follow * len(near.following)

@@ -3,21 +3,7 @@ they have no runs to predict from, so they enter on their trigger's words."""
 
 from __future__ import annotations
 
-from reflect.recall.predict import MAX_TERMS, words
-
-COMMON_SHARE = 0.05  # a term in more than this share of lessons is not searched for...
-COMMON_FLOOR = 20  # ...unless the store is small
-CANDIDATES = 50
-
-
-def rare_terms(store, text: str, limit: int = MAX_TERMS) -> list[str]:
-    """The query's words that lessons hold, rarest first: a word most lessons hold tells
-    them apart no better than none (and matching it would rank most of the store)."""
-    unique = list(dict.fromkeys(words(text)))[:400]
-    df, lessons = store.lesson_term_docs(unique)
-    common = max(COMMON_FLOOR, COMMON_SHARE * lessons)
-    present = [w for w in unique if 0 < df.get(w, 0) <= common]
-    return sorted(present, key=lambda w: (df[w], unique.index(w)))[:limit]
+from reflect.recall.predict import words
 
 
 def trigger_match(lesson: dict, query_words: set[str]) -> bool:
@@ -27,8 +13,7 @@ def trigger_match(lesson: dict, query_words: set[str]) -> bool:
 
 
 def matching(store, query: str, scope: str) -> list[dict]:
-    """Taught and imported lessons whose trigger the query matches, best match first."""
+    """Taught and imported lessons whose trigger the query matches, oldest first."""
     query_words = set(words(query))
-    return [lesson for lesson in store.unfailed_lessons(rare_terms(store, query), scope,
-                                                        CANDIDATES)
+    return [lesson for lesson in store.elsewhere_lessons(scope)
             if trigger_match(lesson, query_words)]
