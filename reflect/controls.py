@@ -13,7 +13,6 @@ import re
 from reflect.credit import PRIOR_WEIGHT
 from reflect.lessons import active_lesson, supersede
 from reflect.records import new_id
-from reflect.review import GUIDANCE_MAX, TRIGGER_MAX, hostile_reason, trim
 from reflect.store import SQLiteStore
 
 TAUGHT_CONFIDENCE = 0.9
@@ -144,6 +143,9 @@ def teach(store: SQLiteStore, text: str, scope: str, scrub, now: float) -> str:
     """A person's lesson: pinned, confident, never removed by upkeep. A taught lesson with
     the same trigger as an earlier one supersedes it. It is reviewed as a model's lesson
     is: a hostile one is stored quarantined with the reason, for a person to release."""
+    # Imported here: its patterns cost capture and recall, which never teach, a cold start.
+    from reflect.review import GUIDANCE_MAX, TRIGGER_MAX, hostile_reason, trim
+
     trigger, guidance = parse_teaching(text)
     reason = hostile_reason(f"{trigger}\n{guidance}")
     # One line each, scrubbed before the cut: a cut through a secret hides it from its rule.

@@ -10,14 +10,13 @@ from collections.abc import Callable
 from dataclasses import fields
 from pathlib import Path
 
-from reflect import benign, config, controls, numbers, pending, resolution, upkeep
+from reflect import benign, config, controls, numbers, pending, queue, resolution, upkeep
 from reflect.capture import MAX_FIELD, Parsed, entry_rows, parse, synthesize
 from reflect.recall.predict import Predictor
 from reflect.records import ErrorEntry, Recall
 from reflect.store import SQLiteStore
 from reflect.store_runs import MAX_GOAL_CHARS
 from reflect.text import clip
-from reflect.worker import HEARTBEAT_STALE, Worker, start_detached, start_thread
 
 DEFAULT_MAX_TOKENS = config.DEFAULT_MAX_TOKENS
 LOG_WAIT = 0.2  # seconds recall waits to log what it injected; the block never waits
@@ -66,6 +65,8 @@ class Memory:
         self._scope: str | None = None
         self._worker = None
         if reflect and (self.model is not None or self.embeddings is not None):
+            from reflect.worker import start_thread
+
             self._worker = start_thread(self.home, self.model, self.embeddings, clock)
 
     # The store opens on first use, so a Memory can always be constructed;
@@ -227,13 +228,17 @@ class Memory:
             return False
         if self.model is None and self.embeddings is None:
             return False
-        if not self.store.claim_worker_start(self.clock(), HEARTBEAT_STALE):
+        if not self.store.claim_worker_start(self.clock(), queue.HEARTBEAT_STALE):
             return False
+        from reflect.worker import start_detached  # a process and its pipes: rare
+
         start_detached(self.home, self.model)
         return True
 
     def run_worker(self, once: bool = False, idle_exit: float | None = None) -> int:
         """Run jobs in this process: those due now with ``once``, else until idle."""
+        from reflect.worker import Worker
+
         worker = Worker(self.home, self.model, self.embeddings, clock=self.clock)
         try:
             if once:
@@ -254,7 +259,7 @@ class Memory:
             "spend_today_usd": round(cost, 6),
             "calls_today": calls,
             "max_cost_usd": self.model.max_cost_usd if self.model else None,
-            "workers_alive": self.store.live_workers(now, HEARTBEAT_STALE),
+            "workers_alive": self.store.live_workers(now, queue.HEARTBEAT_STALE),
         }
 
     # -- outcome and inspection --------------------------------------------------

@@ -17,6 +17,7 @@ BACKOFF_CAP = 600.0
 RETRY_AFTER_CAP = 3600.0
 BREAKER_THRESHOLD = 5  # consecutive retryable failures that open the breaker
 BREAKER_COOLDOWN = 120.0
+HEARTBEAT_STALE = 30.0  # a worker silent this long is taken for dead
 
 
 @dataclass

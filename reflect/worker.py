@@ -23,7 +23,6 @@ from reflect.lessons import active_lesson, add_model_lesson
 from reflect.store import SQLiteStore
 
 POLL = 1.0  # seconds between looks at an empty queue
-HEARTBEAT_STALE = 30.0  # a worker silent this long is taken for dead
 EARLIER_FAILURES = 5
 CHECKED_FAILURES = 20  # latest failures of a fingerprint a model lesson must hold for
 WORKER_LOG = "worker.log"
