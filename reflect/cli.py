@@ -256,11 +256,22 @@ def cmd_status(args) -> int:
         f"spend today: ${status['spend_today_usd']:.4f} in {status['calls_today']} call(s)"
         + (f" (cap ${status['max_cost_usd']:.2f})" if status["max_cost_usd"] is not None else ""),
         f"workers alive: {status['workers_alive']}",
+        store_line(status["store"]),
     ]
     lines += [f"  job {j['id']} {j['kind']} {j['target']}: {j['reason']}"
               for j in status["failed_jobs"]]
     emit(args, status, "\n".join(lines))
     return 0
+
+
+def store_line(store: dict) -> str:
+    bound = store["max_failures"]
+    line = (f"store: {store['path']}, {store['bytes'] / 1e6:.1f} MB, {store['failures']:,}"
+            f" failure(s)" + (f" of at most {bound:,}" if bound else ""))
+    if store["kept_aside"]:
+        line += (f"; {store['kept_aside']} capture(s) kept aside, replayed by the next"
+                 " capture (`reflect doctor` if they stay)")
+    return line
 
 
 def cmd_failures_list(args) -> int:

@@ -1,5 +1,6 @@
-"""``reflect lessons``, ``teach``, ``injections``, ``consolidate``, ``export``, ``import``,
-``progress``: what a person uses to inspect and steer what the agent is told."""
+"""``reflect lessons``, ``teach``, ``injections``, ``consolidate``, ``doctor``, ``export``,
+``import``, ``progress``: what a person uses to inspect and steer what the agent is told,
+and to keep the store sound."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from reflect.numbers import count
 from reflect.output import emit, first_line, when
 
 
@@ -30,7 +32,7 @@ def add_lesson_commands(sub: argparse._SubParsersAction) -> None:
                     choices=["active", "superseded", "quarantined", "all"])
     ls.add_argument("--ineffective", action="store_true",
                     help="only lessons that repeatedly failed to prevent their failure")
-    ls.add_argument("--limit", type=int, default=50)
+    ls.add_argument("--limit", type=count, default=50)
     fmt(ls)
     ls.set_defaults(handler=cmd_list)
     show = what.add_parser("show", help="one lesson with its provenance")
@@ -65,13 +67,19 @@ def add_lesson_commands(sub: argparse._SubParsersAction) -> None:
 
     inj = sub.add_parser("injections", help="What recall put into which prompt.")
     inj.add_argument("--run")
-    inj.add_argument("--limit", type=int, default=50)
+    inj.add_argument("--limit", type=count, default=50)
     fmt(inj)
     inj.set_defaults(handler=cmd_injections)
 
     con = sub.add_parser("consolidate", help="Decay, remove weak lessons and old history.")
     fmt(con)
     con.set_defaults(handler=cmd_consolidate)
+
+    doc = sub.add_parser("doctor", help="What is wrong with the store and how to recover.")
+    doc.add_argument("--repair", action="store_true",
+                     help="keep a damaged store aside, start a new one, replay what was kept aside")
+    fmt(doc)
+    doc.set_defaults(handler=cmd_doctor)
 
     ex = sub.add_parser("export", help="Write the confident lessons (markdown or jsonl).")
     ex.add_argument("--format", choices=["markdown", "jsonl"], default="markdown")
@@ -189,8 +197,20 @@ def cmd_consolidate(args) -> int:
         report = mem.consolidate()
     emit(args, report, f"removed {len(report['removed_lessons'])} lesson(s), "
                        f"{report['deleted_failures']} old failure(s), "
-                       f"{report['deleted_injections']} old injection(s)")
+                       f"{report['deleted_injections']} old injection(s); "
+                       f"the file shrank by {report['reclaimed_bytes'] / 1e6:.1f} MB")
     return 0
+
+
+def cmd_doctor(args) -> int:
+    mem = Memory()
+    done = mem.repair() if args.repair else []  # what cannot be repaired raises, exit 1
+    findings = mem.doctor()
+    ok = all(f.ok for f in findings)
+    emit(args, {"ok": ok, "repaired": done, "findings": [f.to_dict() for f in findings]},
+         "\n".join([*done, *(f"{f.what}: {'ok' if f.ok else 'PROBLEM'}: {f.text}"
+                              for f in findings)]))
+    return 0 if ok else 1
 
 
 def cmd_export(args) -> int:

@@ -14,6 +14,7 @@ log = logging.getLogger("reflect")
 
 DEFAULT_RUN = "default"
 DEFAULT_MAX_TOKENS = 400  # the block's budget, four characters a token
+DEFAULT_MAX_FAILURES = 20_000  # about 15 MB of store with its history (bench/store_bound.py)
 PATTERNS_FILE = "scrub-patterns"  # in the store directory: one extra regex a line
 
 
@@ -49,6 +50,13 @@ def escalate_after(env=os.environ) -> int:
 def half_life_days(env=os.environ) -> float:
     """Days without use over which a lesson's effective confidence halves."""
     return _number(env, "REFLECT_HALF_LIFE_DAYS", float, 90.0)
+
+
+def max_failures(env=os.environ) -> int | None:
+    """Failures the store keeps (the newest; lessons are never dropped for it); 0 for no
+    bound."""
+    value = _number(env, "REFLECT_MAX_FAILURES", int, DEFAULT_MAX_FAILURES)
+    return value if value > 0 else None
 
 
 def worker_allowed(env=os.environ) -> bool:

@@ -15,6 +15,7 @@ from reflect.capture import MAX_FIELD, Parsed, entry_rows, parse, synthesize
 from reflect.recall.predict import Predictor
 from reflect.records import ErrorEntry, Recall
 from reflect.store import SQLiteStore
+from reflect.store_health import footprint
 from reflect.store_runs import MAX_GOAL_CHARS
 from reflect.text import clip
 
@@ -260,6 +261,8 @@ class Memory:
             "calls_today": calls,
             "max_cost_usd": self.model.max_cost_usd if self.model else None,
             "workers_alive": self.store.live_workers(now, queue.HEARTBEAT_STALE),
+            "store": {**footprint(self.store), "max_failures": config.max_failures(),
+                      "kept_aside": pending.waiting(self.home)[0]},
         }
 
     # -- outcome and inspection --------------------------------------------------
@@ -353,7 +356,23 @@ class Memory:
         return controls.teach(self.store, text, self.scope, self.scrubber.scrub, self.clock())
 
     def consolidate(self) -> dict:
-        return upkeep.consolidate(self.store, self.clock(), config.half_life_days())
+        return upkeep.consolidate(self.store, self.clock(), config.half_life_days(),
+                                  max_failures=config.max_failures())
+
+    # -- the store itself -------------------------------------------------------------
+
+    def doctor(self) -> list:
+        """What is wrong with the store and how to recover: ``doctor.Finding`` each."""
+        from reflect import doctor
+
+        return doctor.diagnose(self.home, config.max_failures())
+
+    def repair(self) -> list[str]:
+        """Keep a damaged store aside, start a new one, replay what was kept aside."""
+        from reflect import doctor
+
+        self.close()
+        return doctor.repair(self.home, self.clock())
 
 
 def benign_entry(row: dict) -> ErrorEntry:

@@ -14,6 +14,7 @@ just claimed is either read by the replay or written again to a new file.
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import hashlib
 import json
@@ -36,13 +37,18 @@ def places(home: Path) -> tuple[Path, Path]:
 
 def keep(home: Path, failure: dict, lesson: dict) -> Path:
     line = json.dumps({"failure": failure, "lesson": lesson}) + "\n"
+    full = False
     for path in places(home):
         try:
             prepare_home(path.parent)
             _append(path, line)
             return path
-        except OSError:
+        except OSError as e:
+            full = full or e.errno in (errno.ENOSPC, errno.EDQUOT)
             continue
+    if full:
+        raise OSError(f"the disk is full: cannot write {PENDING_FILE} beside {home} nor in"
+                      " the temp directory; free some space or point REFLECT_HOME at another disk")
     raise OSError(f"cannot write {PENDING_FILE} beside {home} nor in the temp directory")
 
 
@@ -75,6 +81,24 @@ def replay(home: Path, store: SQLiteStore) -> None:
             except OSError:
                 continue
             _replay_file(claimed, path.with_name(path.name + REJECTED_SUFFIX), store)
+
+
+def waiting(home: Path) -> tuple[int, int]:
+    """Records kept aside for this store and not yet replayed, and records rejected
+    (kept for a person)."""
+    kept = rejected = 0
+    for path in places(home):
+        kept += sum(_records(candidate) for candidate in _candidates(path))
+        rejected += _records(path.with_name(path.name + REJECTED_SUFFIX))
+    return kept, rejected
+
+
+def _records(path: Path) -> int:
+    try:
+        with open(path, "rb") as f:
+            return sum(1 for line in f if line.strip())
+    except OSError:
+        return 0
 
 
 def _candidates(path: Path) -> list[Path]:

@@ -23,6 +23,7 @@ from reflect.fingerprint import cause
 from reflect.lessons import active_lesson
 from reflect.migrations import migrate
 from reflect.scrub import repo_from_git_config
+from reflect.store_health import translated
 from reflect.store_runs import MAX_GOAL_CHARS, RunQueries
 from reflect.text import clip, text_key
 
@@ -76,11 +77,20 @@ class SQLiteStore(RunQueries):
         self.conn.row_factory = sqlite3.Row
         # One connection: threads of one process take turns at write transactions.
         self._writing = threading.RLock()
-        self._set_wal(busy_timeout)
-        self.conn.execute("PRAGMA synchronous=NORMAL")
-        # Deleted rows are overwritten, not left in free pages: a forgotten secret is gone.
-        self.conn.execute("PRAGMA secure_delete=ON")
-        migrate(self.conn)
+        try:
+            with translated(self.path):  # a full disk, a damaged file: said so
+                # Takes effect in a new file only (before its first table); upkeep
+                # converts an older one. Free pages can then be given back.
+                self.conn.execute("PRAGMA auto_vacuum=INCREMENTAL")
+                self._set_wal(busy_timeout)
+                self.conn.execute("PRAGMA synchronous=NORMAL")
+                # Deleted rows are overwritten, not left in free pages: a forgotten
+                # secret is gone.
+                self.conn.execute("PRAGMA secure_delete=ON")
+                migrate(self.conn)
+        except BaseException:
+            self.conn.close()
+            raise
 
     def _set_wal(self, busy_timeout: float) -> None:
         # Switching a new database to WAL needs a moment alone with it; when
@@ -105,17 +115,20 @@ class SQLiteStore(RunQueries):
         with self._writing:
             if wait is not None:
                 self.conn.execute(f"PRAGMA busy_timeout = {int(wait * 1000)}")
-            try:
-                self.conn.execute("BEGIN IMMEDIATE")
-            finally:
-                if wait is not None:
-                    self.conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
-            try:
-                yield self.conn
-            except BaseException:
-                self.conn.execute("ROLLBACK")
-                raise
-            self.conn.execute("COMMIT")
+            with translated(self.path):
+                try:
+                    self.conn.execute("BEGIN IMMEDIATE")
+                finally:
+                    if wait is not None:
+                        self.conn.execute(
+                            f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
+                try:
+                    yield self.conn
+                    self.conn.execute("COMMIT")
+                except BaseException:
+                    if self.conn.in_transaction:  # SQLite may have rolled back already
+                        self.conn.execute("ROLLBACK")
+                    raise
 
     # -- capture ---------------------------------------------------------------
 

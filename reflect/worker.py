@@ -76,7 +76,8 @@ class Worker:
         idle_since = time.monotonic()
         while not stop.is_set():
             if upkeep.due(self.store, self.clock()):  # once a day, whichever worker is first
-                upkeep.consolidate(self.store, self.clock(), config.half_life_days())
+                upkeep.consolidate(self.store, self.clock(), config.half_life_days(),
+                                   max_failures=config.max_failures())
             if self.run_once(stop):
                 idle_since = time.monotonic()
             elif idle_exit is not None and time.monotonic() - idle_since >= idle_exit:

@@ -1,0 +1,122 @@
+"""``reflect doctor``: what is wrong with a store and how to recover; ``--repair`` does it.
+
+A damaged or foreign ``reflect.db`` makes every capture keep its failure aside,
+never lost but never recalled. The diagnosis looks at the file (its header and
+SQLite's quick check), its schema, the disk, the captures kept aside and the
+size bound, and says what to do about each. The repair keeps the damaged file
+(renamed ``reflect.db.damaged-<UTC time>``, with its WAL), starts a new store and
+replays into it what was kept aside.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from reflect import pending
+from reflect.migrations import MIGRATIONS, NewerSchema
+from reflect.store import DB_NAME, SQLiteStore
+from reflect.store_health import LOW_SPACE, DiskFull, check, footprint, free_bytes, move_aside
+
+
+@dataclass(frozen=True)
+class Finding:
+    what: str  # "store", "disk", "kept aside", "size"
+    ok: bool
+    text: str  # what was found, and when not ok what to do
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+class CannotRepair(Exception):
+    pass
+
+
+def diagnose(home: Path, max_failures: int | None) -> list[Finding]:
+    db = home / DB_NAME
+    health = check(db)
+    findings = [_store(health)]
+    free = free_bytes(home)
+    if free is not None and free < LOW_SPACE and "disk is full" not in health.problem:
+        findings.append(Finding("disk", False, str(DiskFull(db, free))))
+    elif free is not None and free >= LOW_SPACE:
+        findings.append(Finding("disk", True, f"{_size(free)} free"))
+    kept, rejected = pending.waiting(home)
+    if kept:
+        findings.append(Finding(
+            "kept aside", health.problem == "",
+            f"{kept} capture(s) wait to be replayed; the next capture that can write the"
+            " store takes them in (`reflect doctor --repair` does it now)"))
+    if rejected:
+        findings.append(Finding(
+            "kept aside", True, f"{rejected} record(s) no store accepts, kept for a person in "
+            f"{pending.PENDING_FILE}{pending.REJECTED_SUFFIX}; never replayed"))
+    if health.exists and not health.problem:
+        bound = f"of at most {max_failures:,}" if max_failures else "(no bound)"
+        over = max_failures is not None and health.failures > max_failures
+        findings.append(Finding(
+            "size", True, f"{_size(health.bytes)}, {health.failures:,} failure(s) {bound}"
+            " (REFLECT_MAX_FAILURES)"
+            + ("; `reflect consolidate` drops the oldest" if over else "")))
+    return findings
+
+
+def _store(health) -> Finding:
+    where = str(health.path)
+    if not health.exists:
+        return Finding("store", True, f"{where}: none yet (the first capture creates it)")
+    if health.damaged:
+        return Finding("store", False,
+                       f"{where} is {health.problem}: `reflect doctor --repair` keeps it as"
+                       f" {DB_NAME}.damaged-<time> and starts a new store, which takes in"
+                       " what was kept aside")
+    if health.problem:
+        return Finding("store", False, f"{where}: {health.problem}")
+    if health.schema > len(MIGRATIONS):
+        return Finding("store", False, str(NewerSchema(health.schema)))
+    behind = len(MIGRATIONS) - health.schema
+    return Finding("store", True, f"{where}: sound, schema {health.schema}"
+                   + (f" ({behind} migration(s) to apply on next use)" if behind else ""))
+
+
+def repair(home: Path, now: float) -> list[str]:
+    """Move a damaged store aside, start a new one and replay what was kept aside; what
+    was done, one line each. Raises ``CannotRepair`` when the trouble is not damage."""
+    db = home / DB_NAME
+    health = check(db)
+    done = []
+    if health.damaged:
+        aside = move_aside(db, now)
+        done.append(f"kept the damaged store as {aside}")
+    elif health.problem:
+        raise CannotRepair(f"nothing repaired: {db}: {health.problem}")
+    elif health.schema > len(MIGRATIONS):
+        raise CannotRepair(f"nothing repaired: {NewerSchema(health.schema)}")
+    kept, _ = pending.waiting(home)
+    store = SQLiteStore(home)
+    try:
+        if health.damaged:
+            done.append(f"started a new store {db}")
+        before = _failures(store)
+        pending.replay(home, store)
+        replayed = _failures(store) - before
+    finally:
+        store.close()
+    if kept or replayed:
+        done.append(f"replayed {replayed} kept-aside capture(s) into it")
+    left, _ = pending.waiting(home)
+    if left:
+        done.append(f"{left} capture(s) still kept aside: the store could not take them")
+    return done or ["nothing to repair"]
+
+
+def _failures(store: SQLiteStore) -> int:
+    return footprint(store)["failures"]
+
+
+def _size(n: int) -> str:
+    for unit, scale in (("GB", 1e9), ("MB", 1e6)):
+        if n >= scale / 10:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n / 1e3:.1f} kB"

@@ -1,0 +1,168 @@
+"""What can go wrong with the SQLite file itself, said so a person can fix it.
+
+SQLite reports a full disk as ``database or disk is full``, or, when the shared
+memory file beside a WAL cannot grow, as ``disk I/O error``; a foreign or
+overwritten file as ``file is not a database``; a damaged one as ``database disk
+image is malformed``. The store raises these as :class:`DiskFull` and
+:class:`Damaged`, still ``sqlite3`` errors, so every caller that keeps a capture
+aside on a database error goes on doing so, with a message that says what to do.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+HEADER = b"SQLite format 3\x00"
+LOW_SPACE = 1 << 20  # bytes free below which an I/O error is taken for a full disk
+_FULL, _IOERR, _CORRUPT, _NOTADB = 13, 10, 11, 26  # SQLite's primary result codes
+_INCREMENTAL = 2  # PRAGMA auto_vacuum
+
+
+class DiskFull(sqlite3.OperationalError):
+    def __init__(self, path: Path, free: int | None):
+        space = f", {free:,} bytes free" if free is not None else ""
+        super().__init__(
+            f"the disk is full (the file system of {path.parent}{space}): free some space"
+            " or point REFLECT_HOME at another disk; captures are kept aside meanwhile and"
+            " replayed once the store can be written")
+
+
+class Damaged(sqlite3.DatabaseError):
+    def __init__(self, path: Path, what: str):
+        super().__init__(
+            f"{path} is {what}: `reflect doctor --repair` keeps it aside (renamed with the"
+            " time) and starts a new store, which takes in the captures kept aside meanwhile")
+
+
+def free_bytes(path: Path) -> int | None:
+    """Bytes an unprivileged writer may still use where ``path`` lives."""
+    for place in (path, *path.parents):
+        try:
+            st = os.statvfs(place)
+        except OSError:
+            continue
+        return st.f_bavail * st.f_frsize
+    return None
+
+
+def translate(error: sqlite3.Error, path: Path) -> sqlite3.Error:
+    """The error a person can act on for what SQLite raised about the store at ``path``."""
+    if isinstance(error, (DiskFull, Damaged)):
+        return error
+    code = getattr(error, "sqlite_errorcode", 0) & 0xFF
+    if code == _FULL:
+        return DiskFull(path, free_bytes(path))
+    if code == _IOERR:
+        free = free_bytes(path)
+        if free is not None and free < LOW_SPACE:
+            return DiskFull(path, free)
+    if code == _NOTADB:
+        return Damaged(path, "not a SQLite database (overwritten, or a foreign file)")
+    if code == _CORRUPT:
+        return Damaged(path, f"damaged ({error})")
+    return error
+
+
+@contextmanager
+def translated(path: Path) -> Iterator[None]:
+    try:
+        yield
+    except sqlite3.Error as e:
+        better = translate(e, path)
+        if better is e:
+            raise
+        raise better from e
+
+
+@dataclass(frozen=True)
+class Health:
+    """What ``check`` found: ``problem`` is "" for a sound file (or none yet)."""
+
+    path: Path
+    exists: bool
+    bytes: int
+    problem: str = ""
+    damaged: bool = False  # a repair may move it aside
+    schema: int = 0  # migrations applied
+    failures: int = 0
+
+
+def check(path: Path, busy_timeout: float = 5.0) -> Health:
+    """Look at the database file without changing it: its header, then SQLite's own
+    quick check of every page."""
+    try:
+        size = sum(p.stat().st_size for p in (path, Path(f"{path}-wal")) if p.exists())
+        with open(path, "rb") as f:
+            head = f.read(len(HEADER))
+    except FileNotFoundError:
+        return Health(path, False, 0)
+    except OSError as e:
+        return Health(path, True, 0, f"cannot be read ({e.strerror}); check its owner and mode")
+    if head and head != HEADER:
+        return Health(path, True, size, "not a SQLite database (overwritten, or a foreign file)",
+                      damaged=True)
+    try:
+        conn = sqlite3.connect(path, timeout=busy_timeout)
+        try:
+            found = [r[0] for r in conn.execute("PRAGMA quick_check(5)")]
+            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
+            schema, failures = (
+                conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
+                if table in tables else 0 for table in ("migrations", "failures"))
+        finally:
+            conn.close()
+    except sqlite3.Error as e:
+        better = translate(e, path)
+        return Health(path, True, size, str(better), damaged=isinstance(better, Damaged))
+    if found != ["ok"]:
+        return Health(path, True, size, "damaged: " + "; ".join(found), damaged=True)
+    return Health(path, True, size, schema=schema, failures=failures)
+
+
+def move_aside(path: Path, now: float | None = None) -> Path:
+    """Rename the database (and its WAL, so both open together) to
+    ``reflect.db.damaged-<UTC time>``; the shared-memory file is only a cache."""
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(time.time() if now is None else now))
+    aside = path.with_name(f"{path.name}.damaged-{stamp}")
+    n = 1
+    while aside.exists():
+        n += 1
+        aside = path.with_name(f"{path.name}.damaged-{stamp}-{n}")
+    os.rename(path, aside)
+    for suffix in ("-wal", "-journal"):
+        if Path(f"{path}{suffix}").exists():
+            os.rename(f"{path}{suffix}", f"{aside}{suffix}")
+    Path(f"{path}-shm").unlink(missing_ok=True)
+    return aside
+
+
+def reclaim(store) -> int:
+    """Give the file's free pages back to the file system; the bytes it shrank by. A
+    store made before incremental vacuum is converted once, by a VACUUM (a rewrite)."""
+    before = _size(store.path)
+    conn = store.conn
+    with store._writing, translated(store.path):  # noqa: SLF001 (the store's own lock)
+        if conn.execute("PRAGMA auto_vacuum").fetchone()[0] != _INCREMENTAL:
+            if conn.execute("PRAGMA freelist_count").fetchone()[0]:
+                conn.execute("PRAGMA auto_vacuum=INCREMENTAL")
+                conn.execute("VACUUM")
+        else:
+            conn.executescript("PRAGMA incremental_vacuum")  # every free page, in one go
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    return before - _size(store.path)
+
+
+def footprint(store) -> dict:
+    """The store's size on disk and how many failures it holds."""
+    failures = store.conn.execute("SELECT COUNT(*) FROM failures").fetchone()[0]
+    return {"path": str(store.path), "bytes": _size(store.path), "failures": failures}
+
+
+def _size(path: Path) -> int:
+    return sum(os.path.getsize(p) for p in (path, f"{path}-wal") if os.path.exists(p))

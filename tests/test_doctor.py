@@ -1,0 +1,166 @@
+"""A damaged, foreign or full store is said so, with what to do; ``reflect doctor
+--repair`` keeps the damaged file, starts a new store and takes in what was kept aside."""
+
+import os
+import re
+import shutil
+import sqlite3
+import subprocess
+import sys
+import textwrap
+
+import pytest
+from conftest import run_cli
+
+from reflect import Memory
+from reflect.migrations import MIGRATIONS
+from reflect.store import DB_NAME
+
+GARBAGE = b"<html>this is not a database</html>\n" * 100
+
+
+def stored_messages(home) -> list[str]:
+    conn = sqlite3.connect(home / DB_NAME)
+    try:
+        return [m for (m,) in conn.execute("SELECT message FROM failures ORDER BY seq")]
+    finally:
+        conn.close()
+
+
+def capture(message: str):
+    out = run_cli("capture", "--run", "r", "--exit-code", "1", "--error-file", "-",
+                  stdin=f"ValueError: {message}".encode())
+    assert out.returncode == 0, out.stderr
+    return out
+
+
+def test_a_foreign_file_is_said_so_and_repaired_keeping_it_aside(own_store):
+    capture("before")
+    (own_store / DB_NAME).write_bytes(GARBAGE)  # overwritten by something else
+    for name in (f"{DB_NAME}-wal", f"{DB_NAME}-shm"):
+        (own_store / name).unlink(missing_ok=True)
+    out = capture("while damaged")
+    assert b"doctor --repair" in out.stderr
+    capture("still damaged")
+
+    status = run_cli("status")
+    assert status.returncode == 1
+    assert b"not a SQLite database" in status.stderr and b"reflect doctor --repair" in status.stderr
+
+    doctor = run_cli("doctor")
+    assert doctor.returncode == 1, doctor.stdout
+    assert b"store: PROBLEM" in doctor.stdout and b"not a SQLite database" in doctor.stdout
+    assert b"2 capture(s) wait" in doctor.stdout
+
+    repair = run_cli("doctor", "--repair")
+    assert repair.returncode == 0, repair.stdout + repair.stderr
+    assert b"replayed 2 kept-aside capture(s)" in repair.stdout
+    [aside] = [p for p in own_store.iterdir() if p.name.startswith(f"{DB_NAME}.damaged-")]
+    assert re.fullmatch(rf"{re.escape(DB_NAME)}\.damaged-\d{{8}}T\d{{6}}Z", aside.name)
+    assert aside.read_bytes() == GARBAGE  # kept, untouched, for a person
+    assert stored_messages(own_store) == ["while damaged", "still damaged"]
+    assert not [p for p in own_store.iterdir() if p.name.startswith("pending")]
+
+    assert run_cli("doctor").returncode == 0
+    assert run_cli("status").returncode == 0
+    capture("after")
+    assert stored_messages(own_store)[-1] == "after"
+
+
+def test_a_damaged_sqlite_file_is_found_by_its_check_and_kept_with_its_wal(own_store):
+    with Memory() as mem:
+        for i in range(300):
+            mem.capture(run="r", exit_code=1, error_text=f"KeyError: 'k{i}'\n" + "x" * 500)
+    db = own_store / DB_NAME
+    size = db.stat().st_size
+    with open(db, "r+b") as f:  # the header stays: only pages in the middle are hit
+        f.seek(size // 2)
+        f.write(os.urandom(16384))
+    out = run_cli("doctor")
+    assert out.returncode == 1 and b"damaged" in out.stdout, out.stdout
+    repair = run_cli("doctor", "--repair", "--format", "json")
+    assert repair.returncode == 0, repair.stderr
+    [aside] = [p for p in own_store.iterdir()
+               if p.name.startswith(f"{DB_NAME}.damaged-") and not p.name.endswith("-wal")]
+    assert aside.stat().st_size == size and aside.stat().st_mode & 0o777 == 0o600
+    assert run_cli("doctor").returncode == 0
+
+
+def test_repair_leaves_a_newer_schema_alone(own_store):
+    Memory().capture(run="r", exit_code=1)
+    conn = sqlite3.connect(own_store / DB_NAME)
+    conn.execute("INSERT INTO migrations VALUES (?, 'from_the_future', 0)",
+                 (len(MIGRATIONS) + 1,))
+    conn.commit()
+    conn.close()
+    out = run_cli("doctor", "--repair")
+    assert out.returncode == 1 and b"upgrade reflect" in out.stderr, out.stderr
+    assert [p.name for p in own_store.iterdir() if "damaged" in p.name] == []
+
+
+def test_a_sound_store_needs_nothing(own_store):
+    assert run_cli("doctor").returncode == 0  # none yet
+    capture("one")
+    out = run_cli("doctor", "--repair")
+    assert out.returncode == 0 and b"nothing to repair" in out.stdout
+    assert b"1 failure(s) of at most 20,000" in out.stdout
+    assert b"store: " in run_cli("status").stdout
+
+
+# The disk fills up under a real process: a 1 MB tmpfs in a private mount namespace.
+FULL_DISK = textwrap.dedent("""
+    import os, subprocess, sys
+    disk, spare = sys.argv[1], sys.argv[2]
+    env = {**os.environ, "REFLECT_HOME": os.path.join(disk, "store"), "TMPDIR": spare}
+    def cli(*args, stdin=b""):
+        out = subprocess.run([sys.executable, "-m", "reflect", *args], input=stdin,
+                             capture_output=True, env=env, timeout=60)
+        print(f"== {args[0]} {out.returncode}")
+        print(out.stderr.decode())
+        print(out.stdout.decode())
+    cli("capture", "--run", "r", "--exit-code", "1")
+    with open(os.path.join(disk, "fill"), "wb", buffering=0) as f:
+        try:
+            while True:
+                f.write(b"x" * 4096)
+        except OSError:
+            pass
+    cli("capture", "--run", "r", "--exit-code", "1", "--error-file", "-",
+        stdin=b"ValueError: while full")
+    cli("status")
+    cli("doctor")
+    os.remove(os.path.join(disk, "fill"))
+    cli("capture", "--run", "r", "--exit-code", "1", "--error-file", "-",
+        stdin=b"ValueError: space again")
+    cli("failures", "list")
+""")
+
+
+def test_a_full_disk_is_said_so(tmp_path):
+    if shutil.which("unshare") is None or subprocess.run(
+            ["unshare", "-rm", "true"], capture_output=True).returncode != 0:
+        pytest.skip("needs unshare (a private mount namespace) for a small tmpfs")
+    disk, spare = tmp_path / "disk", tmp_path / "spare"
+    disk.mkdir()
+    spare.mkdir()
+    mount = f"mount -t tmpfs -o size=1m tmpfs {disk}"
+    out = subprocess.run(
+        ["unshare", "-rm", "sh", "-c", f'{mount} && exec {sys.executable} -c "$0" {disk} {spare}',
+         FULL_DISK], capture_output=True, timeout=300)
+    text = out.stdout.decode()
+    assert out.returncode == 0, out.stderr.decode()
+    capture_full, status, doctor = text.split("== ")[2:5]
+    assert "the disk is full" in capture_full and "kept in" in capture_full
+    assert status.startswith("status 1") and "the disk is full" in status
+    assert "free some space" in status and "disk I/O error" not in status
+    assert doctor.startswith("doctor 1") and "the disk is full" in doctor
+    assert "while full" in text.split("== failures")[1]  # kept aside, then replayed
+    assert "space again" in text.split("== failures")[1]
+
+
+@pytest.mark.parametrize("command", [("lessons", "list"), ("injections",), ("failures", "list")])
+@pytest.mark.parametrize("limit", ["100000000000000000000", "1e20"])
+def test_huge_limits_list_everything(command, limit):
+    capture("listed")
+    out = run_cli(*command, "--limit", limit)
+    assert out.returncode == 0, out.stderr

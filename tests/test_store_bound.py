@@ -1,0 +1,95 @@
+"""The store is bounded: consolidate keeps the newest failures and every lesson, and the
+file gives the space of what it dropped back to the file system."""
+
+import sqlite3
+
+from conftest import run_cli
+
+from reflect import Memory, config
+from reflect.store import DB_NAME
+
+
+def rows(home, sql: str) -> list[tuple]:
+    conn = sqlite3.connect(home / DB_NAME)
+    try:
+        return conn.execute(sql).fetchall()
+    finally:
+        conn.close()
+
+
+def size(home) -> int:
+    return sum(p.stat().st_size for p in home.glob(f"{DB_NAME}*"))
+
+
+def fill(n: int, text: str = "", start: int = 0, one_cause: bool = False) -> None:
+    """``n`` failures, each of its own cause (and lesson) unless ``one_cause``, with
+    ``text`` in its message."""
+    with Memory() as mem:
+        for i in range(start, start + n):
+            module = "m" if one_cause else f"m{i}"
+            mem.capture(run=f"run-{i // 5}", exit_code=1, goal=f"goal {i // 5}",
+                        error_text=f"ModuleNotFoundError: No module named '{module}' {text}")
+            if i % 5 == 0:
+                mem.recall(run=f"run-{i // 5}", goal=f"goal {i // 5}")
+
+
+def test_the_oldest_failures_go_first_and_every_lesson_stays(own_store):
+    fill(30)
+    Memory().teach("when the tests need a database: run make db first")
+    lessons = rows(own_store, "SELECT id FROM lessons ORDER BY id")
+    newest = rows(own_store, "SELECT id FROM failures ORDER BY seq DESC LIMIT 10")
+    out = run_cli("consolidate", "--format", "json", env={"REFLECT_MAX_FAILURES": "10"})
+    assert out.returncode == 0, out.stderr
+    assert sorted(rows(own_store, "SELECT id FROM failures")) == sorted(newest)
+    assert rows(own_store, "SELECT id FROM lessons ORDER BY id") == lessons
+    assert len(rows(own_store, "SELECT id FROM injections")) <= 10
+    # What the store learnt of each cause stays: the run counts the predictor uses.
+    assert rows(own_store, "SELECT SUM(failures) FROM causes") == [(30,)]
+
+
+def test_consolidate_gives_the_space_back(own_store):
+    fill(400, text="detail " * 400, one_cause=True)
+    before = size(own_store)
+    out = run_cli("consolidate", env={"REFLECT_MAX_FAILURES": "40"})
+    assert out.returncode == 0, out.stderr
+    assert b"the file shrank by" in out.stdout
+    after = size(own_store)
+    assert after < before - 250_000, (before, after)  # 360 failures of ~1 kB each went
+    assert rows(own_store, "PRAGMA freelist_count") == [(0,)]
+    fill(5, start=400)  # still a working store
+    assert len(rows(own_store, "SELECT id FROM failures")) == 45
+
+
+def test_a_store_made_without_incremental_vacuum_is_converted(own_store):
+    Memory().capture(run="r", exit_code=1)
+    conn = sqlite3.connect(own_store / DB_NAME, isolation_level=None)
+    conn.execute("PRAGMA auto_vacuum=NONE")
+    conn.execute("VACUUM")  # as an older version made it
+    assert conn.execute("PRAGMA auto_vacuum").fetchone() == (0,)
+    conn.close()
+    fill(300, text="x" * 3000, one_cause=True)
+    before = size(own_store)
+    with Memory() as mem:
+        report = upkeep_bound(mem, 30)
+    assert report["reclaimed_bytes"] > 200_000 and size(own_store) < before - 200_000
+    assert rows(own_store, "PRAGMA auto_vacuum") == [(2,)]
+
+
+def upkeep_bound(mem, bound: int) -> dict:
+    from reflect import upkeep
+
+    return upkeep.consolidate(mem.store, mem.clock(), 90.0, max_failures=bound)
+
+
+def test_the_bound_is_configurable_with_a_sane_default(caplog):
+    assert config.max_failures({}) == config.DEFAULT_MAX_FAILURES == 20_000
+    assert config.max_failures({"REFLECT_MAX_FAILURES": "500"}) == 500
+    assert config.max_failures({"REFLECT_MAX_FAILURES": "0"}) is None  # no bound
+    assert config.max_failures({"REFLECT_MAX_FAILURES": "lots"}) == 20_000
+    assert "REFLECT_MAX_FAILURES" in caplog.text
+
+
+def test_status_shows_the_store_and_its_bound(own_store):
+    fill(3)
+    out = run_cli("status", env={"REFLECT_MAX_FAILURES": "100"})
+    assert out.returncode == 0 and b"3 failure(s) of at most 100" in out.stdout, out.stdout
