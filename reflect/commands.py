@@ -73,32 +73,33 @@ def last_command(action: str) -> list[str]:
     return commands[-1] if commands else []
 
 
-def program(words: list[str]) -> str:
-    """``git grep`` and ``git diff`` are their own programs; ``python3`` is python and
-    ``python -m pytest`` is pytest."""
+def _split(words: list[str]) -> tuple[str, list[str]]:
+    """The program a simple command runs and its arguments. ``git grep`` and ``git diff``
+    are their own programs; ``python3`` is python and ``python -m pytest`` is pytest."""
     if not words:
-        return ""
+        return "", []
     name = words[0].rsplit("/", 1)[-1]
     if _PYTHON.match(name):
         if len(words) > 2 and words[1] == "-m":
-            return words[2]
-        return "python"
+            return words[2], words[3:]
+        return "python", words[1:]
     if name == "git" and len(words) > 1:
-        return f"git {words[1]}"
-    return name
+        return f"git {words[1]}", words[2:]
+    return name, words[1:]
+
+
+def program(words: list[str]) -> str:
+    return _split(words)[0]
 
 
 def key(action: str) -> tuple[str, str]:
     """Program and target of the line's main command (its last step that is not a
     prelude such as ``cd``): a later step with the same key re-ran the command."""
-    commands = [c for c in simple_commands(action) if c[0] not in _PRELUDE] or \
-        simple_commands(action)
-    if not commands:
+    commands = simple_commands(action)
+    main = [c for c in commands if c[0] not in _PRELUDE] or commands
+    if not main:
         return ("", "")
-    words = commands[-1]
-    name = program(words)
-    skip = 3 if len(words) > 2 and words[1] == "-m" and _PYTHON.match(words[0].rsplit("/")[-1]) \
-        else len(name.split())
-    args = [w for w in words[skip:] if not w.startswith("-")]
+    name, rest = _split(main[-1])
+    args = [w for w in rest if not w.startswith("-")]
     target = next((a for a in args if "/" in a or "." in a or "::" in a), args[0] if args else "")
     return (name, target)

@@ -1,0 +1,45 @@
+"""Reading a command line: its short form, the command whose status it returns, its key."""
+
+import pytest
+
+from reflect import commands
+from reflect.benign import EXITS, benign
+
+HEREDOC = "cat <<'EOF' > repro.py\nimport django\nSECRET_BODY = 1\nEOF\npython repro.py"
+
+
+def test_brief_elides_heredoc_bodies_long_arguments_and_interpreter_paths():
+    assert commands.brief(HEREDOC) == "cat <<'EOF' > repro.py ; python repro.py"
+    long = commands.brief("python -c " + "x" * 80)
+    assert len(long.split()[-1]) == commands.MAX_ARG and long.endswith("…")
+    assert commands.brief("/work/.venv/bin/python -m pytest -q").startswith("python -m")
+    assert len(commands.brief("echo " + "word " * 100)) == commands.MAX_BRIEF
+
+
+@pytest.mark.parametrize("action,key", [
+    ("cd /testbed && python -m pytest tests/test_x.py -q", ("pytest", "tests/test_x.py")),
+    ("pytest tests/test_x.py", ("pytest", "tests/test_x.py")),
+    ("python3 repro.py", ("python", "repro.py")),
+    (HEREDOC, ("python", "repro.py")),
+    ("FOO=1 sudo ./deploy.sh --fast", ("deploy.sh", "")),
+    ("git diff --exit-code src", ("git diff", "src")),
+    ("", ("", "")),
+])
+def test_the_key_is_the_main_commands_program_and_target(action, key):
+    assert commands.key(action) == key
+
+
+@pytest.mark.parametrize("action,code,text,program", [
+    ('grep -n "def foo" app.py', 1, "", "grep"),
+    ("nl -ba x.py | sed -n 1,9p | grep def", 1, "", "grep"),  # the pipeline's last command
+    ("grep -q x f && echo found", 1, "", ""),  # either step may have failed: not benign
+    ("grep x missing.py", 2, "", ""),  # 2 is grep's error
+    ("grep x f", 1, "grep: f: No such file or directory", ""),  # it printed why
+    ("git diff --exit-code", 1, "", "git diff"),
+    ("git diff", 1, "", ""),  # without --exit-code its 1 is an error
+    ("[ -f setup.py ]", 1, "", "["),
+    ("python repro.py", 1, "", ""),
+    ("grep x f", None, "", ""),
+])
+def test_benign_exits(action, code, text, program):
+    assert benign(action, code, text, EXITS) == program
