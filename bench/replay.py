@@ -1,13 +1,14 @@
-"""Replay all of ../shared/data/mini-swe-agent with memory on, recency-only, off and
-the two baselines (last3: the run's last three failures; popular: the recent section
-and the lessons of the causes seen in the most earlier runs).
+"""Replay mini-swe-agent and DebugBench from ../shared/data with memory on, recency-only,
+off and the two baselines (last3: the run's last three failures; popular: the recent
+section and the lessons of the causes seen in the most earlier runs).
 
 Run: .venv/bin/python bench/replay.py [DATA_DIR]
-Target: the `on` replay finishes in under two minutes. Prints the conversion
-time, the wall time per mode, the figures side by side (the same table as
-`reflect eval compare`), then counts per mode: coverage as k/n with its
-interval, items and lesson-section items per block (mean over iterations, max),
-tokens, noise, recall latency and wall time. Outputs go to a temporary directory.
+Target: the `on` replay of mini-swe-agent finishes in under two minutes. Prints, per
+data set, the conversion time, the wall time per mode, the figures side by side (the
+same table as `reflect eval compare`), then counts per mode: coverage as k/n with its
+interval, lesson precision, items naming a foreign detail, items and lesson-section
+items per block (mean over iterations, max), tokens, recall latency and wall time.
+Outputs go to a temporary directory. Held-out halves: bench/predictor.py.
 """
 
 from __future__ import annotations
@@ -26,9 +27,13 @@ DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 TARGET_SECONDS = 120
 
 
-def mini_swe_agent() -> Path | None:
-    """The trajectories: ../shared/data, or the data directory given as the argument."""
-    source = (Path(sys.argv[1]) if len(sys.argv) > 1 else DATA) / "mini-swe-agent"
+SETS = ("mini-swe-agent", "debugbench")
+
+
+def data_set(name: str) -> Path | None:
+    """A data set's folder: under ../shared/data, or the data directory given as the
+    argument."""
+    source = (Path(sys.argv[1]) if len(sys.argv) > 1 else DATA) / name
     if source.is_dir():
         return source
     print(f"no data at {source}; pass the shared data directory as the argument")
@@ -36,29 +41,31 @@ def mini_swe_agent() -> Path | None:
 
 
 def main() -> int:
-    source = mini_swe_agent()
-    if source is None:
-        return 1
-    with tempfile.TemporaryDirectory(prefix="reflect-bench-") as tmp:
-        trace = Path(tmp) / "mini-swe-agent.jsonl"
-        start = time.perf_counter()
-        write_trace(trace, convert("mini-swe-agent", [source]))
-        records = read_trace(trace)
-        print(f"convert + read: {time.perf_counter() - start:.2f} s, "
-              f"{len({r.run for r in records})} runs, {len(records)} iterations")
-        slow = False
-        for mode in MODES:
+    slow = False
+    for name in SETS:
+        source = data_set(name)
+        if source is None:
+            return 1
+        with tempfile.TemporaryDirectory(prefix="reflect-bench-") as tmp:
+            trace = Path(tmp) / f"{name}.jsonl"
             start = time.perf_counter()
-            replay(records, mode, Path(tmp) / mode, trace=str(trace))
-            seconds = time.perf_counter() - start
-            slow |= mode == "on" and seconds > TARGET_SECONDS
-            print(f"replay --mode {mode:<8} {seconds:7.2f} s")
-        print()
-        print(table(compare([Path(tmp) / mode for mode in MODES])))
-        print()
-        print(side_by_side([Path(tmp) / mode for mode in MODES]))
+            write_trace(trace, convert(name, [source]))
+            records = read_trace(trace)
+            print(f"== {name}: convert + read {time.perf_counter() - start:.2f} s, "
+                  f"{len({r.run for r in records})} runs, {len(records)} iterations")
+            for mode in MODES:
+                start = time.perf_counter()
+                replay(records, mode, Path(tmp) / mode, trace=str(trace))
+                seconds = time.perf_counter() - start
+                slow |= name == "mini-swe-agent" and mode == "on" and seconds > TARGET_SECONDS
+                print(f"replay --mode {mode:<8} {seconds:7.2f} s")
+            print()
+            print(table(compare([Path(tmp) / mode for mode in MODES])))
+            print()
+            print(side_by_side([Path(tmp) / mode for mode in MODES]))
+            print()
     if slow:
-        print(f"\nSLOW: mode on took over {TARGET_SECONDS} s")
+        print(f"SLOW: mode on took over {TARGET_SECONDS} s on mini-swe-agent")
     return 0
 
 
@@ -91,6 +98,8 @@ def side_by_side(dirs: list[Path], seed: int = 0) -> str:
              *(f"{a['metrics']['tokens_per_iteration']['value']:.1f}" for a in arms)],
             ["noise, all items", *(share(a["metrics"]["noise"]) for a in arms)],
             ["noise, lesson items", *(share(a["metrics"]["noise_lessons"]) for a in arms)],
+            ["lesson precision", *(share(a["metrics"]["lesson_precision"]) for a in arms)],
+            ["items naming a foreign detail", *(share(a["metrics"]["foreign"]) for a in arms)],
             ["recall p50 / p95 ms", *(latency(a["recall_ms"]) for a in arms)],
             ["wall time s", *(f"{a['wall_seconds']:.1f}" for a in arms)]]
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]

@@ -103,6 +103,8 @@ def parser() -> argparse.ArgumentParser:
     ls.set_defaults(handler=cmd_failures_list)
     run(ls, "only this run")
     ls.add_argument("--limit", type=count, default=20)
+    ls.add_argument("--all", action="store_true",
+                    help="with the exits that answered a question (grep found nothing)")
     fmt(ls)
     show = what.add_parser("show", help="one failure with its hint")
     show.set_defaults(handler=cmd_failures_show)
@@ -276,7 +278,7 @@ def store_line(store: dict) -> str:
 
 def cmd_failures_list(args) -> int:
     with Memory() as mem:
-        entries = mem.failures(run=args.run, limit=args.limit)
+        entries = mem.failures(run=args.run, limit=args.limit, benign=args.all)
     lines = [
         f"{e.failure_id}  {when(e.ts)}  {e.run}#{e.iteration}  {e.category:<11}  "
         f"{e.error_type}: {first_line(e.message, 80)}"
@@ -303,6 +305,7 @@ def cmd_stats(args) -> int:
     with Memory() as mem:
         stats = mem.stats(run=args.run)
     lines = [f"failures: {stats['failures']}",
+             f"benign exits (not failures): {stats['benign']}",
              f"most common error: {stats['most_common_error'] or '-'}"]
     for title, key in (("by category", "by_category"), ("by error type", "by_error_type"),
                        ("by run", "by_run")):

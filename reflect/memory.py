@@ -133,7 +133,7 @@ class Memory:
         # Within what the store holds: an overflow would cost the failure its record.
         iteration = numbers.iteration(iteration)
         exit_code = numbers.bounded(exit_code, "exit code")
-        if exc is None and crash is None:
+        if exc is None and not crash:
             program = benign.benign(action, exit_code, error_text, self.benign_exits)
             if program:
                 return self._keep_benign(run or self.run, iteration, goal, phase, action,
@@ -291,10 +291,17 @@ class Memory:
                            reflect=self.model is not None, credit_outcome=self.credit)
         return list(found)
 
-    def failures(self, run: str | None = None, limit: int = 20) -> list[ErrorEntry]:
+    def failures(self, run: str | None = None, limit: int = 20,
+                 benign: bool = False) -> list[ErrorEntry]:
+        """The latest failures, newest first; with ``benign`` the exits that answered a
+        question too (``source == "benign"``)."""
         rows = self.store.failures(run, limit)
         lessons = self.store.active_lessons([r["fingerprint"] for r in rows])
-        return [_entry(r, lessons.get(r["fingerprint"])) for r in rows]
+        entries = [_entry(r, lessons.get(r["fingerprint"])) for r in rows]
+        if benign:
+            entries += [benign_entry(r) for r in self.store.benign_exits(run, limit)]
+            entries.sort(key=lambda e: e.ts, reverse=True)
+        return entries[:limit]
 
     def failure(self, failure_id: str) -> ErrorEntry | None:
         row = self.store.failure(failure_id)

@@ -135,3 +135,15 @@ def test_outcome_resolves_and_stats_counts():
     assert len(json.loads(out.stdout)["resolved_failure_ids"]) == 1
     stats = run_cli("stats").stdout.decode()
     assert "failures: 1" in stats and "OperationalError" in stats
+
+
+def test_benign_exits_are_counted_by_stats_and_listed_with_all():
+    run_cli("capture", "--run", "r", "--action", "grep -n needle haystack.py", "--exit-code",
+            "1")
+    run_cli("capture", "--run", "r", "--exit-code", "1", "--error-file", "-", stdin=TRACEBACK)
+    assert "benign exits (not failures): 1" in run_cli("stats").stdout.decode()
+    plain = json.loads(run_cli("failures", "list", "--format", "json").stdout)["failures"]
+    every = json.loads(run_cli("failures", "list", "--all", "--format", "json").stdout)
+    assert [e["source"] for e in plain] == ["text"]
+    assert sorted(e["source"] for e in every["failures"]) == ["benign", "text"]
+    assert run_cli("recall", "--run", "r").stdout.decode().count("- [") == 1
