@@ -165,10 +165,6 @@ class SQLiteStore(RunQueries):
                 "SELECT 1 FROM failures WHERE cause = ? AND run = ? LIMIT 1",
                 (failure["cause"], failure["run"]),
             ).fetchone() is None
-            if conn.execute("SELECT 1 FROM failures WHERE run = ? LIMIT 1",
-                            (failure["run"],)).fetchone() is None:
-                conn.execute("INSERT INTO meta VALUES ('runs', 1) ON CONFLICT (key)"
-                             " DO UPDATE SET value = value + 1")
             cursor = conn.execute(
                 f"INSERT INTO failures ({', '.join(failure)})"
                 f" VALUES ({', '.join(':' + c for c in failure)})",
@@ -243,29 +239,6 @@ class SQLiteStore(RunQueries):
             fingerprints,
         )
         return {r["fingerprint"]: dict(r) for r in rows}
-
-    def run_count(self) -> int:
-        """Runs with a failure in this store (kept up to date by capture and clear)."""
-        row = self.conn.execute("SELECT value FROM meta WHERE key = 'runs'").fetchone()
-        return int(row[0]) if row else 0
-
-    def has_other_lessons(self, fingerprints: set[str]) -> bool:
-        marks = ", ".join("?" * len(fingerprints))
-        return self.conn.execute(
-            f"SELECT 1 FROM lessons WHERE status = 'active' AND fingerprint NOT IN ({marks})"
-            " LIMIT 1",
-            list(fingerprints),
-        ).fetchone() is not None
-
-    def failure_ids(self, fingerprints: list[str], per: int = 5) -> dict[str, list[str]]:
-        """The latest failures of each fingerprint: a recalled lesson's provenance."""
-        return {
-            fp: [r[0] for r in self.conn.execute(
-                "SELECT id FROM failures WHERE fingerprint = ? ORDER BY seq DESC LIMIT ?",
-                (fp, per),
-            )]
-            for fp in fingerprints
-        }
 
     def failure(self, failure_id: str) -> dict | None:
         row = self.conn.execute("SELECT * FROM failures WHERE id = ?", (failure_id,)).fetchone()
@@ -377,8 +350,6 @@ class SQLiteStore(RunQueries):
                 f"DELETE FROM lessons WHERE kind != 'taught' AND fingerprint NOT IN {kept}"
             )
             conn.execute(f"DELETE FROM jobs WHERE kind = 'reflect' AND target NOT IN {kept}")
-            conn.execute("INSERT OR REPLACE INTO meta SELECT 'runs', COUNT(DISTINCT run)"
-                         " FROM failures")
             conn.execute("DELETE FROM fingerprints")
             conn.execute("INSERT INTO fingerprints SELECT DISTINCT fingerprint, cause"
                          " FROM failures")
