@@ -3,14 +3,19 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# pyproject.toml declares ranges; the exact versions tested are in the constraints file.
+CONSTRAINTS := .ci/constraints.txt
+PIP := python -m pip install --quiet --disable-pip-version-check
+# A second venv at the declared lower bounds (.ci/oldest.txt), without the heavy extras.
+OLDEST := .venv-oldest
 
-.PHONY: install demo test bench lint clean
+.PHONY: install demo test bench lint clean test-oldest
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml $(CONSTRAINTS)
 	$(PYTHON) -m venv $(VENV)
 	# torch first and pinned: the CPU build; an unpinned torch pulls a CUDA build of several GB.
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check torch==2.13.0
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[embeddings,model,charts,dev,mini,mcp]'
+	$(BIN)/$(PIP) -c $(CONSTRAINTS) torch==2.13.0
+	$(BIN)/$(PIP) -c $(CONSTRAINTS) -e '.[embeddings,model,charts,dev,mini,mcp]'
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -28,5 +33,19 @@ bench: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check .
 
+$(OLDEST)/.installed: pyproject.toml .ci/oldest.txt
+	rm -rf $(OLDEST)
+	$(PYTHON) -m venv $(OLDEST)
+	$(OLDEST)/bin/$(PIP) -c .ci/oldest.txt -e '.[model,dev]'
+	touch $@
+
+# The core and model tests at the oldest supported numpy, litellm, pytest and respx. No
+# embeddings, charts, mini or mcp extra here: their tests skip, or are left out below.
+test-oldest: $(OLDEST)/.installed
+	$(OLDEST)/bin/python -c "from importlib.metadata import version as v; \
+		print('oldest:', ', '.join(f'{n} {v(n)}' for n in ('numpy', 'litellm', 'pytest', 'respx')))"
+	$(OLDEST)/bin/python -m pytest -q -p no:cacheprovider \
+		--ignore=tests/test_integration_mcp.py --ignore=tests/test_integration_minisweagent.py
+
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) $(OLDEST) build *.egg-info
