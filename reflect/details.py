@@ -17,7 +17,7 @@ _DETAIL = re.compile(
     r"|rb|html|css|md|lock)"  # a file
     r"|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*){2,}"  # a dotted module path
     r"|[a-z]+_[a-z0-9_]+"  # a snake_case name: a table, a function
-    r")(?![\w/-])"
+    r")(?![\w/-]|…)"  # a word cut short ("call_c…") names nothing
 )
 VOCABULARY = frozenset({
     "manage.py", "conftest.py", "settings.configure", "django.setup", "call_command",

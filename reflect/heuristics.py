@@ -264,7 +264,7 @@ RULES: tuple[_Rule, ...] = (
           msg=r"requirement (\S{1,100}) \(from versions: none"),
     # environment / setup
     _rule("environment", "high", "Table {m} does not exist yet: run the migrations first "
-          "(`python manage.py migrate`; in a standalone script `call_command('migrate')`).",
+          "(`python manage.py migrate`; in a script, `call_command('migrate')`).",
           msg=r"no such table: ([\w.]+)|relation \"([\w.]+)\" does not exist"),
     _rule("environment", "high", "Column {m} is missing: the schema is out of date; run the "
           "migrations (`makemigrations`, `migrate`) first.", msg=r"no such column: ([\w.]+)"),

@@ -95,25 +95,31 @@ def lesson_item_text(lesson: dict, failure: dict | None, why: str) -> str:
 
 
 def bounded(lines: list[str], max_tokens: int) -> str:
-    """The item's lines within ``max_tokens``. The first two lines (the failure, what to
-    do) matter most: the later ones are cut, then dropped, before those are cut."""
+    """The item's lines within ``max_tokens``. The first two (the failure, what to do)
+    share the budget, a line that fits in half keeping all of it; later lines (what
+    worked, an escalation) get what is left, shortened or left out."""
     lines = [" ".join(line.split()) if i == 0 else "  " + " ".join(line.split())
              for i, line in enumerate(lines)]
     budget = 4 * max_tokens
-    while len("\n".join(lines)) > budget:
-        excess = len("\n".join(lines)) - budget
-        last = len(lines) - 1
-        if last >= 2:  # what worked, an escalation: shortened, then left out
-            if len(lines[last]) - excess >= MIN_LINE:
-                lines[last] = clip(lines[last], len(lines[last]) - excess)
+    head, rest = lines[:2], lines[2:]
+    if len("\n".join(head)) > budget:
+        if len(head) == 1:
+            head = [clip(head[0], budget)]
+        else:
+            half = (budget - 1) // 2
+            first, second = (len(line) for line in head)
+            if first <= half:
+                second = budget - 1 - first
+            elif second <= half:
+                first = budget - 1 - second
             else:
-                lines.pop()
-            continue
-        longest = max(range(len(lines)), key=lambda i: len(lines[i]))
-        lines[longest] = clip(lines[longest], max(MIN_LINE, len(lines[longest]) - excess))
-        if len(lines[longest]) == MIN_LINE and len("\n".join(lines)) > budget:
-            lines.pop()  # only when two short lines still do not fit
-    return "\n".join(lines)
+                first = second = half
+            head = [clip(head[0], first), clip(head[1], second)]
+    for line in rest:
+        room = budget - len("\n".join(head)) - 1
+        if room >= min(len(line), MIN_LINE):
+            head.append(clip(line, room))
+    return "\n".join(head)
 
 
 def fit(sections: list[tuple[str, list[RecallItem]]], max_tokens: int) -> Recall:
