@@ -11,13 +11,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from hostile_corpus import BENIGN_LESSONS, HOSTILE_LESSONS  # noqa: E402
-from secret_corpus import LOOK_ALIKES, SECRETS  # noqa: E402
-from test_defuse import PAYLOADS  # noqa: E402
+from hostile_corpus import BENIGN_LESSONS, HOSTILE_LESSONS
+from secret_corpus import LOOK_ALIKES, SECRETS
+from test_defuse import PAYLOADS
 
-from reflect.defuse import NEUTRALIZED, neutralize  # noqa: E402
-from reflect.review import hostile_reason  # noqa: E402
-from reflect.scrub import Scrubber  # noqa: E402
+from reflect.defuse import NEUTRALIZED, neutralize
+from reflect.review import hostile_reason
+from reflect.scrub import Scrubber
 
 SCRUB = Scrubber()
 

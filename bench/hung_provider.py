@@ -9,6 +9,7 @@ process or in the detached worker that `reflect capture` starts.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sqlite3
@@ -30,7 +31,7 @@ SETTLE = 8.0  # seconds for a worker to import litellm and block in the hanging 
 
 
 class Hang(BaseHTTPRequestHandler):
-    def do_POST(self):  # noqa: N802 (http.server's naming)
+    def do_POST(self):  # http.server's naming
         time.sleep(HANG)
 
     def log_message(self, *args):
@@ -53,10 +54,8 @@ def in_process(home: Path, model: str | None) -> float:
 def stop_workers(home: Path) -> None:
     conn = sqlite3.connect(home / "reflect.db")
     for (pid,) in conn.execute("SELECT pid FROM workers"):
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(os.getpgid(pid), signal.SIGTERM)
-        except ProcessLookupError:
-            pass
 
 
 def main() -> None:

@@ -20,6 +20,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from functools import lru_cache
 from hashlib import blake2b
+from itertools import pairwise
 from pathlib import Path
 from typing import Protocol
 
@@ -80,7 +81,7 @@ class HashingEmbedder:
         for row, text in zip(out, texts, strict=True):
             unigrams, words = _tokens(text)
             counts = Counter(unigrams)
-            counts.update(f"{a} {b}" for a, b in zip(words, words[1:], strict=False))
+            counts.update(f"{a} {b}" for a, b in pairwise(words))
             for feature, tf in counts.items():
                 slot, sign = _slot(feature, self.dim)
                 row[slot] += sign * (1.0 + math.log(tf))

@@ -12,7 +12,7 @@ from reflect.numbers import count
 from reflect.output import emit, first_line, when
 
 
-def Memory(*args, **kwargs):  # noqa: N802 (stands for the class)
+def Memory(*args, **kwargs):  # named for the class it stands for
     """The library's ``Memory``, imported when a command opens it: the commands that need
     none of it (``reflect hook``, ``reflect install``) start without loading it."""
     from reflect.memory import Memory

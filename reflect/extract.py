@@ -139,7 +139,7 @@ def _basename(path: str) -> str:
     return re.split(r"[\\/]", path.rstrip("\\/"))[-1] or path
 
 
-def _python_tracebacks(lines: list[str]) -> Iterator[tuple[int, Extracted]]:
+def _python_tracebacks(lines: list[str]) -> Iterator[tuple[int, Extracted]]:  # noqa: C901 - one state machine over the lines
     """Yield (index, Extracted) for each exception line that ends a traceback."""
     frames: list[str] = []
     code = ""  # the source line under the innermost call frame
@@ -233,7 +233,7 @@ def _pytest_frames(lines: list[str], start: int, location: int) -> list[str]:
     return frames
 
 
-def _line_error(lines: list[str], i: int) -> tuple[Extracted, bool] | None:
+def _line_error(lines: list[str], i: int) -> tuple[Extracted, bool] | None:  # noqa: C901 - recognisers in order, the first match wins
     """A recognised error on line i: (record, whether it is a compiler error)."""
     line = lines[i]
     if m := _TS.search(line):

@@ -93,7 +93,7 @@ def complete(
         kwargs["response_format"] = {"type": "json_object"}
     try:
         response = litellm.completion(**kwargs)
-    except Exception as e:  # noqa: BLE001 - every provider failure becomes a ProviderError
+    except Exception as e:  # every provider failure becomes a ProviderError
         raise _provider_error(litellm, e, model, api_key) from None
     choices = getattr(response, "choices", None) or []
     text = (choices[0].message.content if choices else None) or ""
@@ -139,14 +139,14 @@ def _supports_json_mode(litellm, model: str) -> bool:
         return provider != "anthropic" and bool(
             litellm.supports_response_schema(model=name, custom_llm_provider=provider)
         )
-    except Exception:  # noqa: BLE001 - an unknown model is simply not vouched for
+    except Exception:  # an unknown model is simply not vouched for
         return False
 
 
 def _cost(litellm, response) -> float | None:
     try:
         cost = litellm.completion_cost(completion_response=response)
-    except Exception:  # noqa: BLE001 - no price for this model: cost unknown, not an error
+    except Exception:  # no price for this model: cost unknown, not an error
         return None
     return float(cost) if isinstance(cost, int | float) else None
 

@@ -9,7 +9,7 @@ failures cannot swing them.
 
 from __future__ import annotations
 
-__all__ = ["report", "render"]
+__all__ = ["render", "report"]
 
 SPARKS = "▁▂▃▄▅▆▇█"
 

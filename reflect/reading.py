@@ -74,5 +74,6 @@ def _read_stream(fd: int, limit: int, tail: bool, seconds: float) -> tuple[bytes
         if len(kept) > 2 * (limit + 1):
             del kept[: -(limit + 1)]
         if total >= STREAM_BYTES:
+            megabytes = STREAM_BYTES // (1024 * 1024)
             return bytes(kept[-(limit + 1):]), [
-                f"the input did not end after {STREAM_BYTES // (1024 * 1024)} MB: kept its last part"]
+                f"the input did not end after {megabytes} MB: kept its last part"]

@@ -227,7 +227,9 @@ def _builtin(match: re.Match) -> str:
     if kind == "ip" and (not _is_ip(match[0]) or _VERSIONED.search(
             match.string, max(0, match.start() - 12), match.start())):
         return match[0]
-    if kind == "card" and not _is_card(match[0]) or kind == "encoded" and not _encoded(match[0]):
+    if (kind == "card" and not _is_card(match[0])) or (
+        kind == "encoded" and not _encoded(match[0])
+    ):
         return match[0]
     keep = f"v_{kind}"
     start = match.start(keep) if keep in _BUILTIN.groupindex else match.start()

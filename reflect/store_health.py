@@ -147,7 +147,7 @@ def reclaim(store) -> int:
     store made before incremental vacuum is converted once, by a VACUUM (a rewrite)."""
     before = _size(store.path)
     conn = store.conn
-    with store._writing, translated(store.path):  # noqa: SLF001 (the store's own lock)
+    with store._writing, translated(store.path):  # the store's own lock
         if conn.execute("PRAGMA auto_vacuum").fetchone()[0] != _INCREMENTAL:
             if conn.execute("PRAGMA freelist_count").fetchone()[0]:
                 conn.execute("PRAGMA auto_vacuum=INCREMENTAL")

@@ -21,7 +21,7 @@ def stored(home) -> list[tuple]:
                         " ORDER BY seq").fetchall()
 
 
-@pytest.mark.parametrize("text, number", [
+@pytest.mark.parametrize(("text", "number"), [
     ("42", 42), (" 7 ", 7), ("1e20", 10**20), ("2**63", 2**63), ("-3", -3), ("1.9", 1),
     ("nan", None), ("inf", None), ("forty", None), ("", None),
 ])
@@ -29,7 +29,7 @@ def test_whole_number_reads_what_a_shell_passes(text, number):
     assert whole_number(text) == number
 
 
-@pytest.mark.parametrize("flag, value", [
+@pytest.mark.parametrize(("flag", "value"), [
     ("--exit-code", "100000000000000000000"), ("--exit-code", "-1e30"),
     ("--iteration", str(2**63)), ("--iteration", "1e20"), ("--iteration", "2**63"),
     ("--iteration", "-5"),
@@ -38,7 +38,7 @@ def test_out_of_range_numbers_still_record_the_failure(own_store, flag, value):
     out = run_cli("capture", "--run", "r", "--exit-code", "1", f"{flag}={value}",
                   "--error-file", "-", stdin=b"ValueError: overflow case")
     assert out.returncode == 0 and b"warning" in out.stderr, out.stderr
-    [(run, iteration, exit_code, message)] = stored(own_store)
+    [(_run, iteration, exit_code, message)] = stored(own_store)
     assert message == "overflow case" and 0 < iteration <= MAX_ITERATION
     assert exit_code is None or INT64_MIN <= exit_code <= INT64_MAX
 
@@ -123,7 +123,7 @@ def test_a_pipe_whose_writer_hangs_is_given_up_on(own_store):
 def test_import_refuses_what_is_not_a_regular_file(tmp_path):
     for path in ("/dev/zero", str(tmp_path)):
         out = run_cli("import", path)
-        assert out.returncode == 1 and b"regular file" in out.stderr or b"directory" in out.stderr
+        assert (out.returncode == 1 and b"regular file" in out.stderr) or b"directory" in out.stderr
 
 
 def test_import_cuts_an_endless_line(tmp_path):

@@ -73,7 +73,7 @@ def test_clear_all_needs_yes():
     assert captured() == []
 
 
-@pytest.mark.parametrize("name, content, option, warning", [
+@pytest.mark.parametrize(("name", "content", "option", "warning"), [
     ("missing.json", None, "--crash-file", b"cannot read crash file"),
     ("crash.json", b"{not json", "--crash-file", b"is not valid JSON"),
     ("crash.json", b"[1, 2]", "--crash-file", b"is not a JSON object"),

@@ -16,7 +16,7 @@ def test_brief_elides_heredoc_bodies_long_arguments_and_interpreter_paths():
     assert len(commands.brief("echo " + "word " * 100)) == commands.MAX_BRIEF
 
 
-@pytest.mark.parametrize("action,key", [
+@pytest.mark.parametrize(("action", "key"), [
     ("cd /testbed && python -m pytest tests/test_x.py -q", ("pytest", "tests/test_x.py")),
     ("pytest tests/test_x.py", ("pytest", "tests/test_x.py")),
     ("python3 repro.py", ("python", "repro.py")),
@@ -29,7 +29,7 @@ def test_the_key_is_the_main_commands_program_and_target(action, key):
     assert commands.key(action) == key
 
 
-@pytest.mark.parametrize("action,code,text,program", [
+@pytest.mark.parametrize(("action", "code", "text", "program"), [
     ('grep -n "def foo" app.py', 1, "", "grep"),
     ("nl -ba x.py | sed -n 1,9p | grep def", 1, "", "grep"),  # the pipeline's last command
     ("grep -q x f && echo found", 1, "", ""),  # either step may have failed: not benign

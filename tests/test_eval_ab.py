@@ -123,7 +123,7 @@ def test_bad_tasks_and_arguments(tmp_path, agent):
     bad.write_text('{"id": "a", "goal": "g"}\n{"id": "a", "goal": "h"}\n')
     with pytest.raises(ABError, match="appears twice"):
         read_tasks(bad)
-    with pytest.raises(ABError, match="must contain {prompt_file}"):
+    with pytest.raises(ABError, match=r"must contain \{prompt_file\}"):
         run_ab("agent", [Task("a", "g")], tmp_path / "x")
     run_ab(agent.replace("{prompt_file}", "{prompt_file} || true"),
            [Task("a", "needs module os")], tmp_path / "again", trials=1)

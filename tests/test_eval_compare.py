@@ -79,7 +79,7 @@ def test_pairing_matches_runs_by_name_in_any_order():
     a = per_run([{"run": "x", "success": False, "signature": "E"},
                  {"run": "y", "success": True, "signature": None}])
     b = list(reversed(a))
-    first, second = bootstrap([a, b], seed=3, resamples=200)
+    _, second = bootstrap([a, b], seed=3, resamples=200)
     assert second["last_ok"]["diff"] == {"value": 0.0, "low": 0.0, "high": 0.0}
     _, unpaired = bootstrap([a, a[:1]], seed=3, resamples=200)
     assert "diff" not in unpaired["last_ok"]

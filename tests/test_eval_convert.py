@@ -130,7 +130,7 @@ def test_reflexion_twins_share_run_names_and_mixing_them_is_an_error(data_dir):
     off = convert("reflexion", [data_dir / "reflexion" / "simple_human_eval_py_logging"])
     assert list(dict.fromkeys(r.run for r in on)) == [r.run for r in off]
     assert off[0].run == "HumanEval/0"
-    with pytest.raises(ConvertError, match="'HumanEval/0' is also in .* separately"):
+    with pytest.raises(ConvertError, match=r"'HumanEval/0' is also in .* separately"):
         convert("reflexion", [data_dir / "reflexion"])
 
 

@@ -201,7 +201,7 @@ def test_write_atomically_replaces_whole_or_not_at_all(tmp_path, monkeypatch):
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(os, "replace", broken)
-    with pytest.raises(OSError, match="LESSONS.md"):
+    with pytest.raises(OSError, match=r"LESSONS\.md"):
         write_atomically(target, "third\n")
     assert target.read_text() == "second\n"
     assert os.listdir(target.parent) == ["LESSONS.md"]

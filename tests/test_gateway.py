@@ -255,7 +255,7 @@ def test_server_errors_are_retryable_and_not_retried(api, status):
 
 @pytest.mark.parametrize("exc", [httpx.ReadTimeout, httpx.ConnectTimeout, httpx.ConnectError])
 @pytest.mark.parametrize(
-    "model, url, base",
+    ("model", "url", "base"),
     [("gpt-4o-mini", OPENAI_URL, None),
      ("anthropic/claude-3-5-haiku-20241022", ANTHROPIC_URL, None),
      ("ollama_chat/llama3", f"{OLLAMA_BASE}/api/chat", OLLAMA_BASE)],
@@ -327,7 +327,7 @@ def test_context_window_exceeded_is_final(api):
 
 
 @pytest.mark.parametrize(
-    "model, provider",
+    ("model", "provider"),
     [("gpt-4o-mini", "openai"), ("openai/qwen", "openai"), ("o3-mini", "openai"),
      ("claude-3-5-haiku-20241022", "anthropic"), ("anthropic/claude-sonnet-4", "anthropic"),
      ("ollama/llama3", "ollama"), ("ollama_chat/llama3", "ollama"), ("groq/llama3-8b", "groq"),

@@ -177,7 +177,9 @@ def _id(case):
     return f"{category}-{error_type}-{message[:30]}"
 
 
-@pytest.mark.parametrize("args,category,severity,details", CASES, ids=[_id(c) for c in CASES])
+@pytest.mark.parametrize(
+    ("args", "category", "severity", "details"), CASES, ids=[_id(c) for c in CASES]
+)
 def test_lesson(args, category, severity, details):
     lesson = heuristic_lesson(*args)
     assert (lesson.category, lesson.severity) == (category, severity), lesson
@@ -202,7 +204,7 @@ def test_trigger_names_the_action_and_the_error():
     assert heuristic_lesson("KeyError", "'k'", phase="test").trigger.startswith("the test step")
 
 
-@pytest.mark.parametrize("module,package", [
+@pytest.mark.parametrize(("module", "package"), [
     ("PIL", "pillow"), ("sklearn", "scikit-learn"), ("bs4", "beautifulsoup4"),
     ("dateutil", "python-dateutil"), ("PIL.Image", "pillow"), ("numpy", "numpy"),
 ])

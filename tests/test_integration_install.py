@@ -57,7 +57,7 @@ def test_project_install_merges_keeps_the_rest_and_is_idempotent(repo):
     assert json.loads(path.read_text()) == THEIRS
 
 
-@pytest.mark.parametrize("flag, where", [("--local", ".claude/settings.local.json"),
+@pytest.mark.parametrize(("flag", "where"), [("--local", ".claude/settings.local.json"),
                                          ("--user", "home/.claude/settings.json")])
 def test_local_and_user_settings(repo, flag, where):
     install("claude-code", flag)
@@ -95,7 +95,7 @@ def test_a_settings_file_that_is_not_json_is_left_alone(repo):
     assert path.read_text() == "{ not json"
 
 
-@pytest.mark.parametrize("flag, where", [("--project", ".codex/hooks.json"),
+@pytest.mark.parametrize(("flag", "where"), [("--project", ".codex/hooks.json"),
                                          ("--user", "home/.codex/hooks.json")])
 def test_codex(repo, flag, where):
     install("codex", flag)

@@ -99,7 +99,7 @@ def test_what_the_recent_section_shows_is_not_repeated(mem):
     fill(mem)
     mem.capture(run="new", goal=DJANGO_GOAL, exit_code=1, error_text=NO_TABLE)
     rec = mem.recall(run="new", goal=DJANGO_GOAL)
-    assert [i.section for i in rec.items][0] == "recent"
+    assert rec.items[0].section == "recent"
     assert not [i for i in lesson_items(rec) if "no such table" in i.text]
 
 

@@ -93,7 +93,7 @@ PLANTED = [
 ]
 
 
-@pytest.mark.parametrize("text, secret, placeholder", PLANTED)
+@pytest.mark.parametrize(("text", "secret", "placeholder"), PLANTED)
 def test_planted_secret_is_replaced_and_the_rest_survives(text, secret, placeholder):
     out, count = SCRUB.scrub(text)
     assert out == text.replace(secret, placeholder)
@@ -203,7 +203,7 @@ def no_subprocess(monkeypatch):
 
 
 @pytest.mark.parametrize(
-    "url, expected",
+    ("url", "expected"),
     [
         ("https://github.com/acme/widget.git", ("acme", "widget")),
         ("https://user:tok@github.com/acme/widget/", ("acme", "widget")),

@@ -6,6 +6,7 @@ the same as this one's, and predicts the failure they hit, where the goals' word
 alone (no word is shared) find nothing. Uses the real bundled model.
 """
 
+import contextlib
 import os
 import signal
 import sqlite3
@@ -79,8 +80,6 @@ def stop_workers(home: Path) -> None:
         return
     conn = sqlite3.connect(home / DB_NAME)
     for (pid,) in conn.execute("SELECT pid FROM workers"):
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(os.getpgid(pid), signal.SIGTERM)
-        except ProcessLookupError:
-            pass
     time.sleep(0.2)

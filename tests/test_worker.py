@@ -515,7 +515,7 @@ def test_a_worker_killed_during_its_call_leaves_the_job_to_the_next(monkeypatch,
         monkeypatch.setenv("REFLECT_EMBEDDINGS", "off")
         with Memory(model=MODEL) as mem:
             entry = capture(mem)
-        log = open(tmp_path / "killed-worker.log", "wb")
+        log = open(tmp_path / "killed-worker.log", "wb")  # noqa: SIM115 - closed in the finally
         proc = subprocess.Popen([sys.executable, "-m", "reflect", "worker"],
                                 env=worker_env(server.base), stdin=subprocess.DEVNULL,
                                 stdout=log, stderr=log, start_new_session=True)

@@ -20,7 +20,7 @@ from reflect import Memory
 LESSON_FIELDS = ("id", "status", "kind", "trigger", "guidance", "resolution", "confidence")
 
 
-def server(mem: Memory) -> MCPServer:
+def server(mem: Memory) -> MCPServer:  # noqa: C901 - six small tools, closures over one Memory
     app = MCPServer("reflect", instructions=(
         "Failure memory for this project. Call recall before a task or after a failure; "
         "record_failure when a command fails, record_outcome when a later attempt works."))

@@ -59,19 +59,7 @@ def merge(path: Path, hooks: dict[str, str | None], client: str, uninstall: bool
     if uninstall and not before:
         return f"{path}: no such file, nothing to remove"
     table = data.get("hooks", {})
-    for event in [e for e in table if isinstance(table[e], list)]:
-        groups, kept = table[event], []
-        for group in groups:
-            handlers = group.get("hooks") if isinstance(group, dict) else None
-            if isinstance(handlers, list) and any(is_ours(h, client) for h in handlers):
-                group = {**group, "hooks": [h for h in handlers if not is_ours(h, client)]}
-                if not group["hooks"]:
-                    continue
-            kept.append(group)
-        if kept or not groups:
-            table[event] = kept
-        else:
-            del table[event]
+    _drop_ours(table, client)
     if not uninstall:
         for event, groups in hook_table(hooks, client).items():
             table.setdefault(event, []).extend(groups)
@@ -88,6 +76,24 @@ def merge(path: Path, hooks: dict[str, str | None], client: str, uninstall: bool
     backup = f" (the previous version is in {path.name}.bak)" if before else ""
     return (f"{path}: {'removed' if uninstall else 'added'} reflect's hooks for "
             f"{', '.join(hooks)}{backup}")
+
+
+def _drop_ours(table: dict, client: str) -> None:
+    """Take reflect's handlers out of every event of a hooks table, in place; a group or
+    an event that held only reflect's goes with them."""
+    for event in [e for e in table if isinstance(table[e], list)]:
+        groups, kept = table[event], []
+        for group in groups:
+            handlers = group.get("hooks") if isinstance(group, dict) else None
+            if isinstance(handlers, list) and any(is_ours(h, client) for h in handlers):
+                group = {**group, "hooks": [h for h in handlers if not is_ours(h, client)]}
+                if not group["hooks"]:
+                    continue
+            kept.append(group)
+        if kept or not groups:
+            table[event] = kept
+        else:
+            del table[event]
 
 
 def write_json(path: Path, data: dict) -> None:
