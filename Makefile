@@ -35,8 +35,10 @@ bench: $(STAMP)
 	for b in capture_recall hung_provider recall search predictor replay hooks; do \
 		$(BIN)/python bench/$$b.py || exit 1; done
 
+# ruff, then mypy (strict for reflect.index, records and the store; .ci/typecheck).
 lint: $(STAMP)
 	$(BIN)/ruff check .
+	MYPY=$(BIN)/mypy .ci/typecheck
 
 $(OLDEST)/.installed: pyproject.toml .ci/oldest.txt
 	rm -rf $(OLDEST)

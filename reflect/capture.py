@@ -54,7 +54,7 @@ def whitelist_crash(record: object) -> dict:
     """Keep the whitelisted fields of a crash record, with our names; drop the rest."""
     if not isinstance(record, dict):
         raise ValueError(f"a crash record must be a JSON object, got {type(record).__name__}")
-    kept = {}
+    kept: dict[str, int | str] = {}
     for key, name in CRASH_FIELDS.items():
         value = record.get(key)
         if value is None or name in kept:

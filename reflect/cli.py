@@ -193,7 +193,8 @@ def cmd_run(args) -> int:
 def cmd_capture(args) -> int:
     from reflect.capture import read_crash_file, read_error_file
 
-    error_text, crash = None, {}
+    error_text: str | None = None
+    crash: dict = {}
     problems: list[str] = []
     if args.error_file:
         error_text, problems = read_error_file(args.error_file, sys.stdin)

@@ -44,7 +44,7 @@ def brief(action: str, limit: int = MAX_BRIEF) -> str:
     """The action as a block shows it: heredoc bodies and long arguments elided, its
     lines joined by ``; ``, at most ``limit`` characters."""
     lines = [line.strip() for line in without_heredocs(action).splitlines() if line.strip()]
-    words = []
+    words: list[str] = []
     for word in " ; ".join(lines).split():
         if not words and word.startswith("/") and "/bin/" in word:
             word = word.rsplit("/", 1)[-1]  # an interpreter by its full path: its name says it

@@ -36,7 +36,8 @@ def listing(store: SQLiteStore, *, status: str | None = "active", ineffective_af
             limit: int = 50) -> list[dict]:
     """Lessons newest first; ``ineffective_after`` keeps those that failed to prevent
     their failure at least that many times, worst first."""
-    where, args = [], []
+    where: list[str] = []
+    args: list[str | int] = []
     if status is not None:
         where.append("status = ?")
         args.append(status)

@@ -19,7 +19,8 @@ import numpy as np
 
 from reflect import config
 from reflect.index import Embedder, VectorIndex, from_blob, load_embedder, to_blob
-from reflect.store import SQLiteStore, text_key
+from reflect.store import SQLiteStore
+from reflect.text import text_key
 
 BATCH = 64
 
@@ -103,12 +104,12 @@ class Vectors:
         ).fetchone()
         if row is not None:
             return from_blob(row[0], len(row[0]) // 4)
-        if embed and self.embedder() is not None:
-            vector = self._embedder.embed([text])[0]
+        if embed and (embedder := self.embedder()) is not None:
+            vector = embedder.embed([text])[0]
             with self.store.write() as conn:
                 conn.execute(
                     "INSERT OR REPLACE INTO query_vectors VALUES (?, ?, ?, ?, ?)",
-                    (key, text, self._embedder.name, to_blob(vector), self.clock()),
+                    (key, text, embedder.name, to_blob(vector), self.clock()),
                 )
             return vector
         self.store.queue_texts([text], self.clock())

@@ -32,6 +32,7 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import cast
 
 from reflect.heuristics import CATEGORIES, SEVERITIES
 from reflect.lessons import SAME_MEANING, active_lesson, similar
@@ -281,9 +282,12 @@ def _get(data: dict, key: str, kind: type, default):
     ok = {float: (int, float), int: (int,)}.get(kind, (kind,))
     if isinstance(value, bool) is not (kind is bool) or not isinstance(value, ok):
         raise _Invalid(f"{key} must be {'a number' if kind is float else kind.__name__}")
-    if kind is float and not math.isfinite(value):
-        raise _Invalid(f"{key} must be a finite number")
-    return float(value) if kind is float else value
+    if kind is float:
+        number = cast(float, value)  # an int or a float: checked above
+        if not math.isfinite(number):
+            raise _Invalid(f"{key} must be a finite number")
+        return float(number)
+    return value
 
 
 def _unit(value: float, key: str) -> float:

@@ -187,6 +187,7 @@ def _pytest(lines: list[str]) -> tuple[int, Extracted, bool] | None:
     if not entries:
         return None
     m = _PYTEST_ENTRY.match(lines[entries[-1]])
+    assert m is not None  # entries are the lines it matched
     node, message = m["node"], (m["msg"] or "").removesuffix("...").strip()
     path, _, rest = node.partition("::")
     frame = f"{_basename(path)}:{rest.rsplit('::', 1)[-1].split('[')[0] or '<module>'}"

@@ -97,7 +97,7 @@ def cause(error_type: str, message: str) -> str:
 
 
 def _mask(m: re.Match[str]) -> str:
-    kind = m.lastgroup
+    kind = m.lastgroup or ""  # every alternative is a named group
     if kind not in ("q1", "q2", "q3"):
         return _LABELS[kind]
     inner = m[kind]

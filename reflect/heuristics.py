@@ -97,8 +97,9 @@ _LOCAL = {"src", "app", "tests", "test", "lib", "utils", "config", "settings", "
 _PY_TOOLS = {"pytest", "black", "ruff", "mypy", "flake8", "isort", "pylint", "coverage", "tox"}
 _NODE_TOOLS = {"tsc", "jest", "eslint", "prettier", "vitest", "ts-node", "mocha"}
 _ALIASES = {"np": "numpy as np", "pd": "pandas as pd", "plt": "matplotlib.pyplot as plt"}
-_EXIT_LABELS = {2: " (misuse)", 124: " (timed out)", 126: " (not executable)", 127: " (command "
-                "not found)", 137: " (killed, likely out of memory)", 143: " (terminated)"}
+_EXIT_LABELS: dict[int | None, str] = {
+    2: " (misuse)", 124: " (timed out)", 126: " (not executable)", 127: " (command "
+    "not found)", 137: " (killed, likely out of memory)", 143: " (terminated)"}
 
 _SRC_PATH = re.compile(r'File "([^"]+)"|\(([^()]+?), line \d+\)')
 _ACTION_FILE = re.compile(r"(?<![\w./-])([\w./-]{1,200}\.(?:py|js|ts|sh|ya?ml|json|toml))\b")
@@ -354,6 +355,7 @@ def heuristic_lesson(error_type: str, message: str, action: str = "", phase: str
     ctx = _Ctx(etype, message, action, (phase or "")[:100], exit_code,
                _q(action, 60) if action.strip() else "the command", words[0] if words else "",
                _clip(message, 90), f"{etype}: {message}")
+    guide: Callable[[_Ctx], str]
     category, severity, guide = "general", "medium", _general
     for rule in RULES:
         matched = rule.match(ctx)

@@ -423,6 +423,6 @@ def migrate(conn: sqlite3.Connection) -> None:
 
 def _applied(conn: sqlite3.Connection) -> int:
     try:
-        return conn.execute("SELECT COUNT(*) FROM migrations").fetchone()[0]
+        return int(conn.execute("SELECT COUNT(*) FROM migrations").fetchone()[0])
     except sqlite3.OperationalError:  # no migrations table yet: an empty database
         return 0

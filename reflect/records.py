@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import secrets
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 ID_ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"  # Crockford's base32: no i, l, o, u
 
@@ -40,7 +41,7 @@ class ErrorEntry:
     resolution: str = ""
     hint: str = ""  # the guidance of the fingerprint's lesson
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
@@ -53,7 +54,7 @@ class RecallItem:
     source_failure_ids: list[str]
     score: float
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
@@ -63,6 +64,6 @@ class Recall:
     tokens: int = 0
     items: list[RecallItem] = field(default_factory=list)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         items = [i.to_dict() for i in self.items]
         return {"text": self.text, "tokens": self.tokens, "items": items}

@@ -56,10 +56,10 @@ def review(text: str, scrub: Callable[[str], tuple[str, int]],
     trigger, n_trigger = scrub(trigger)
     guidance, n_guidance = scrub(guidance)
     # Judged scrubbed: the reason names what it found, and must not carry a secret.
-    if not quarantine and failures is not None:
-        if named := sorted(foreign(f"{trigger}\n{guidance}", failures)):
-            quarantine = (f"names {', '.join(named[:3])}, which none of the failures it "
-                          "stands for has: a lesson must hold for all of them")
+    if (not quarantine and failures is not None
+            and (named := sorted(foreign(f"{trigger}\n{guidance}", failures)))):
+        quarantine = (f"names {', '.join(named[:3])}, which none of the failures it "
+                      "stands for has: a lesson must hold for all of them")
     category = str(data.get("category", "")).strip().lower()
     kind = str(data.get("kind", "")).strip().lower()
     return Reviewed(

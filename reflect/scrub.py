@@ -222,8 +222,8 @@ def _encoded(text: str) -> bool:
             and _entropy(text) >= AWS_SECRET_ENTROPY)
 
 
-def _builtin(match: re.Match) -> str:
-    kind = match.lastgroup
+def _builtin(match: re.Match[str]) -> str:
+    kind = match.lastgroup or ""  # every alternative of _BUILTIN is a named group
     if kind == "ip" and (not _is_ip(match[0]) or _VERSIONED.search(
             match.string, max(0, match.start() - 12), match.start())):
         return match[0]
@@ -268,7 +268,7 @@ def _unwrap(text: str) -> tuple[str, int]:
         joined = "".join(lines)
         cuts = list(itertools.accumulate(len(line) for line in lines[:-1]))
         for match in _BUILTIN.finditer(joined):
-            kind = match.lastgroup
+            kind = match.lastgroup or ""
             keep = f"v_{kind}"
             cut_from = match.start(keep) if keep in _BUILTIN.groupindex else match.start()
             crossed = [k for k, cut in enumerate(cuts) if cut_from < cut < match.end()]
@@ -316,7 +316,8 @@ class Scrubber:
         # Only the owner/name pair is redacted, never either word alone: for
         # django/django that would erase "django" from every Django error and
         # leave lessons that say nothing.
-        self._repo = self._repo_key = None
+        self._repo: re.Pattern[str] | None = None
+        self._repo_key = ""
         if repo and all(repo):
             owner, name = repo
             self._repo_key = f"{owner}/{name}".lower()
@@ -394,8 +395,8 @@ def _repo_from_config(config: Path) -> tuple[str, str] | None:
     for line in config.read_text(encoding="utf-8", errors="replace").splitlines():
         if section := _SECTION.match(line):
             remote = section[1]  # None for a section that is not a remote
-        elif remote is not None and (url := _URL.match(line)):
-            urls.setdefault(remote, url[1].strip('"'))
+        elif remote is not None and (found := _URL.match(line)):
+            urls.setdefault(remote, found[1].strip('"'))
     url = urls.get("origin") or next(iter(urls.values()), None)
     return _owner_name(url) if url else None
 

@@ -8,6 +8,7 @@ one). A shared PostgreSQL backend will implement the same methods.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import sqlite3
@@ -22,9 +23,10 @@ from reflect.config import repo_root
 from reflect.fingerprint import cause
 from reflect.lessons import active_lesson
 from reflect.migrations import migrate
+from reflect.records import RecallItem
 from reflect.scrub import repo_from_git_config
 from reflect.store_health import translated
-from reflect.store_runs import MAX_GOAL_CHARS, RunQueries
+from reflect.store_runs import MAX_GOAL_CHARS, Row, RunQueries
 from reflect.text import clip, text_key
 
 DB_NAME = "reflect.db"
@@ -33,7 +35,7 @@ STARTING = 10.0  # seconds a just-started worker gets to register before another
 
 
 def newest(conn: sqlite3.Connection, table: str, order: str, limit: int,
-           tests: dict[str, object]) -> list[dict]:
+           tests: dict[str, object]) -> list[Row]:
     """Rows of ``table``, newest first by ``order``; ``tests`` maps an SQL condition with
     one placeholder to its value, and a None value leaves the condition out."""
     given = {sql: value for sql, value in tests.items() if value is not None}
@@ -42,7 +44,7 @@ def newest(conn: sqlite3.Connection, table: str, order: str, limit: int,
         f"SELECT * FROM {table}{where} ORDER BY {order} DESC LIMIT ?", [*given.values(), limit])]
 
 
-def error_query(failure: dict) -> str:
+def error_query(failure: Row) -> str:
     """The text that stands for a failure in a search: its error type and message."""
     return f"{failure['error_type']}: {failure['message']}"
 
@@ -66,10 +68,8 @@ class SQLiteStore(RunQueries):
         # Private even inside a home that is not: created 0600 before SQLite opens it.
         # O_EXCL: never an fd on an open database, whose close would drop this
         # process's SQLite locks on it.
-        try:
+        with contextlib.suppress(FileExistsError):
             os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
-        except FileExistsError:
-            pass
         self.busy_timeout = busy_timeout
         self.conn = sqlite3.connect(
             self.path, timeout=busy_timeout, isolation_level=None, check_same_thread=False
@@ -132,8 +132,8 @@ class SQLiteStore(RunQueries):
 
     # -- capture ---------------------------------------------------------------
 
-    def add_failure(self, failure: dict, lesson: dict, reflect: bool = False,
-                    embed: bool = False, credit_outcome: bool = True) -> tuple[dict, dict]:
+    def add_failure(self, failure: Row, lesson: Row, reflect: bool = False,
+                    embed: bool = False, credit_outcome: bool = True) -> tuple[Row, Row]:
         """Insert a failure and link it to its fingerprint's lesson, in one transaction.
 
         ``failure["iteration"]`` may be None: the run's next number is taken
@@ -160,6 +160,7 @@ class SQLiteStore(RunQueries):
                     lesson,
                 )
                 row = active_lesson(conn, fp)
+                assert row is not None  # inserted just now
             failure["lesson_id"] = row["id"]
             new_run = conn.execute(
                 "SELECT 1 FROM failures WHERE cause = ? AND run = ? LIMIT 1",
@@ -215,7 +216,7 @@ class SQLiteStore(RunQueries):
         key = "scope:" + hashlib.sha256(str(root).encode()).hexdigest()[:16]
         row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         if row is not None:
-            return row[0]
+            return str(row[0])
         repo = repo_from_git_config(root)
         name = "/".join(repo) if repo else str(root)
         scope = "project:" + hashlib.sha256(name.encode()).hexdigest()[:12]
@@ -225,12 +226,12 @@ class SQLiteStore(RunQueries):
 
     # -- reading ---------------------------------------------------------------
 
-    def recent_failures(self, run: str, before_iteration: int | None, window: int) -> list[dict]:
+    def recent_failures(self, run: str, before_iteration: int | None, window: int) -> list[Row]:
         """The run's latest ``window`` failures, newest first by sequence."""
         return newest(self.conn, "failures", "seq", window,
                       {"run = ?": run, "iteration < ?": before_iteration})
 
-    def active_lessons(self, fingerprints: list[str]) -> dict[str, dict]:
+    def active_lessons(self, fingerprints: list[str]) -> dict[str, Row]:
         """The lesson recall shows for each fingerprint."""
         marks = ", ".join("?" * len(fingerprints))
         rows = self.conn.execute(
@@ -240,11 +241,11 @@ class SQLiteStore(RunQueries):
         )
         return {r["fingerprint"]: dict(r) for r in rows}
 
-    def failure(self, failure_id: str) -> dict | None:
+    def failure(self, failure_id: str) -> Row | None:
         row = self.conn.execute("SELECT * FROM failures WHERE id = ?", (failure_id,)).fetchone()
         return dict(row) if row else None
 
-    def failures(self, run: str | None, limit: int) -> list[dict]:
+    def failures(self, run: str | None, limit: int) -> list[Row]:
         return newest(self.conn, "failures", "seq", limit, {"run = ?": run})
 
     def count_by(self, column: str, run: str | None) -> list[tuple[str, int]]:
@@ -288,7 +289,7 @@ class SQLiteStore(RunQueries):
     def job_counts(self) -> dict[str, int]:
         return queue.counts(self.conn)
 
-    def failed_jobs(self) -> list[dict]:
+    def failed_jobs(self) -> list[Row]:
         return queue.failed_jobs(self.conn)
 
     def live_workers(self, now: float, stale_after: float) -> int:
@@ -296,12 +297,12 @@ class SQLiteStore(RunQueries):
 
     # -- changes ---------------------------------------------------------------
 
-    def record_injections(self, run: str, iteration: int, items: list, tokens: int,
+    def record_injections(self, run: str, iteration: int, items: list[RecallItem], tokens: int,
                           now: float, wait: float | None = None) -> None:
         with self.write(wait) as conn:
             credit.record(conn, run, iteration, items, tokens, now)
 
-    def injections(self, run: str | None, limit: int) -> list[dict]:
+    def injections(self, run: str | None, limit: int) -> list[Row]:
         return newest(self.conn, "injections", "id", limit, {"run = ?": run})
 
     def resolve(self, run: str, iteration: int, action: str, resolutions: dict[str, str],

@@ -5,17 +5,22 @@ succeeded between a failure and its rerun, exits that were not failures. Part of
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Sized
 from contextlib import AbstractContextManager
+from typing import Any
 
 from reflect.numbers import MAX_ITERATION
 from reflect.records import new_id
 from reflect.text import clip, text_key
 
+# One row of the store as the domain modules see it: column name -> value.
+Row = dict[str, Any]
+
 FOLLOW_RUNS = 50  # earlier runs per cause looked at for what followed it
 MAX_GOAL_CHARS = 2000  # goals are issue texts; their start says what they are about
 
 
-def _marks(values) -> str:
+def _marks(values: Sized) -> str:
     return ", ".join("?" * len(values))
 
 
@@ -44,9 +49,9 @@ class RunQueries:
 
     def earlier_runs(self, run: str, scope: str) -> int:
         """Runs in ``scope`` (or global) other than ``run``: the base rates' denominator."""
-        return self.conn.execute(
+        return int(self.conn.execute(
             "SELECT COUNT(*) FROM runs WHERE run != ? AND scope IN (?, 'global')",
-            (run, scope)).fetchone()[0]
+            (run, scope)).fetchone()[0])
 
     def run_goal_vectors(self, model: str) -> list[tuple[str, bytes]]:
         """Each run's goal vector from ``model``, where one was computed."""
@@ -125,7 +130,7 @@ class RunQueries:
             "SELECT cause FROM causes ORDER BY runs DESC, last_seen DESC LIMIT ?", (limit,))]
 
     def cause_lessons(self, causes: list[str], run: str, scope: str
-                      ) -> dict[str, tuple[dict, dict]]:
+                      ) -> dict[str, tuple[Row, Row]]:
         """For each cause, its latest failure in another run and that failure's active
         lesson in ``scope`` (or global), as (lesson, failure)."""
         found = {}
@@ -150,7 +155,7 @@ class RunQueries:
         return [r[0] for r in self.conn.execute(
             "SELECT id FROM failures WHERE cause = ? ORDER BY seq DESC LIMIT ?", (cause, per))]
 
-    def elsewhere_lessons(self, scope: str) -> list[dict]:
+    def elsewhere_lessons(self, scope: str) -> list[Row]:
         """Active taught and imported lessons in ``scope`` (or global)."""
         return [dict(r) for r in self.conn.execute(
             "SELECT * FROM lessons WHERE origin != 'here' AND status = 'active'"
@@ -170,7 +175,7 @@ class RunQueries:
                             AND i.iteration = f.iteration AND i.fingerprint = f.fingerprint)
                 GROUP BY f.fingerprint""", [run, *fingerprints]))
 
-    def open_failures(self, run: str, iteration: int) -> list[dict]:
+    def open_failures(self, run: str, iteration: int) -> list[Row]:
         return [dict(r) for r in self.conn.execute(
             "SELECT * FROM failures WHERE run = ? AND iteration < ? AND resolution = ''"
             " ORDER BY seq", (run, iteration))]
@@ -183,7 +188,7 @@ class RunQueries:
 
     # -- exits that were not failures ---------------------------------------------------
 
-    def add_benign(self, row: dict, goal: str, scope: str) -> dict:
+    def add_benign(self, row: Row, goal: str, scope: str) -> Row:
         """Keep an exit that answered a question; returns the stored row."""
         with self.write() as conn:
             if row["iteration"] is None:
@@ -194,14 +199,14 @@ class RunQueries:
                          f" VALUES ({', '.join(':' + c for c in row)})", row)
         return row
 
-    def benign_exits(self, run: str | None, limit: int) -> list[dict]:
+    def benign_exits(self, run: str | None, limit: int) -> list[Row]:
         where, args = ("WHERE run = ?", [run]) if run is not None else ("", [])
         return [dict(r) for r in self.conn.execute(
             f"SELECT * FROM benign {where} ORDER BY seq DESC LIMIT ?", [*args, limit])]
 
     def benign_count(self, run: str | None) -> int:
         where, args = ("WHERE run = ?", [run]) if run is not None else ("", [])
-        return self.conn.execute(f"SELECT COUNT(*) FROM benign {where}", args).fetchone()[0]
+        return int(self.conn.execute(f"SELECT COUNT(*) FROM benign {where}", args).fetchone()[0])
 
     @staticmethod
     def _next_iteration(conn: sqlite3.Connection, run: str) -> int:

@@ -101,6 +101,8 @@ class Worker:
         from reflect.review import MalformedLesson, review
 
         model = self.model
+        if model is None:  # never: only a worker with a model takes reflect jobs
+            raise RuntimeError("a reflect job reached a worker without a model")
         # Two local servers behind one provider fail independently.
         provider = provider_of(model.model) + (f"@{model.api_base}" if model.api_base else "")
         now = self.clock()

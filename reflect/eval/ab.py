@@ -26,6 +26,7 @@ its process group and counts as a failure with no exit code.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
@@ -37,6 +38,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from reflect.capture import decode_tail
 from reflect.eval.metrics import summarize
@@ -125,10 +127,8 @@ def run_agent(command: str, cwd: Path, env: dict, timeout: float) -> tuple[int |
         data, _ = proc.communicate(timeout=timeout)
         code: int | None = proc.returncode
     except subprocess.TimeoutExpired:
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
         data, _ = proc.communicate()
         code = None
     text, _ = decode_tail(data)
@@ -141,7 +141,7 @@ def _slug(text: str, index: int) -> str:
     return f"{index:03d}-{re.sub(r'[^A-Za-z0-9_.-]+', '_', text)[:60]}"
 
 
-def run_ab(
+def run_ab(  # noqa: C901 - one A/B from its checks to its report, step by step
     agent: str,
     tasks: Sequence[Task],
     out: str | Path,
@@ -170,7 +170,7 @@ def run_ab(
                           "choose another --out")
     plan = schedule(tasks, arms, seed)
     index = {task.id: i for i, task in enumerate(tasks)}
-    options = {"embeddings": embeddings} if embeddings is not None else {}
+    options: dict[str, Any] = {"embeddings": embeddings} if embeddings is not None else {}
     mems = {arm: Memory(home=out / arm / "store", **options) for arm in arms}
     injectors = {arm: Injector(mems[arm], arm, max_tokens) for arm in arms}
     rows: dict[str, list[dict]] = {arm: [] for arm in arms}

@@ -176,7 +176,8 @@ def chart(result: dict, path: str | Path) -> bool:
 
 
 def _bars(arm: dict, names: Sequence[str], scale: float) -> tuple[list, list]:
-    values, errors = [], [[], []]
+    values: list[float] = []
+    errors: list[list[float]] = [[], []]
     for name in names:
         m = arm["metrics"][name]
         value = (m["value"] or 0) * scale

@@ -29,6 +29,7 @@ ratio, and reports the 2.5th and 97.5th percentiles.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -146,7 +147,8 @@ def bootstrap(
         weights = shared if shared is not None else _weights(rng, len(arm), resamples)
         sums = weights @ matrix if len(arm) else np.zeros((resamples, len(COUNTS)))
         whole = matrix.sum(axis=0)
-        arm_result, samples = {}, {}
+        arm_result: dict[str, dict[str, Any]] = {}
+        samples = {}
         for name, (num, den) in RATIOS.items():
             i, j = COUNTS.index(num), COUNTS.index(den)
             with np.errstate(divide="ignore", invalid="ignore"):

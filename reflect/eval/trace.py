@@ -20,6 +20,7 @@ silence). Outputs are written atomically: a temporary file, then a rename.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import tempfile
@@ -52,7 +53,7 @@ class TraceRecord:
         return asdict(self)
 
 
-def record_from_dict(data: object) -> TraceRecord:
+def record_from_dict(data: object) -> TraceRecord:  # noqa: C901 - a check per field, in order
     """Validate one decoded line; raises ValueError saying what is wrong."""
     if not isinstance(data, dict):
         raise ValueError(f"expected a JSON object, got {type(data).__name__}")
@@ -92,7 +93,7 @@ def read_trace(path: str | os.PathLike) -> list[TraceRecord]:
     """Every record of a trace file, validated; TraceError names the bad line."""
     path = Path(path)
     try:
-        handle = open(path, encoding="utf-8")
+        handle = open(path, encoding="utf-8")  # noqa: SIM115 - `with handle` below
     except OSError as e:
         raise TraceError(f"cannot read trace {path}: {e.strerror or e}; check the path "
                          "(`reflect eval convert` writes one)") from e
@@ -161,8 +162,6 @@ def write_bytes(path: str | os.PathLike, data: bytes) -> None:
             os.fchmod(f.fileno(), 0o666 & ~_umask())  # as open() would have made it
         os.replace(tmp, path)
     except BaseException:
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(tmp)
-        except OSError:
-            pass
         raise
