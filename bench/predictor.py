@@ -30,8 +30,8 @@ from reflect.eval.replay import replay
 from reflect.eval.trace import read_trace, write_trace
 from reflect.recall.predict import Predictor
 
-GRID = {"k": (10, 20), "prior": (2.0, 5.0), "follow": (0.5,),
-        "threshold": (0.01, 0.02, 0.05, 0.1), "min_runs": (1, 2)}
+GRID = {"k": (10, 20), "prior": (2.0, 10.0, 50.0), "follow": (0.5,),
+        "threshold": (0.01, 0.03, 0.06), "min_runs": (1,)}
 SETS = {"mini-swe-agent": "mini-swe-agent", "debugbench": "debugbench"}
 
 

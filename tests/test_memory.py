@@ -71,7 +71,7 @@ def test_iteration_defaults_to_the_runs_next_number(mem):
 
 def test_recall_is_empty_for_a_run_without_failures(mem):
     mem.capture(run="other", exit_code=1, error_text=TRACEBACK)
-    rec = mem.recall(run="r")
+    rec = mem.recall(run="r", sections=("recent",))
     assert (rec.text, rec.tokens, rec.items) == ("", 0, [])
 
 

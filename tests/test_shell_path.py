@@ -32,7 +32,7 @@ for r in dj1 dj2; do
   reflect capture --run $r --goal "$EARLIER_GOAL" --action "python repro.py" --exit-code 1 \\
     --error-file earlier.log
 done
-for r in 1 2 3 4 5 6 7 8 9 10; do
+for r in $(seq 1 25); do
   reflect capture --run fe$r --goal "$OTHER_GOAL $r" --action "npm test" --exit-code 1 \\
     --error-file other.log
 done

@@ -42,11 +42,13 @@ CANDIDATE_CAUSES = 20  # the most widespread causes always get an estimate
 
 @dataclass(frozen=True)
 class Predictor:
+    """Tuned by bench/predictor.py on mini-swe-agent and DebugBench (see the README)."""
+
     k: int = 10  # similar earlier runs
-    prior: float = 2.0  # the base rate's weight, in runs
+    prior: float = 10.0  # the base rate's weight, in runs
     follow: float = 0.5  # weight of an earlier run that shared a cause with this one
-    threshold: float = 0.2  # p a cause needs for its lesson to enter
-    min_runs: int = 2  # earlier runs a cause must have failed in: one run is an anecdote
+    threshold: float = 0.06  # p a cause needs for its lesson to enter
+    min_runs: int = 1  # earlier runs a cause must have failed in
     max_items: int = 6
 
 
