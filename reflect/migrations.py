@@ -342,6 +342,7 @@ def mark_origins_and_run_vectors(conn: sqlite3.Connection) -> None:
         -- A count of run goals that have a vector, kept by triggers: the stamp of the
         -- run-goal index, read on every recall without counting anything.
         CREATE INDEX runs_goal_key ON runs (goal_key);
+        CREATE INDEX runs_scope ON runs (scope);
         INSERT OR REPLACE INTO meta SELECT 'run_vectors', COUNT(*) FROM runs r
             JOIN query_vectors q ON q.key = r.goal_key WHERE q.vector IS NOT NULL;
         CREATE TRIGGER run_vectors_update AFTER UPDATE OF vector, model ON query_vectors

@@ -49,9 +49,11 @@ class RunQueries:
 
     def earlier_runs(self, run: str, scope: str) -> int:
         """Runs in ``scope`` (or global) other than ``run``: the base rates' denominator."""
-        return int(self.conn.execute(
-            "SELECT COUNT(*) FROM runs WHERE run != ? AND scope IN (?, 'global')",
-            (run, scope)).fetchone()[0])
+        total = int(self.conn.execute(  # counted on the index, then this run taken out
+            "SELECT COUNT(*) FROM runs WHERE scope IN (?, 'global')", (scope,)).fetchone()[0])
+        this = self.conn.execute("SELECT 1 FROM runs WHERE run = ? AND scope IN (?, 'global')",
+                                 (run, scope)).fetchone()
+        return total - (this is not None)
 
     def run_goal_vectors(self, model: str) -> list[tuple[str, bytes]]:
         """Each run's goal vector from ``model``, where one was computed."""

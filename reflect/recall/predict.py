@@ -25,6 +25,7 @@ first. The rule is one value, ``Predictor``, that benches pass in and tune.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 
 STOPWORDS = frozenset(
@@ -112,20 +113,26 @@ def estimate(store, predictor: Predictor, near: Neighbourhood, run: str, earlier
     base_runs = store.cause_runs(sorted(candidates))
     near_weight = sum(w for _, w in near.similar)
     weight = near_weight + predictor.follow * len(near.following)
+    mass: Counter[str] = Counter()  # similarity-weighted neighbours that failed with it
+    hits: Counter[str] = Counter()  # and how many they are
+    for r, w in near.similar:
+        for c in incidence[r]:
+            mass[c] += w
+            hits[c] += 1
+    came_after = Counter(c for after in near.following.values() for c in after)
     found = []
     for c in candidates:
         runs = min(base_runs.get(c, 0), earlier)
         if runs < predictor.min_runs:
             continue
         base = runs / (earlier + predictor.prior)  # few runs say little: shrunk toward 0
-        similar = sum(w for r, w in near.similar if c in incidence[r])
-        followed = sum(c in after for after in near.following.values())
-        p = ((similar + predictor.follow * followed + predictor.prior * base)
+        followed = came_after[c]
+        p = ((mass[c] + predictor.follow * followed + predictor.prior * base)
              / (weight + predictor.prior))
         if p >= predictor.threshold:
             found.append(Estimate(
-                c, round(p, 4), similar=sum(c in incidence[r] for r, _ in near.similar),
-                neighbours=len(near.similar), share=similar / near_weight if near_weight else 0.0,
+                c, round(p, 4), similar=hits[c], neighbours=len(near.similar),
+                share=mass[c] / near_weight if near_weight else 0.0,
                 runs=runs, earlier=earlier, followed=followed,
                 sharing=len(near.following)))
     found.sort(key=lambda e: (e.p, e.runs), reverse=True)
