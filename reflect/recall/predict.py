@@ -25,7 +25,7 @@ first. The rule is one value, ``Predictor``, that benches pass in and tune.
 from __future__ import annotations
 
 import re
-from collections import Counter
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
 STOPWORDS = frozenset(
@@ -113,7 +113,7 @@ def estimate(store, predictor: Predictor, near: Neighbourhood, run: str, earlier
     base_runs = store.cause_runs(sorted(candidates))
     near_weight = sum(w for _, w in near.similar)
     weight = near_weight + predictor.follow * len(near.following)
-    mass: Counter[str] = Counter()  # similarity-weighted neighbours that failed with it
+    mass: defaultdict[str, float] = defaultdict(float)  # weighted neighbours that hit it
     hits: Counter[str] = Counter()  # and how many they are
     for r, w in near.similar:
         for c in incidence[r]:
