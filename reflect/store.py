@@ -35,13 +35,14 @@ STARTING = 10.0  # seconds a just-started worker gets to register before another
 
 
 def newest(conn: sqlite3.Connection, table: str, order: str, limit: int,
-           tests: dict[str, object]) -> list[Row]:
+           tests: dict[str, object], columns: str = "*") -> list[Row]:
     """Rows of ``table``, newest first by ``order``; ``tests`` maps an SQL condition with
     one placeholder to its value, and a None value leaves the condition out."""
     given = {sql: value for sql, value in tests.items() if value is not None}
     where = f" WHERE {' AND '.join(given)}" if given else ""
     return [dict(r) for r in conn.execute(
-        f"SELECT * FROM {table}{where} ORDER BY {order} DESC LIMIT ?", [*given.values(), limit])]
+        f"SELECT {columns} FROM {table}{where} ORDER BY {order} DESC LIMIT ?",
+        [*given.values(), limit])]
 
 
 def error_query(failure: Row) -> str:
@@ -226,10 +227,16 @@ class SQLiteStore(RunQueries):
 
     # -- reading ---------------------------------------------------------------
 
-    def recent_failures(self, run: str, before_iteration: int | None, window: int) -> list[Row]:
+    def recent_failures(self, run: str, before_iteration: int | None, window: int,
+                        columns: str = "*") -> list[Row]:
         """The run's latest ``window`` failures, newest first by sequence."""
         return newest(self.conn, "failures", "seq", window,
-                      {"run = ?": run, "iteration < ?": before_iteration})
+                      {"run = ?": run, "iteration < ?": before_iteration}, columns)
+
+    def failures_by_id(self, ids: list[str]) -> dict[str, Row]:
+        marks = ", ".join("?" * len(ids))
+        return {r["id"]: dict(r) for r in self.conn.execute(
+            f"SELECT * FROM failures WHERE id IN ({marks})", ids)}
 
     def active_lessons(self, fingerprints: list[str]) -> dict[str, Row]:
         """The lesson recall shows for each fingerprint."""

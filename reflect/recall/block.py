@@ -41,7 +41,8 @@ class Query:
 
 
 def build(store: SQLiteStore, vectors: Vectors, q: Query, predictor: Predictor) -> Recall:
-    rows = store.recent_failures(q.run, q.iteration, RECENT_WINDOW)
+    # The window is read lean: whole rows only for the failures an item shows.
+    rows = store.recent_failures(q.run, q.iteration, RECENT_WINDOW, "id, fingerprint, cause")
     recent = recent_items(store, q, rows) if "recent" in q.sections else []
     earlier = []
     if "lessons" in q.sections:
@@ -55,7 +56,9 @@ def recent_items(store: SQLiteStore, q: Query, rows: list[dict]) -> list[RecallI
     groups: dict[str, list[dict]] = {}
     for row in rows:  # newest first, so each group's first row is its latest
         groups.setdefault(row["fingerprint"], []).append(row)
-    latest = [group[0] for group in groups.values()][:MAX_RECENT_ITEMS]
+    ids = [group[0]["id"] for group in groups.values()][:MAX_RECENT_ITEMS]
+    full = store.failures_by_id(ids)
+    latest = [full[i] for i in ids]
     fingerprints = [f["fingerprint"] for f in latest]
     lessons = store.active_lessons(fingerprints)
     shown = store.shown_then_failed(q.run, fingerprints)
@@ -94,8 +97,9 @@ def lesson_items(store: SQLiteStore, vectors: Vectors, q: Query, predictor: Pred
     """Taught and imported lessons the query's words call for, then the lessons of the
     causes this run is most likely to hit; none of a cause this run already has."""
     seen = {row["cause"] for row in rows}
+    latest = store.failures_by_id([rows[0]["id"]])[rows[0]["id"]] if rows else None
     query = "\n".join([q.goal, q.phase, *(
-        (error_query(rows[0]), rows[0]["action"]) if rows else ())])
+        (error_query(latest), latest["action"]) if latest else ())])
     items = [
         RecallItem(section="lesson", id=lesson["id"],
                    text=lesson_item_text(lesson, None, "taught" if lesson["kind"] == "taught"

@@ -9,6 +9,7 @@ written: review already required it to be general.
 
 from __future__ import annotations
 
+import functools
 import json
 
 from reflect import commands
@@ -44,9 +45,15 @@ def hint(lesson: dict | None, failure: dict | None) -> str:
     if lesson is None:
         return ""
     if lesson["kind"] == "heuristic" and failure is not None:
-        return heuristic_lesson(failure["error_type"], failure["message"], failure["action"],
-                                failure["phase"], failure["exit_code"]).guidance
+        return _heuristic_hint(failure["error_type"], failure["message"], failure["action"],
+                               failure["phase"], failure["exit_code"])
     return lesson["guidance"]
+
+
+@functools.lru_cache(maxsize=1024)  # a loop recalls the same failures again and again
+def _heuristic_hint(error_type: str, message: str, action: str, phase: str,
+                    exit_code: int | None) -> str:
+    return heuristic_lesson(error_type, message, action, phase, exit_code).guidance
 
 
 def failure_line(failure: dict) -> str:
