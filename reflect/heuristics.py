@@ -157,8 +157,19 @@ def _syntax(c: _Ctx) -> str:
     return f"Fix the syntax at {where} ({what}): view the lines around it first."
 
 
+# What a name taken from tool output must look like before a hint puts it in a command:
+# an attacker picks the "command" in `bash: $(curl …|sh): command not found`.
+_NAME_SHAPE = re.compile(r"[\w.+@-]{1,100}")
+_PATH_SHAPE = re.compile(r"[\w./~+@:-]{1,200}")  # a path, or host:port
+
+
+def _shaped(value: str, shape: re.Pattern[str]) -> str:
+    """``value`` when it has the shape of what it stands for, else ""."""
+    return value if shape.fullmatch(value) else ""
+
+
 def _command(c: _Ctx) -> str:
-    cmd = _clip(_first(_COMMAND_RE, c.message) or c.cmd, 40)
+    cmd = _shaped(_clip(_first(_COMMAND_RE, c.message) or c.cmd, 40), _NAME_SHAPE)
     q = _q(cmd or "the command")
     if cmd in _PY_TOOLS:
         return (f"{q} is not on PATH: run it as `python -m {cmd}` (if that fails, "
@@ -173,7 +184,7 @@ def _command(c: _Ctx) -> str:
 
 
 def _permission(c: _Ctx) -> str:
-    path = _first(_PERM_PATH, c.message)
+    path = _shaped(_first(_PERM_PATH, c.message), _PATH_SHAPE)
     if _SYSTEM.search(path):
         return (f"{_q(path)} is a system location: install into a virtualenv "
                 "(`python -m venv .venv`) or with `pip install --user`, not with sudo.")
@@ -205,7 +216,8 @@ def _name(c: _Ctx) -> str:
 def _text(text: str) -> Callable[[_Ctx], str]:
     """Template fields: act, cmd, detail (message), m (first group), m1, m2, host, path."""
     def build(c: _Ctx) -> str:
-        host, path = _first(_HOST, c.message, c.action), _first(_PATH, c.message)
+        host = _shaped(_first(_HOST, c.message, c.action), _PATH_SHAPE)
+        path = _shaped(_first(_PATH, c.message), _PATH_SHAPE)
         return text.format(act=c.act, cmd=_q(c.cmd or "the command", 40), detail=c.detail,
                            m=_q(c.g(), 80), m1=_q(c.g(1), 60), m2=_q(c.g(2), 60),
                            host=_q(host) if host else "the remote host",
