@@ -29,14 +29,13 @@ from __future__ import annotations
 
 from reflect import config
 from reflect.memory import Memory
-from reflect.recall.block import Query, recent_items
+from reflect.recall.block import Query, recent_item, recent_items
 from reflect.recall.predict import Predictor
 from reflect.recall.render import (
     LESSONS_HEADER,
     RECENT_HEADER,
     fit,
     lesson_item_text,
-    recent_item_text,
 )
 from reflect.records import Recall, RecallItem
 
@@ -52,17 +51,8 @@ def last3(mem: Memory, *, run: str, goal: str, phase: str, iteration: int,
     latest = store.recent_failures(run, iteration, LAST_FAILURES)  # newest first
     lessons = store.active_lessons([f["fingerprint"] for f in latest]) if latest else {}
     escalate_after = config.escalate_after()
-    items = []
-    for rank, f in enumerate(latest):
-        lesson = lessons.get(f["fingerprint"])
-        items.append(RecallItem(
-            section="recent",
-            id=lesson["id"] if lesson else f["lesson_id"],
-            text=recent_item_text(f, 1, lesson, 0, escalate_after),
-            fingerprint=f["fingerprint"],
-            source_failure_ids=[f["id"]],
-            score=round(1 / (1 + rank), 3),
-        ))
+    items = [recent_item(f, [f["id"]], lessons.get(f["fingerprint"]), 0, rank, escalate_after)
+             for rank, f in enumerate(latest)]
     return _logged(mem, run, iteration, fit([(RECENT_HEADER, items)], max_tokens))
 
 

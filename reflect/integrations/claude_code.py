@@ -11,8 +11,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from reflect import config
-from reflect.integrations.hooks import Event, action_of
+from reflect.integrations.hooks import Event, base_event
 from reflect.integrations.settings import hook_table, located, merge, write_json
 
 CLIENT = "claude-code"
@@ -33,13 +32,8 @@ EXIT_LINE = re.compile(r"Exit code:? (-?\d+)")
 
 
 def parse(raw: dict) -> Event:
-    name = str(raw.get("hook_event_name") or "")
-    if name not in HOOKS:
-        raise ValueError(f"unknown event {name!r}")
-    tool = str(raw.get("tool_name") or "")
-    event = Event(name, str(raw.get("session_id") or config.default_run()), tool=tool,
-                  action=action_of(tool, raw.get("tool_input")),
-                  prompt=str(raw.get("prompt") or ""))
+    event = base_event(raw, HOOKS)
+    name = event.name
     if name == "PostToolUse":
         event.failed = False
     elif name == "PostToolUseFailure" and not raw.get("is_interrupt"):

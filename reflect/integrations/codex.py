@@ -14,8 +14,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from reflect import config
-from reflect.integrations.hooks import Event, action_of
+from reflect.integrations.hooks import Event, base_event
 from reflect.integrations.settings import located, merge
 
 CLIENT = "codex"
@@ -30,13 +29,8 @@ EXIT_CODE = re.compile(r"^(?:Exit code:?|Process exited with code) (-?\d+)\b", r
 
 
 def parse(raw: dict) -> Event:
-    name = str(raw.get("hook_event_name") or "")
-    if name not in HOOKS:
-        raise ValueError(f"unknown event {name!r}")
-    tool = str(raw.get("tool_name") or "")
-    event = Event(name, str(raw.get("session_id") or config.default_run()), tool=tool,
-                  action=action_of(tool, raw.get("tool_input")),
-                  prompt=str(raw.get("prompt") or ""))
+    event = base_event(raw, HOOKS)
+    name, tool = event.name, event.tool
     if name == "PostToolUse" and tool == "Bash":
         event.exit_code, event.error_text = exit_status(raw.get("tool_response"))
         if event.exit_code is not None:

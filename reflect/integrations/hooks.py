@@ -41,6 +41,18 @@ class Event:
     prompt: str = ""
 
 
+def base_event(raw: dict, hooks) -> Event:
+    """The fields every client's event carries: its name (one of ``hooks``), the session
+    as the run, the tool, its action and the prompt."""
+    name = str(raw.get("hook_event_name") or "")
+    if name not in hooks:
+        raise ValueError(f"unknown event {name!r}")
+    tool = str(raw.get("tool_name") or "")
+    return Event(name, str(raw.get("session_id") or config.default_run()), tool=tool,
+                 action=action_of(tool, raw.get("tool_input")),
+                 prompt=str(raw.get("prompt") or ""))
+
+
 def action_of(tool: str, tool_input) -> str:
     """A Bash call's command; for other tools their name and target (the file, the URL)."""
     tool_input = tool_input if isinstance(tool_input, dict) else {}

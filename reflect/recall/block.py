@@ -62,20 +62,25 @@ def recent_items(store: SQLiteStore, q: Query, rows: list[dict]) -> list[RecallI
     fingerprints = [f["fingerprint"] for f in latest]
     lessons = store.active_lessons(fingerprints)
     shown = store.shown_then_failed(q.run, fingerprints)
-    items = []
-    for rank, f in enumerate(latest):
-        lesson = lessons.get(f["fingerprint"])
-        items.append(RecallItem(
-            section="recent",
-            id=lesson["id"] if lesson else f["lesson_id"],
-            text=recent_item_text(f, len(groups[f["fingerprint"]]), lesson,
-                                  shown.get(f["fingerprint"], 0), q.escalate_after),
-            fingerprint=f["fingerprint"],
-            source_failure_ids=[g["id"] for g in groups[f["fingerprint"]]],
-            score=round(1 / (1 + rank), 3),
-        ))
+    items = [recent_item(f, [g["id"] for g in groups[f["fingerprint"]]],
+                         lessons.get(f["fingerprint"]), shown.get(f["fingerprint"], 0),
+                         rank, q.escalate_after)
+             for rank, f in enumerate(latest)]
     items.sort(key=lambda i: shown.get(i.fingerprint, 0) < q.escalate_after)
     return items
+
+
+def recent_item(failure: dict, group: list[str], lesson: dict | None, shown_failed: int,
+                rank: int, escalate_after: int) -> RecallItem:
+    """The item of one of this run's failures, standing for the failures in ``group``."""
+    return RecallItem(
+        section="recent",
+        id=lesson["id"] if lesson else failure["lesson_id"],
+        text=recent_item_text(failure, len(group), lesson, shown_failed, escalate_after),
+        fingerprint=failure["fingerprint"],
+        source_failure_ids=group,
+        score=round(1 / (1 + rank), 3),
+    )
 
 
 def neighbourhood(store: SQLiteStore, vectors: Vectors, q: Query, predictor: Predictor,
