@@ -43,7 +43,8 @@ def without_heredocs(action: str) -> str:
 def brief(action: str, limit: int = MAX_BRIEF) -> str:
     """The action as a block shows it: heredoc bodies and long arguments elided, its
     lines joined by ``; ``, at most ``limit`` characters."""
-    lines = [line.strip() for line in without_heredocs(action).splitlines() if line.strip()]
+    lines = [line.strip() for line in without_heredocs(action).splitlines()
+             if line.strip() and not line.strip().startswith("#")]  # a comment did nothing
     words: list[str] = []
     for word in " ; ".join(lines).split():
         if not words and word.startswith("/") and "/bin/" in word:

@@ -43,3 +43,8 @@ def test_the_key_is_the_main_commands_program_and_target(action, key):
 ])
 def test_benign_exits(action, code, text, program):
     assert benign(action, code, text, EXITS) == program
+
+
+def test_brief_leaves_out_comment_lines():
+    assert commands.brief("# make the script\ncat <<'EOF' > r.py\nx\nEOF\npython r.py") == (
+        "cat <<'EOF' > r.py ; python r.py")
