@@ -14,9 +14,16 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from reflect import pending
-from reflect.migrations import MIGRATIONS, NewerSchema
 from reflect.store import DB_NAME, SQLiteStore
-from reflect.store_health import LOW_SPACE, DiskFull, check, footprint, free_bytes, move_aside
+from reflect.store.sqlite_health import (
+    LOW_SPACE,
+    DiskFull,
+    check,
+    footprint,
+    free_bytes,
+    move_aside,
+)
+from reflect.store.sqlite_migrations import MIGRATIONS, NewerSchema
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import sqlite3
 import threading
 import time
 from collections.abc import Callable
@@ -14,9 +13,9 @@ from reflect import benign, config, controls, numbers, pending, queue, resolutio
 from reflect.capture import MAX_FIELD, Parsed, entry_rows, parse, synthesize
 from reflect.recall.predict import Predictor
 from reflect.records import ErrorEntry, Recall
-from reflect.store import SQLiteStore
-from reflect.store_health import footprint
-from reflect.store_runs import MAX_GOAL_CHARS
+from reflect.store import Rejected, SQLiteStore, StoreUnavailable
+from reflect.store.runs import MAX_GOAL_CHARS
+from reflect.store.sqlite_health import footprint
 from reflect.text import clip
 
 DEFAULT_MAX_TOKENS = config.DEFAULT_MAX_TOKENS
@@ -147,7 +146,7 @@ class Memory:
             parsed = Parsed("synthesized", synthesize(phase, exit_code), phase, exit_code)
         try:
             scope = self.scope
-        except (sqlite3.Error, OSError):
+        except (StoreUnavailable, Rejected, OSError):
             scope = "global"  # the store is unreachable: the capture is kept aside below
         failure, lesson = entry_rows(parsed, run=run or self.run, iteration=iteration, goal=goal,
                                      action=action, scrubber=self.scrubber, scope=scope,
@@ -158,7 +157,7 @@ class Memory:
                 failure, lesson, reflect=self.model is not None,
                 embed=self.embeddings is not None, credit_outcome=self.credit,
             )
-        except (sqlite3.Error, OSError) as e:
+        except (StoreUnavailable, Rejected, OSError) as e:
             path = pending.keep(self.home, failure, lesson)
             config.warn(f"store {self.home} not writable ({e}); failure kept in {path}")
             return _entry({**failure, "seq": 0, "lesson_id": lesson["id"]}, lesson)
@@ -174,7 +173,7 @@ class Memory:
                "program": program}
         try:
             row = self.store.add_benign(row, clip(scrub(goal), MAX_GOAL_CHARS), self.scope)
-        except (sqlite3.Error, OSError) as e:  # not a failure: nothing is lost
+        except (StoreUnavailable, Rejected, OSError) as e:  # not a failure: nothing is lost
             config.warn(f"store {self.home} not writable ({e}); benign exit not kept")
             row = {"id": "", **row, "iteration": iteration or 0}
         return benign_entry(row)
@@ -213,10 +212,10 @@ class Memory:
                         iteration = self.store.next_iteration(run)
                     self.store.record_injections(run, iteration, rec.items, rec.tokens, now,
                                                  wait=LOG_WAIT)
-            except (sqlite3.Error, OSError) as e:
+            except (StoreUnavailable, Rejected, OSError) as e:
                 config.warn(f"store {self.home}: injection log not written ({e})")
             return rec
-        except (sqlite3.Error, OSError) as e:
+        except (StoreUnavailable, Rejected, OSError) as e:
             config.warn(f"store {self.home} not readable ({e}); no failures recalled")
             return Recall()
 

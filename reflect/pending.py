@@ -19,11 +19,10 @@ import fcntl
 import hashlib
 import json
 import os
-import sqlite3
 import tempfile
 from pathlib import Path
 
-from reflect.store import SQLiteStore, prepare_home
+from reflect.store import Rejected, SQLiteStore, prepare_home
 
 PENDING_FILE = "pending.jsonl"
 REJECTED_SUFFIX = ".rejected"  # records no store accepts: kept for a person, never replayed
@@ -125,11 +124,9 @@ def _replay_file(claimed: Path, rejected: Path, store: SQLiteStore) -> None:
 def _replay_line(line: str, rejected: Path, store: SQLiteStore) -> None:
     try:
         record = json.loads(line)
-        store.add_failure(record["failure"], record["lesson"])
-    except sqlite3.IntegrityError as e:
-        if "failures.id" not in str(e):
-            _reject(rejected, line)
-    except (sqlite3.InterfaceError, ValueError, KeyError, TypeError, OverflowError):
+        if store.failure(record["failure"]["id"]) is None:  # else replayed already
+            store.add_failure(record["failure"], record["lesson"])
+    except (Rejected, ValueError, KeyError, TypeError, OverflowError):
         _reject(rejected, line)  # torn or foreign: it must not block the records after it
 
 

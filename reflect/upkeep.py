@@ -9,7 +9,7 @@ the text).
 from __future__ import annotations
 
 from reflect.store import SQLiteStore
-from reflect.store_health import reclaim
+from reflect.store.sqlite_health import reclaim
 
 DAY = 86400.0
 GRACE_DAYS = 14.0  # a new lesson gets this long to prove itself

@@ -13,8 +13,8 @@ import pytest
 from conftest import run_cli
 
 from reflect import Memory
-from reflect.migrations import MIGRATIONS
 from reflect.store import DB_NAME
+from reflect.store.sqlite_migrations import MIGRATIONS
 
 GARBAGE = b"<html>this is not a database</html>\n" * 100
 

@@ -7,8 +7,8 @@ import textwrap
 import pytest
 
 from reflect import Memory
-from reflect.migrations import MIGRATIONS, migrate
 from reflect.store import DB_NAME
+from reflect.store.sqlite_migrations import MIGRATIONS, migrate
 
 
 def test_new_store_is_private_with_gitignore(own_store):

@@ -6,8 +6,8 @@ import sqlite3
 from conftest import run_cli
 
 from reflect import Memory
-from reflect.migrations import MIGRATIONS
 from reflect.store import DB_NAME
+from reflect.store.sqlite_migrations import MIGRATIONS
 
 
 def test_a_newer_schema_is_refused_naming_its_version(own_store, caplog):

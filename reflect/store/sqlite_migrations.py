@@ -8,6 +8,7 @@ from __future__ import annotations
 import sqlite3
 
 from reflect.fingerprint import cause
+from reflect.store.base import StoreUnavailable
 from reflect.text import text_key
 
 
@@ -383,7 +384,7 @@ def _script(conn: sqlite3.Connection, sql: str) -> None:
             statement = ""
 
 
-class NewerSchema(sqlite3.DatabaseError):
+class NewerSchema(StoreUnavailable):
     """The store was written by a newer reflect: this one would misread it."""
 
     def __init__(self, version: int):

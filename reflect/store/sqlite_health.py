@@ -4,8 +4,9 @@ SQLite reports a full disk as ``database or disk is full``, or, when the shared
 memory file beside a WAL cannot grow, as ``disk I/O error``; a foreign or
 overwritten file as ``file is not a database``; a damaged one as ``database disk
 image is malformed``. The store raises these as :class:`DiskFull` and
-:class:`Damaged`, still ``sqlite3`` errors, so every caller that keeps a capture
-aside on a database error goes on doing so, with a message that says what to do.
+:class:`Damaged`, and any other error of the file (locked, read-only) as
+:class:`StoreUnavailable`, so every caller that keeps a capture aside when the
+store cannot be written goes on doing so, with a message that says what to do.
 """
 
 from __future__ import annotations
@@ -18,13 +19,15 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from reflect.store.base import Rejected, StoreUnavailable
+
 HEADER = b"SQLite format 3\x00"
 LOW_SPACE = 1 << 20  # bytes free below which an I/O error is taken for a full disk
 _FULL, _IOERR, _CORRUPT, _NOTADB = 13, 10, 11, 26  # SQLite's primary result codes
 _INCREMENTAL = 2  # PRAGMA auto_vacuum
 
 
-class DiskFull(sqlite3.OperationalError):
+class DiskFull(StoreUnavailable):
     def __init__(self, path: Path, free: int | None):
         space = f", {free:,} bytes free" if free is not None else ""
         super().__init__(
@@ -33,7 +36,7 @@ class DiskFull(sqlite3.OperationalError):
             " replayed once the store can be written")
 
 
-class Damaged(sqlite3.DatabaseError):
+class Damaged(StoreUnavailable):
     def __init__(self, path: Path, what: str):
         super().__init__(
             f"{path} is {what}: `reflect doctor --repair` keeps it aside (renamed with the"
@@ -51,10 +54,10 @@ def free_bytes(path: Path) -> int | None:
     return None
 
 
-def translate(error: sqlite3.Error, path: Path) -> sqlite3.Error:
+def translate(error: sqlite3.Error, path: Path) -> Exception:
     """The error a person can act on for what SQLite raised about the store at ``path``."""
-    if isinstance(error, (DiskFull, Damaged)):
-        return error
+    if isinstance(error, (sqlite3.IntegrityError, sqlite3.InterfaceError)):
+        return Rejected(str(error))  # this record, not the store
     code = getattr(error, "sqlite_errorcode", 0) & 0xFF
     if code == _FULL:
         return DiskFull(path, free_bytes(path))
@@ -66,7 +69,7 @@ def translate(error: sqlite3.Error, path: Path) -> sqlite3.Error:
         return Damaged(path, "not a SQLite database (overwritten, or a foreign file)")
     if code == _CORRUPT:
         return Damaged(path, f"damaged ({error})")
-    return error
+    return StoreUnavailable(f"{path}: {error}")
 
 
 @contextmanager
@@ -74,10 +77,7 @@ def translated(path: Path) -> Iterator[None]:
     try:
         yield
     except sqlite3.Error as e:
-        better = translate(e, path)
-        if better is e:
-            raise
-        raise better from e
+        raise translate(e, path) from e
 
 
 @dataclass(frozen=True)

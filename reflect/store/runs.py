@@ -1,96 +1,61 @@
 """The store's queries about runs: their goals, which causes each failed with, what
-succeeded between a failure and its rerun, exits that were not failures. Part of
-``SQLiteStore`` (a mixin), kept apart so each file stays about one thing."""
+succeeded between a failure and its rerun, exits that were not failures. Shared by
+both backends (a mixin of ``SQLStore``); searching goals by their words is each
+backend's own."""
 
 from __future__ import annotations
 
-import sqlite3
-from collections.abc import Sized
-from contextlib import AbstractContextManager
-from typing import Any
-
 from reflect.numbers import MAX_ITERATION
 from reflect.records import new_id
+from reflect.store.base import Backend, Row, Tx, insert, marks
 from reflect.text import clip, text_key
-
-# One row of the store as the domain modules see it: column name -> value.
-Row = dict[str, Any]
 
 FOLLOW_RUNS = 50  # earlier runs per cause looked at for what followed it
 MAX_GOAL_CHARS = 2000  # goals are issue texts; their start says what they are about
 
 
-def _marks(values: Sized) -> str:
-    return ", ".join("?" * len(values))
-
-
-class RunQueries:
-    conn: sqlite3.Connection
-
-    def write(self, wait: float | None = None) -> AbstractContextManager[sqlite3.Connection]:
-        raise NotImplementedError
-
+class RunQueries(Backend):
     # -- runs and their goals --------------------------------------------------------
 
     @staticmethod
-    def _register_run(conn: sqlite3.Connection, run: str, goal: str, scope: str,
-                      now: float) -> None:
+    def _register_run(tx: Tx, run: str, goal: str, scope: str, now: float) -> None:
         goal = clip(goal, MAX_GOAL_CHARS)  # as recall bounds it: the vector's key matches
-        conn.execute(
-            "INSERT OR IGNORE INTO runs (run, goal, goal_key, scope, created)"
-            " VALUES (?, ?, ?, ?, ?)", (run, goal, text_key(goal), scope, now))
+        tx.execute(
+            "INSERT INTO runs (run, goal, goal_key, scope, created)"
+            " VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+            (run, goal, text_key(goal), scope, now))
 
     def register_run(self, run: str, goal: str, scope: str, now: float,
                      wait: float | None = None) -> None:
         """A run is known from its first recall or capture on, with the goal it had then."""
-        if self.conn.execute("SELECT 1 FROM runs WHERE run = ?", (run,)).fetchone() is None:
-            with self.write(wait) as conn:
-                self._register_run(conn, run, goal, scope, now)
+        if self._row("SELECT 1 FROM runs WHERE run = ?", (run,)) is None:
+            with self.write(wait) as tx:
+                self._register_run(tx, run, goal, scope, now)
 
     def earlier_runs(self, run: str, scope: str) -> int:
         """Runs in ``scope`` (or global) other than ``run``: the base rates' denominator."""
-        total = int(self.conn.execute(  # counted on the index, then this run taken out
-            "SELECT COUNT(*) FROM runs WHERE scope IN (?, 'global')", (scope,)).fetchone()[0])
-        this = self.conn.execute("SELECT 1 FROM runs WHERE run = ? AND scope IN (?, 'global')",
-                                 (run, scope)).fetchone()
+        total = int(self._value(  # counted on the index, then this run taken out
+            "SELECT COUNT(*) FROM runs WHERE scope IN (?, 'global')", (scope,)))
+        this = self._row("SELECT 1 FROM runs WHERE run = ? AND scope IN (?, 'global')",
+                         (run, scope))
         return total - (this is not None)
 
     def run_goal_vectors(self, model: str) -> list[tuple[str, bytes]]:
         """Each run's goal vector from ``model``, where one was computed."""
-        return self.conn.execute(
+        return [(r[0], bytes(r[1])) for r in self._rows(
             """SELECT r.run, q.vector FROM runs r JOIN query_vectors q ON q.key = r.goal_key
-               WHERE q.model = ? AND q.vector IS NOT NULL ORDER BY r.seq""", (model,)
-        ).fetchall()
+               WHERE q.model = ? AND q.vector IS NOT NULL ORDER BY r.seq""", (model,))]
 
     def run_vectors_stamp(self) -> str:
         """Changes whenever a run goal gets a vector (kept by triggers)."""
-        row = self.conn.execute("SELECT value FROM meta WHERE key = 'run_vectors'").fetchone()
-        return str(row[0]) if row else "0"
+        return str(self._value("SELECT value FROM meta WHERE key = 'run_vectors'", (), "0"))
 
     def run_vector_dim(self, model: str) -> int | None:
-        row = self.conn.execute(
-            """SELECT length(q.vector) / 4 FROM runs r JOIN query_vectors q
+        size = self._value(
+            """SELECT length(q.vector) FROM runs r JOIN query_vectors q
                ON q.key = r.goal_key WHERE q.model = ? AND q.vector IS NOT NULL LIMIT 1""",
-            (model,)).fetchone()
-        return row[0] if row else None
-
-    def runs_by_words(self, terms: list[str], run: str, scope: str, k: int
-                      ) -> list[tuple[str, float]]:
-        """The ``k`` runs whose goals best match ``terms`` (FTS5's BM25, higher is better)."""
-        if not terms:
-            return []
-        match = " OR ".join(f'"{t}"' for t in terms)
-        return [(r[0], -r[1]) for r in self.conn.execute(
-            """SELECT r.run, bm25(runs_fts) FROM runs_fts JOIN runs r ON r.seq = runs_fts.rowid
-               WHERE runs_fts MATCH ? AND r.run != ? AND r.scope IN (?, 'global')
-               ORDER BY bm25(runs_fts) LIMIT ?""", (match, run, scope, k))]
-
-    def goal_term_runs(self, terms: list[str]) -> dict[str, int]:
-        """How many run goals hold each term."""
-        if not terms:
-            return {}
-        return {r[0]: r[1] for r in self.conn.execute(
-            f"SELECT term, doc FROM runs_vocab WHERE term IN ({_marks(terms)})", terms)}
+            (model,))
+        return None if size is None else int(size) // 4
 
     # -- causes by run -------------------------------------------------------------------
 
@@ -98,8 +63,8 @@ class RunQueries:
         """The causes each of ``runs`` failed with."""
         found: dict[str, set[str]] = {r: set() for r in runs}
         if runs:
-            for run, cause in self.conn.execute(
-                    f"SELECT DISTINCT run, cause FROM failures WHERE run IN ({_marks(runs)})",
+            for run, cause in self._rows(
+                    f"SELECT DISTINCT run, cause FROM failures WHERE run IN ({marks(runs)})",
                     runs):
                 found[run].add(cause)
         return found
@@ -110,13 +75,13 @@ class RunQueries:
         if not causes:
             return {}
         wanted = list(causes)
-        firsts = self.conn.execute(
-            f"""SELECT run, MIN(seq) FROM failures WHERE cause IN ({_marks(wanted)})
+        firsts = self._rows(
+            f"""SELECT run, MIN(seq) FROM failures WHERE cause IN ({marks(wanted)})
                 AND run != ? GROUP BY run ORDER BY MAX(seq) DESC LIMIT ?""",
-            [*wanted, run, FOLLOW_RUNS * len(wanted)]).fetchall()
+            [*wanted, run, FOLLOW_RUNS * len(wanted)])
         after: dict[str, set[str]] = {}
         for other, first in firsts:
-            after[other] = {r[0] for r in self.conn.execute(
+            after[other] = {r[0] for r in self._rows(
                 "SELECT DISTINCT cause FROM failures WHERE run = ? AND seq > ?", (other, first))}
         return after
 
@@ -124,11 +89,11 @@ class RunQueries:
         """Runs each cause failed in (kept when old failures are pruned)."""
         if not causes:
             return {}
-        return dict(self.conn.execute(
-            f"SELECT cause, runs FROM causes WHERE cause IN ({_marks(causes)})", causes))
+        return {r[0]: int(r[1]) for r in self._rows(
+            f"SELECT cause, runs FROM causes WHERE cause IN ({marks(causes)})", causes)}
 
     def widespread_causes(self, limit: int) -> list[str]:
-        return [r[0] for r in self.conn.execute(
+        return [r[0] for r in self._rows(
             "SELECT cause FROM causes ORDER BY runs DESC, last_seen DESC LIMIT ?", (limit,))]
 
     def cause_lessons(self, causes: list[str], run: str, scope: str
@@ -137,29 +102,28 @@ class RunQueries:
         lesson in ``scope`` (or global), as (lesson, failure)."""
         found = {}
         for c in causes:
-            row = self.conn.execute(
+            row = self._row(
                 """SELECT f.seq FROM failures f JOIN lessons l ON l.fingerprint = f.fingerprint
                    WHERE f.cause = ? AND f.run != ? AND l.status = 'active'
                    AND l.scope IN (?, 'global') ORDER BY f.seq DESC LIMIT 1""",
-                (c, run, scope)).fetchone()
+                (c, run, scope))
             if row is None:
                 continue
-            failure = dict(self.conn.execute(
-                "SELECT * FROM failures WHERE seq = ?", (row[0],)).fetchone())
-            lesson = self.conn.execute(
+            failure = dict(self._row("SELECT * FROM failures WHERE seq = ?", (row[0],)))
+            lesson = self._row(
                 "SELECT * FROM lessons WHERE fingerprint = ? AND status = 'active'"
-                " ORDER BY seq DESC LIMIT 1", (failure["fingerprint"],)).fetchone()
+                " ORDER BY seq DESC LIMIT 1", (failure["fingerprint"],))
             found[c] = (dict(lesson), failure)
         return found
 
     def cause_failure_ids(self, cause: str, per: int = 5) -> list[str]:
         """The latest failures of a cause: a predicted lesson's provenance."""
-        return [r[0] for r in self.conn.execute(
+        return [r[0] for r in self._rows(
             "SELECT id FROM failures WHERE cause = ? ORDER BY seq DESC LIMIT ?", (cause, per))]
 
     def elsewhere_lessons(self, scope: str) -> list[Row]:
         """Active taught and imported lessons in ``scope`` (or global)."""
-        return [dict(r) for r in self.conn.execute(
+        return [dict(r) for r in self._rows(
             "SELECT * FROM lessons WHERE origin != 'here' AND status = 'active'"
             " AND scope IN (?, 'global') ORDER BY seq", (scope,))]
 
@@ -170,21 +134,21 @@ class RunQueries:
         shown it: the hint was read and did not prevent the failure."""
         if not fingerprints:
             return {}
-        return dict(self.conn.execute(
+        return {r[0]: int(r[1]) for r in self._rows(
             f"""SELECT f.fingerprint, COUNT(*) FROM failures f
-                WHERE f.run = ? AND f.fingerprint IN ({_marks(fingerprints)})
+                WHERE f.run = ? AND f.fingerprint IN ({marks(fingerprints)})
                 AND EXISTS (SELECT 1 FROM injections i WHERE i.run = f.run
                             AND i.iteration = f.iteration AND i.fingerprint = f.fingerprint)
-                GROUP BY f.fingerprint""", [run, *fingerprints]))
+                GROUP BY f.fingerprint""", [run, *fingerprints])}
 
     def open_failures(self, run: str, iteration: int) -> list[Row]:
-        return [dict(r) for r in self.conn.execute(
+        return [dict(r) for r in self._rows(
             "SELECT * FROM failures WHERE run = ? AND iteration < ? AND resolution = ''"
             " ORDER BY seq", (run, iteration))]
 
     def successes_between(self, run: str, after: int, before: int) -> list[str]:
         """The actions that succeeded in ``run`` between two iterations, in order."""
-        return [r[0] for r in self.conn.execute(
+        return [r[0] for r in self._rows(
             "SELECT action FROM successes WHERE run = ? AND iteration > ? AND iteration < ?"
             " ORDER BY iteration, seq", (run, after, before))]
 
@@ -192,32 +156,37 @@ class RunQueries:
 
     def add_benign(self, row: Row, goal: str, scope: str) -> Row:
         """Keep an exit that answered a question; returns the stored row."""
-        with self.write() as conn:
+        with self.write() as tx:
+            self._lock(tx, "run:" + row["run"])
             if row["iteration"] is None:
-                row["iteration"] = self._next_iteration(conn, row["run"])
-            self._register_run(conn, row["run"], goal, scope, row["ts"])
+                row["iteration"] = self._next_iteration(tx, row["run"])
+            self._register_run(tx, row["run"], goal, scope, row["ts"])
             row = {"id": new_id("F"), **row}
-            conn.execute(f"INSERT INTO benign ({', '.join(row)})"
-                         f" VALUES ({', '.join(':' + c for c in row)})", row)
+            insert(tx, "benign", row)
         return row
 
     def benign_exits(self, run: str | None, limit: int) -> list[Row]:
         where, args = ("WHERE run = ?", [run]) if run is not None else ("", [])
-        return [dict(r) for r in self.conn.execute(
+        return [dict(r) for r in self._rows(
             f"SELECT * FROM benign {where} ORDER BY seq DESC LIMIT ?", [*args, limit])]
 
     def benign_count(self, run: str | None) -> int:
         where, args = ("WHERE run = ?", [run]) if run is not None else ("", [])
-        return int(self.conn.execute(f"SELECT COUNT(*) FROM benign {where}", args).fetchone()[0])
+        return int(self._value(f"SELECT COUNT(*) FROM benign {where}", args))
 
     @staticmethod
-    def _next_iteration(conn: sqlite3.Connection, run: str) -> int:
-        last = conn.execute(
-            "SELECT MAX(i) FROM (SELECT MAX(iteration) AS i FROM failures WHERE run = ?"
-            " UNION ALL SELECT MAX(iteration) FROM benign WHERE run = ?)", (run, run)
-        ).fetchone()[0]
-        return min(last or 0, MAX_ITERATION - 1) + 1  # a store holding a huge one stays usable
+    def _next_iteration(tx: Tx, run: str) -> int:
+        return _after(tx.execute(_LAST_ITERATION, (run, run)).fetchone()[0])
 
     def next_iteration(self, run: str) -> int:
-        return self._next_iteration(self.conn, run)
+        return _after(self._value(_LAST_ITERATION, (run, run)))
+
+
+_LAST_ITERATION = (
+    "SELECT MAX(i) FROM (SELECT MAX(iteration) AS i FROM failures WHERE run = ?"
+    " UNION ALL SELECT MAX(iteration) FROM benign WHERE run = ?) AS last")
+
+
+def _after(last: int | None) -> int:
+    return min(last or 0, MAX_ITERATION - 1) + 1  # a store holding a huge one stays usable
 

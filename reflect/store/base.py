@@ -1,0 +1,90 @@
+"""What every backend gives the shared queries: rows, transactions, one error.
+
+The queries (``reflect/store/*_queries``-style mixins: failures, runs, jobs, lessons…) are
+written once, in the SQL both SQLite and PostgreSQL speak: ``?`` and ``:name``
+placeholders, ``INSERT … ON CONFLICT``, ``RETURNING``, ``GREATEST``/``LEAST``. A backend
+supplies the primitives below and the few statements that differ (keyword search,
+locking); domain modules call the store's methods and never see a connection.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
+from typing import Any, Protocol
+
+# One row of the store as the domain modules see it: column name -> value.
+Row = dict[str, Any]
+Args = Sequence[Any] | Mapping[str, Any]
+
+
+class StoreUnavailable(Exception):
+    """The store cannot be read or written now (locked, unreachable, full, damaged):
+    capture keeps the failure aside and recall answers from what it has."""
+
+
+class Rejected(ValueError):
+    """The store refused one record (a duplicate id, a value out of range); the store
+    itself is fine."""
+
+
+class Cursor(Protocol):
+    rowcount: int
+
+    def fetchone(self) -> Any: ...
+
+    def fetchall(self) -> list[Any]: ...
+
+    def __iter__(self) -> Iterator[Any]: ...
+
+
+class Tx(Protocol):
+    """A write transaction: statements run in it commit together or not at all. Rows it
+    returns are indexable by position and by column name."""
+
+    def execute(self, sql: str, args: Args = ..., /) -> Cursor: ...
+
+
+class Backend:
+    """The primitives a backend implements; the shared queries use nothing else."""
+
+    # Appended to the SELECT that picks a job to lease: workers on other connections
+    # pass over a row one of them is taking (SQLite has one writer, so needs nothing).
+    SKIP_LOCKED = ""
+
+    def write(self, wait: float | None = None) -> AbstractContextManager[Tx]:
+        """One write transaction; ``wait``: seconds to wait for the store, instead of the
+        usual timeout, before raising StoreUnavailable."""
+        raise NotImplementedError
+
+    def _rows(self, sql: str, args: Args = ()) -> list[Any]:
+        """Every row of one read, outside any transaction."""
+        raise NotImplementedError
+
+    def _row(self, sql: str, args: Args = ()) -> Any | None:
+        rows = self._rows(sql, args)
+        return rows[0] if rows else None
+
+    def _value(self, sql: str, args: Args = (), default: Any = None) -> Any:
+        """The first column of the first row, or ``default``."""
+        row = self._row(sql, args)
+        return default if row is None or row[0] is None else row[0]
+
+    def _lock(self, tx: Tx, key: str) -> None:
+        """Serialize the transactions that read, then write, what ``key`` names (a
+        fingerprint's lessons, a run's iterations). SQLite: every write already is."""
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+
+def marks(values: Sequence[Any]) -> str:
+    """Placeholders for an ``IN (…)`` of ``values``."""
+    return ", ".join("?" * len(values))
+
+
+def insert(tx: Tx, table: str, row: Row, returning: str = "") -> Cursor:
+    """Insert ``row`` (column -> value) into ``table``."""
+    sql = (f"INSERT INTO {table} ({', '.join(row)}) VALUES ({', '.join(':' + c for c in row)})"
+           + (f" RETURNING {returning}" if returning else ""))
+    return tx.execute(sql, row)

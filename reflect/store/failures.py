@@ -1,0 +1,253 @@
+"""The store's queries about failures: capture, reading them back, resolving them,
+clearing a run. Shared by both backends (a mixin of ``SQLStore``)."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+from reflect import credit, queue
+from reflect.config import repo_root
+from reflect.fingerprint import cause
+from reflect.lessons import active_lesson
+from reflect.records import RecallItem
+from reflect.scrub import repo_from_git_config
+from reflect.store.base import Backend, Row, Tx, insert, marks
+from reflect.store.runs import MAX_GOAL_CHARS
+from reflect.text import clip, text_key
+
+EMBED_TARGET = "pending"  # one embed job covers everything that lacks a vector
+STARTING = 10.0  # seconds a just-started worker gets to register before another is started
+
+
+def error_query(failure: Row) -> str:
+    """The text that stands for a failure in a search: its error type and message."""
+    return f"{failure['error_type']}: {failure['message']}"
+
+
+class FailureQueries(Backend):
+    def _newest(self, table: str, order: str, limit: int, tests: dict[str, object],
+                columns: str = "*") -> list[Row]:
+        """Rows of ``table``, newest first by ``order``; ``tests`` maps an SQL condition with
+        one placeholder to its value, and a None value leaves the condition out."""
+        given = {sql: value for sql, value in tests.items() if value is not None}
+        where = f" WHERE {' AND '.join(given)}" if given else ""
+        return [dict(r) for r in self._rows(
+            f"SELECT {columns} FROM {table}{where} ORDER BY {order} DESC LIMIT ?",
+            [*given.values(), limit])]
+
+    # -- capture ---------------------------------------------------------------
+
+    def add_failure(self, failure: Row, lesson: Row, reflect: bool = False,
+                    embed: bool = False, credit_outcome: bool = True) -> tuple[Row, Row]:
+        """Insert a failure and link it to its fingerprint's lesson, in one transaction.
+
+        ``failure["iteration"]`` may be None: the run's next number is taken
+        inside the transaction. The lesson is only inserted when the
+        fingerprint has no active lesson yet. Jobs are queued in the same
+        transaction, so none can be lost: with ``reflect`` a reflection job for a
+        fingerprint that has only its heuristic lesson; with ``embed`` vectors
+        for the error's and the goal's texts. Returns the stored rows.
+        """
+        fp = failure["fingerprint"]
+        # Derived here, the one place a failure enters the store (pending files kept by
+        # an older version have no cause).
+        failure["cause"] = cause(failure["error_type"], failure["message"])
+        with self.write() as tx:
+            self._lock(tx, "run:" + failure["run"])
+            self._lock(tx, "lessons:" + fp)
+            if failure["iteration"] is None:
+                failure["iteration"] = self._next_iteration(tx, failure["run"])
+            scope = lesson.get("scope", "global")  # kept-aside records may lack it
+            self._register_run(tx, failure["run"], failure["goal"], scope, failure["ts"])
+            row = active_lesson(tx, fp)
+            if row is None:
+                insert(tx, "lessons", lesson)
+                row = active_lesson(tx, fp)
+                assert row is not None  # inserted just now
+            failure["lesson_id"] = row["id"]
+            new_run = tx.execute(
+                "SELECT 1 FROM failures WHERE cause = ? AND run = ? LIMIT 1",
+                (failure["cause"], failure["run"]),
+            ).fetchone() is None
+            stored = dict(insert(tx, "failures", failure, returning="*").fetchone())
+            tx.execute("INSERT INTO fingerprints VALUES (?, ?) ON CONFLICT DO NOTHING",
+                       (fp, failure["cause"]))
+            tx.execute(
+                """INSERT INTO causes VALUES (?, 1, 1, ?) ON CONFLICT (cause)
+                   DO UPDATE SET runs = causes.runs + ?, failures = causes.failures + 1,
+                   last_seen = ?""",
+                (failure["cause"], failure["ts"], int(new_run), failure["ts"]),
+            )
+            if credit_outcome:
+                credit.on_failure(tx, failure["run"], failure["iteration"], fp)
+            if reflect and row["kind"] == "heuristic":
+                queue.enqueue(tx, "reflect", fp, failure["run"], failure["ts"])
+            if embed:  # the error's vector, and the goal's (by which runs are compared)
+                self._queue_texts(tx, [error_query(failure), clip(failure["goal"],
+                                                                  MAX_GOAL_CHARS)],
+                                  failure["ts"])
+        return stored, row
+
+    def queue_texts(self, texts: list[str], now: float) -> None:
+        """Ask the worker for these texts' vectors (goals, error lines)."""
+        with self.write() as tx:
+            self._queue_texts(tx, texts, now)
+
+    def _queue_texts(self, tx: Tx, texts: list[str], now: float) -> None:
+        added = sum(
+            tx.execute(
+                "INSERT INTO query_vectors (key, text, created) VALUES (?, ?, ?)"
+                " ON CONFLICT DO NOTHING",
+                (text_key(t), t, now),
+            ).rowcount
+            for t in texts
+        )
+        if added:
+            queue.enqueue(tx, "embed", EMBED_TARGET, "", now)
+
+    def project_scope(self, cwd: Path) -> str:
+        """The scope of lessons learnt here: the repository's (by its remote's owner/name,
+        else its path), derived once and cached in the store; "global" outside one."""
+        root = repo_root(cwd)
+        if root is None:
+            return "global"
+        key = "scope:" + hashlib.sha256(str(root).encode()).hexdigest()[:16]
+        cached = self._value("SELECT value FROM meta WHERE key = ?", (key,))
+        if cached is not None:
+            return str(cached)
+        repo = repo_from_git_config(root)
+        name = "/".join(repo) if repo else str(root)
+        scope = "project:" + hashlib.sha256(name.encode()).hexdigest()[:12]
+        with self.write() as tx:
+            tx.execute("INSERT INTO meta VALUES (?, ?) ON CONFLICT DO NOTHING", (key, scope))
+        return scope
+
+    # -- reading ---------------------------------------------------------------
+
+    def recent_failures(self, run: str, before_iteration: int | None, window: int,
+                        columns: str = "*") -> list[Row]:
+        """The run's latest ``window`` failures, newest first by sequence."""
+        return self._newest("failures", "seq", window,
+                            {"run = ?": run, "iteration < ?": before_iteration}, columns)
+
+    def failures_by_id(self, ids: list[str]) -> dict[str, Row]:
+        if not ids:
+            return {}
+        return {r["id"]: dict(r) for r in self._rows(
+            f"SELECT * FROM failures WHERE id IN ({marks(ids)})", ids)}
+
+    def active_lessons(self, fingerprints: list[str]) -> dict[str, Row]:
+        """The lesson recall shows for each fingerprint."""
+        if not fingerprints:
+            return {}
+        rows = self._rows(
+            f"SELECT * FROM lessons WHERE status = 'active'"
+            f" AND fingerprint IN ({marks(fingerprints)}) ORDER BY seq",
+            fingerprints,
+        )
+        return {r["fingerprint"]: dict(r) for r in rows}
+
+    def failure(self, failure_id: str) -> Row | None:
+        row = self._row("SELECT * FROM failures WHERE id = ?", (failure_id,))
+        return dict(row) if row else None
+
+    def failures(self, run: str | None, limit: int) -> list[Row]:
+        return self._newest("failures", "seq", limit, {"run = ?": run})
+
+    def count_by(self, column: str, run: str | None) -> list[tuple[str, int]]:
+        assert column in {"category", "error_type", "run", "fingerprint"}
+        where, args = ("WHERE run = ?", [run]) if run is not None else ("", [])
+        rows = self._rows(
+            f"SELECT {column}, COUNT(*) AS n FROM failures {where} "
+            f"GROUP BY {column} ORDER BY n DESC, {column}",
+            args,
+        )
+        return [(r[0], int(r[1])) for r in rows]
+
+    def has_run(self, run: str) -> bool:
+        return self._row("SELECT 1 FROM failures WHERE run = ? LIMIT 1", (run,)) is not None
+
+    # -- the queue, as the CLI and status see it -----------------------------------
+
+    def claim_worker_start(self, now: float, stale_after: float) -> bool:
+        """True when jobs are due, no live worker holds the queue and no other process
+        started one a moment ago: the caller then starts one."""
+        with self.write() as tx:
+            self._lock(tx, "worker_started")
+            due = tx.execute(
+                "SELECT 1 FROM jobs WHERE (state = 'queued' AND due <= ?)"
+                " OR (state = 'leased' AND lease_until < ?) LIMIT 1",
+                (now, now),
+            ).fetchone()
+            if due is None or queue.live_workers(tx, now, stale_after):
+                return False
+            last = tx.execute("SELECT value FROM meta WHERE key = 'worker_started'").fetchone()
+            if last is not None and float(last[0]) > now - STARTING:
+                return False
+            tx.execute(
+                "INSERT INTO meta (key, value) VALUES ('worker_started', ?)"
+                " ON CONFLICT (key) DO UPDATE SET value = excluded.value", (str(now),)
+            )
+            return True
+
+    # -- changes ---------------------------------------------------------------
+
+    def record_injections(self, run: str, iteration: int, items: list[RecallItem], tokens: int,
+                          now: float, wait: float | None = None) -> None:
+        with self.write(wait) as tx:
+            credit.record(tx, run, iteration, items, tokens, now)
+
+    def injections(self, run: str | None, limit: int) -> list[Row]:
+        return self._newest("injections", "id", limit, {"run = ?": run})
+
+    def resolve(self, run: str, iteration: int, action: str, resolutions: dict[str, str],
+                now: float, reflect: bool = False, credit_outcome: bool = True) -> None:
+        """``iteration`` succeeded with ``action``: credit what was injected before it, keep
+        the step (it may be what changed before a rerun), give each failure in
+        ``resolutions`` (id -> what worked) its text, and with ``reflect`` queue a
+        revision of each of their lessons."""
+        with self.write() as tx:
+            if credit_outcome:
+                credit.on_success(tx, run, iteration)
+            tx.execute("INSERT INTO successes (run, iteration, action, ts) VALUES (?, ?, ?, ?)",
+                       (run, iteration, action, now))
+            for failure_id, text in resolutions.items():
+                fingerprint = tx.execute(
+                    "UPDATE failures SET resolution = ? WHERE id = ? RETURNING fingerprint",
+                    (text, failure_id)).fetchone()[0]
+                tx.execute(
+                    "UPDATE lessons SET resolution = ?, updated = ?"
+                    " WHERE fingerprint = ? AND status = 'active'",
+                    (text, now, fingerprint),
+                )
+                if reflect:
+                    queue.enqueue(tx, "reflect", fingerprint, run, now)
+
+    def clear(self, run: str | None) -> int:
+        """Delete one run's failures (or everything), and the lessons learnt only from them;
+        a person's taught lessons stay."""
+        with self.write() as tx:
+            where, args = ("WHERE run = ?", (run,)) if run is not None else ("", ())
+            n = tx.execute(f"DELETE FROM failures {where}", args).rowcount
+            for table in ("injections", "benign", "successes", "runs"):
+                tx.execute(f"DELETE FROM {table} {where}", args)
+            kept = "(SELECT DISTINCT fingerprint FROM failures)"
+            tx.execute(
+                f"DELETE FROM lessons WHERE kind != 'taught' AND fingerprint NOT IN {kept}"
+            )
+            tx.execute(f"DELETE FROM jobs WHERE kind = 'reflect' AND target NOT IN {kept}")
+            tx.execute("DELETE FROM fingerprints")
+            tx.execute("INSERT INTO fingerprints SELECT DISTINCT fingerprint, cause"
+                       " FROM failures")
+            tx.execute("DELETE FROM causes")
+            tx.execute("INSERT INTO causes SELECT cause, COUNT(DISTINCT run), COUNT(*),"
+                       " MAX(ts) FROM failures GROUP BY cause")
+            if run is None:
+                tx.execute("DELETE FROM query_vectors")
+        self.purge()
+        return n
+
+    def purge(self) -> None:
+        """After a deletion: leave no deleted text in the store's indexes and logs."""
+        raise NotImplementedError

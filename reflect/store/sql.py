@@ -1,0 +1,11 @@
+"""``SQLStore``: every query the service makes, written once over a backend's primitives
+(``reflect.store.base``). ``SQLiteStore`` and ``PostgresStore`` are its two backends."""
+
+from __future__ import annotations
+
+from reflect.store.failures import FailureQueries
+from reflect.store.runs import RunQueries
+
+
+class SQLStore(FailureQueries, RunQueries):
+    pass

@@ -1,0 +1,168 @@
+"""The embedded store: one SQLite file in WAL mode.
+
+Durability: WAL with ``synchronous=NORMAL``. A capture is committed before it
+returns, so it survives the agent process being killed; a power loss or OS
+crash may drop the last few commits (``synchronous=FULL`` would fsync each
+one).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from reflect import queue
+from reflect.store.base import Args, marks
+from reflect.store.sql import SQLStore
+from reflect.store.sqlite_health import translated
+from reflect.store.sqlite_migrations import migrate
+
+DB_NAME = "reflect.db"
+
+
+def prepare_home(home: Path) -> None:
+    """Create the store directory private (0700) with a ``.gitignore`` of ``*``."""
+    home.mkdir(mode=0o700, parents=True, exist_ok=True)
+    ignore = home / ".gitignore"
+    if not ignore.exists():
+        try:
+            with open(ignore, "x") as f:
+                f.write("*\n")
+        except FileExistsError:  # another process got there first
+            pass
+
+
+def _greatest(*values: Any) -> Any:  # PostgreSQL's GREATEST/LEAST: NULLs are left out
+    return max((v for v in values if v is not None), default=None)
+
+
+def _least(*values: Any) -> Any:
+    return min((v for v in values if v is not None), default=None)
+
+
+class SQLiteStore(SQLStore):
+    def __init__(self, home: Path, busy_timeout: float = 5.0):
+        prepare_home(home)
+        self.path = home / DB_NAME
+        # Private even inside a home that is not: created 0600 before SQLite opens it.
+        # O_EXCL: never an fd on an open database, whose close would drop this
+        # process's SQLite locks on it.
+        with contextlib.suppress(FileExistsError):
+            os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+        self.busy_timeout = busy_timeout
+        self.conn = sqlite3.connect(
+            self.path, timeout=busy_timeout, isolation_level=None, check_same_thread=False
+        )
+        self.conn.row_factory = sqlite3.Row
+        for name, function in (("greatest", _greatest), ("least", _least)):
+            self.conn.create_function(name, -1, function, deterministic=True)
+        # One connection: threads of one process take turns at write transactions.
+        self._writing = threading.RLock()
+        try:
+            with translated(self.path):  # a full disk, a damaged file: said so
+                # Takes effect in a new file only (before its first table); upkeep
+                # converts an older one. Free pages can then be given back.
+                self.conn.execute("PRAGMA auto_vacuum=INCREMENTAL")
+                self._set_wal(busy_timeout)
+                self.conn.execute("PRAGMA synchronous=NORMAL")
+                # Deleted rows are overwritten, not left in free pages: a forgotten
+                # secret is gone.
+                self.conn.execute("PRAGMA secure_delete=ON")
+                migrate(self.conn)
+        except BaseException:
+            self.conn.close()
+            raise
+
+    def _set_wal(self, busy_timeout: float) -> None:
+        # Switching a new database to WAL needs a moment alone with it; when
+        # many processes create the store at once, wait for our turn.
+        deadline = time.monotonic() + busy_timeout
+        while True:
+            try:
+                self.conn.execute("PRAGMA journal_mode=WAL")
+                return
+            except sqlite3.OperationalError as e:
+                if "locked" not in str(e) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.01)
+
+    def close(self) -> None:
+        self.conn.close()
+
+    @contextmanager
+    def write(self, wait: float | None = None) -> Iterator[sqlite3.Connection]:
+        """One write transaction, taking the lock up front so it cannot deadlock;
+        ``wait``: seconds to wait for the lock instead of the busy timeout."""
+        with self._writing:
+            if wait is not None:
+                self.conn.execute(f"PRAGMA busy_timeout = {int(wait * 1000)}")
+            with translated(self.path):
+                try:
+                    self.conn.execute("BEGIN IMMEDIATE")
+                finally:
+                    if wait is not None:
+                        self.conn.execute(
+                            f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
+                try:
+                    yield self.conn
+                    self.conn.execute("COMMIT")
+                except BaseException:
+                    if self.conn.in_transaction:  # SQLite may have rolled back already
+                        self.conn.execute("ROLLBACK")
+                    raise
+
+    def _rows(self, sql: str, args: Args = ()) -> list[Any]:
+        with translated(self.path):
+            return self.conn.execute(sql, args).fetchall()
+
+    # -- the queue, as the CLI and status see it (moving into the shared queries) -----
+
+    def spent_today(self, now: float) -> tuple[float, int]:
+        return queue.spent_today(self.conn, now)
+
+    def job_counts(self) -> dict[str, int]:
+        return queue.counts(self.conn)
+
+    def failed_jobs(self) -> list[dict[str, Any]]:
+        return queue.failed_jobs(self.conn)
+
+    def live_workers(self, now: float, stale_after: float) -> int:
+        return queue.live_workers(self.conn, now, stale_after)
+
+    # -- what SQLite does its own way ----------------------------------------------
+
+    def runs_by_words(self, terms: list[str], run: str, scope: str, k: int
+                      ) -> list[tuple[str, float]]:
+        """The ``k`` runs whose goals best match ``terms`` (FTS5's BM25, higher is better)."""
+        if not terms:
+            return []
+        match = " OR ".join(f'"{t}"' for t in terms)
+        return [(r[0], -r[1]) for r in self._rows(
+            """SELECT r.run, bm25(runs_fts) FROM runs_fts JOIN runs r ON r.seq = runs_fts.rowid
+               WHERE runs_fts MATCH ? AND r.run != ? AND r.scope IN (?, 'global')
+               ORDER BY bm25(runs_fts) LIMIT ?""", (match, run, scope, k))]
+
+    def goal_term_runs(self, terms: list[str]) -> dict[str, int]:
+        """How many run goals hold each term."""
+        if not terms:
+            return {}
+        return {r[0]: r[1] for r in self._rows(
+            f"SELECT term, doc FROM runs_vocab WHERE term IN ({marks(terms)})", terms)}
+
+    def purge(self) -> None:
+        """After a deletion: rewrite the keyword index without the deleted text, drop the
+        index files (rebuilt from the store on next use) and empty the WAL."""
+        with self.write() as conn:
+            conn.execute("INSERT INTO lessons_fts (lessons_fts) VALUES ('optimize')")
+        for pattern in ("runs-*.idx", "vectors-*.idx"):  # vectors-: older versions' files
+            for path in self.path.parent.glob(pattern):
+                path.unlink(missing_ok=True)
+        with translated(self.path):
+            self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
