@@ -6,7 +6,7 @@ import os
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import fields
+from dataclasses import fields, replace
 from pathlib import Path
 
 from reflect import benign, config, controls, numbers, pending, queue, resolution, upkeep
@@ -197,13 +197,14 @@ class Memory:
         if config.offline():  # recency only: this run's failures and hints, from SQL
             sections = tuple(s for s in sections if s == "recent")
         run = run or self.run
+        goal = clip(self.scrubber.scrub(goal)[0], MAX_GOAL_CHARS)
+        now = self.clock()
+        query = block.Query(
+            run=run, goal=goal, phase=phase, iteration=iteration, scope="global",
+            now=now, max_tokens=max_tokens, sections=sections,
+            embed=self.semantic == "wait", escalate_after=config.escalate_after())
         try:
-            goal = clip(self.scrubber.scrub(goal)[0], MAX_GOAL_CHARS)
-            now = self.clock()
-            query = block.Query(
-                run=run, goal=goal, phase=phase, iteration=iteration, scope=self.scope,
-                now=now, max_tokens=max_tokens, sections=sections,
-                embed=self.semantic == "wait", escalate_after=config.escalate_after())
+            query = replace(query, scope=self.scope)
             rec = block.build(self.store, self.vectors, query, self.predictor)
             try:  # the log is best effort: it must not cost the agent its block
                 self.store.register_run(run, goal, self.scope, now, wait=LOG_WAIT)
@@ -216,8 +217,10 @@ class Memory:
                 config.warn(f"store {self.home}: injection log not written ({e})")
             return rec
         except (StoreUnavailable, Rejected, OSError) as e:
-            config.warn(f"store {self.home} not readable ({e}); no failures recalled")
-            return Recall()
+            rec = block.kept_block(pending.kept(self.home), query)
+            config.warn(f"store {self.home} not readable ({e}); recalled "
+                        + ("only the failures kept aside" if rec.items else "nothing"))
+            return rec
 
     # -- background work ---------------------------------------------------------
 

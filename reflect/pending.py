@@ -92,6 +92,26 @@ def waiting(home: Path) -> tuple[int, int]:
     return kept, rejected
 
 
+def kept(home: Path) -> list[tuple[dict, dict]]:
+    """The captures kept aside for this store and not yet replayed, as (failure, lesson),
+    newest first: what recall still has while the store cannot be read."""
+    found = []
+    for path in places(home):
+        for candidate in _candidates(path):
+            try:
+                with open(candidate, encoding="utf-8", errors="replace") as f:
+                    lines = f.read().splitlines()
+            except OSError:
+                continue
+            for line in lines:
+                try:
+                    record = json.loads(line)
+                    found.append((record["failure"], record["lesson"]))
+                except (ValueError, KeyError, TypeError):
+                    continue  # torn or foreign: replay rejects it
+    return sorted(found, key=lambda r: r[0].get("ts", 0), reverse=True)
+
+
 def _records(path: Path) -> int:
     try:
         with open(path, "rb") as f:

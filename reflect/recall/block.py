@@ -53,15 +53,35 @@ def build(store: SQLiteStore, vectors: Vectors, q: Query, predictor: Predictor) 
 def recent_items(store: SQLiteStore, q: Query, rows: list[dict]) -> list[RecallItem]:
     """One item per fingerprint, newest first, each shown with its latest failure; one
     whose hint this run read and failed the same way after comes first."""
-    groups: dict[str, list[dict]] = {}
-    for row in rows:  # newest first, so each group's first row is its latest
-        groups.setdefault(row["fingerprint"], []).append(row)
-    ids = [group[0]["id"] for group in groups.values()][:MAX_RECENT_ITEMS]
+    groups = _groups(rows)
+    ids = [group[0]["id"] for group in groups.values()]
     full = store.failures_by_id(ids)
     latest = [full[i] for i in ids]
     fingerprints = [f["fingerprint"] for f in latest]
-    lessons = store.active_lessons(fingerprints)
-    shown = store.shown_then_failed(q.run, fingerprints)
+    return _items(latest, groups, store.active_lessons(fingerprints),
+                  store.shown_then_failed(q.run, fingerprints), q)
+
+
+def kept_block(kept: list[tuple[dict, dict]], q: Query) -> Recall:
+    """The recent section from captures kept aside (failure, lesson), newest first, while
+    the store cannot be read: what this run failed with is still said."""
+    failures = [{"resolution": "", **f} for f, _ in kept if f["run"] == q.run
+                and (q.iteration is None or f["iteration"] < q.iteration)]
+    groups = _groups(failures)
+    lessons = {f["fingerprint"]: lesson for f, lesson in kept}
+    latest = [group[0] for group in groups.values()]
+    return fit([(RECENT_HEADER, _items(latest, groups, lessons, {}, q))], q.max_tokens)
+
+
+def _groups(rows: list[dict]) -> dict[str, list[dict]]:
+    groups: dict[str, list[dict]] = {}
+    for row in rows:  # newest first, so each group's first row is its latest
+        groups.setdefault(row["fingerprint"], []).append(row)
+    return dict(list(groups.items())[:MAX_RECENT_ITEMS])
+
+
+def _items(latest: list[dict], groups: dict[str, list[dict]], lessons: dict[str, dict],
+           shown: dict[str, int], q: Query) -> list[RecallItem]:
     items = [recent_item(f, [g["id"] for g in groups[f["fingerprint"]]],
                          lessons.get(f["fingerprint"]), shown.get(f["fingerprint"], 0),
                          rank, q.escalate_after)

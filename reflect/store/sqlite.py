@@ -57,9 +57,10 @@ class SQLiteStore(SQLStore):
         with contextlib.suppress(FileExistsError):
             os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
         self.busy_timeout = busy_timeout
-        self.conn = sqlite3.connect(
-            self.path, timeout=busy_timeout, isolation_level=None, check_same_thread=False
-        )
+        with translated(self.path):
+            self.conn = sqlite3.connect(
+                self.path, timeout=busy_timeout, isolation_level=None, check_same_thread=False
+            )
         self.conn.row_factory = sqlite3.Row
         for name, function in (("greatest", _greatest), ("least", _least)):
             self.conn.create_function(name, -1, function, deterministic=True)

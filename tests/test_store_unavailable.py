@@ -1,0 +1,30 @@
+"""While the store cannot be opened, capture keeps failures aside, recall's recent
+section answers from them, and the next capture once the store is back takes them in."""
+
+from reflect import Memory
+from reflect.store import DB_NAME
+
+
+def test_recall_answers_from_kept_captures_until_the_store_returns(own_store, caplog):
+    own_store.mkdir(parents=True)
+    blocker = own_store / DB_NAME
+    blocker.mkdir()  # a directory where the database file should be: it cannot be opened
+    with Memory(run="r") as mem:
+        mem.capture(iteration=1, action="python app.py", exit_code=1,
+                    error_text="ModuleNotFoundError: No module named 'yaml'")
+        mem.capture(iteration=2, action="pytest", exit_code=1,
+                    error_text="FileNotFoundError: [Errno 2] No such file: 'conf.ini'")
+        rec = mem.recall(iteration=3)
+        other = mem.recall(run="another run", iteration=3)
+    assert [i.section for i in rec.items] == ["recent", "recent"]
+    assert "conf.ini" in rec.items[0].text and "yaml" in rec.items[1].text  # newest first
+    assert other.text == ""  # only this run's failures
+    assert "recalled only the failures kept aside" in caplog.text
+
+    blocker.rmdir()  # the store is back: the next capture replays what was kept
+    with Memory(run="r") as mem:
+        mem.capture(iteration=3, action="pytest", exit_code=1, error_text="ValueError: x")
+        assert [f.iteration for f in mem.failures(run="r")] == [3, 2, 1]
+        assert [i.fingerprint for i in mem.recall(iteration=4).items][1:] == [
+            i.fingerprint for i in rec.items]
+    assert not list(own_store.glob("pending*"))
