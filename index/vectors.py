@@ -72,6 +72,7 @@ class VectorIndex:
         self.model = model
         self.dim = dim
         self.ids: list[str] = []
+        self.stamp = ""  # what the file it was loaded from was saved with
         self._pos: dict[str, int] | None = {}
         # Rows [0, len) are live; spare capacity makes repeated add() amortized O(rows added).
         self._data = np.empty((0, dim), dtype=np.float32)
@@ -181,8 +182,9 @@ class VectorIndex:
             raise
 
     @classmethod
-    def load(cls, path: Path, model: str, dim: int, stamp: str) -> VectorIndex | None:
-        """Open a saved index with its matrix memory-mapped read-only.
+    def load(cls, path: Path, model: str, dim: int, stamp: str | None) -> VectorIndex | None:
+        """Open a saved index with its matrix memory-mapped read-only; ``stamp`` None
+        takes whatever stamp the file carries (then in ``index.stamp``).
 
         None when the file is missing, truncated or corrupt, was made for another
         model or dim, or carries another stamp: the caller rebuilds it from its data.
@@ -200,7 +202,8 @@ class VectorIndex:
                 if os.fstat(f.fileno()).st_size != offset + 4 * count * dim:
                     return None
                 meta = f.read(mlen + slen + ilen)
-                if meta[:mlen] != model.encode() or meta[mlen : mlen + slen] != stamp.encode():
+                saved = meta[mlen : mlen + slen].decode()
+                if meta[:mlen] != model.encode() or stamp not in (None, saved):
                     return None
                 ids = meta[mlen + slen :].decode().split(_SEP) if count else []
                 if len(ids) != count:
@@ -212,5 +215,5 @@ class VectorIndex:
                     index._data = np.memmap(f, "<f4", "r", offset, (count, dim))
         except (OSError, UnicodeDecodeError, ValueError):
             return None
-        index.ids, index._pos = ids, None
+        index.ids, index._pos, index.stamp = ids, None, saved
         return index

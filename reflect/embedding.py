@@ -2,10 +2,12 @@
 store, and the index of run goals that recall compares a run's goal with.
 
 Vectors live in the store as little-endian float32 blobs (the source of truth)
-and the run goals' in a memory-mapped index file beside it, rebuilt whenever its
-stamp (bumped whenever a run goal gets a vector) no longer matches. A process that may not
-load the model (the CLI) only reads vectors the worker already wrote, and queues
-texts it lacks; the embed job then fills in every missing vector at once.
+and the run goals' in a memory-mapped index file beside it, local to each machine
+even when the store is shared: each run whose goal gets a vector is stamped with a
+change number, so the file is brought up to date with the changes after its own.
+A process that may not load the model (the CLI) only reads vectors the worker
+already wrote, and queues texts it lacks; the embed job then fills in every
+missing vector at once.
 """
 
 from __future__ import annotations
@@ -35,7 +37,6 @@ class Vectors:
         self.clock = clock
         self._embedder: Embedder | None = None
         self._index: VectorIndex | None = None
-        self._stamp = ""
 
     @property
     def meta_key(self) -> str:
@@ -125,25 +126,41 @@ class Vectors:
         return [(other, cosine) for other, cosine in hits if other != run and cosine > 0][:k]
 
     def index(self) -> VectorIndex | None:
-        """The memory-mapped index of run goals for the current model, rebuilt from the
-        store's blobs when the file is missing, stale, corrupt or another model's."""
+        """The memory-mapped index of run goals for the current model, brought up to date
+        from the store: only the runs changed since the file was saved are read, unless
+        a run or vector was removed since (then, or when the file is missing, corrupt or
+        another model's, it is rebuilt from every vector)."""
         model = self.model_name()
         if model is None:
             return None
-        stamp = self.store.run_vectors_stamp()
-        if self._index is not None and self._stamp == stamp:
+        removals, latest = self.store.run_vectors_state()
+        stamp = f"{removals}:{latest}"
+        if self._index is not None and self._index.stamp == stamp:
             return self._index
-        path = self._path(model)
-        rows = None
         dim = self.store.run_vector_dim(model)
         if dim is None:
             return None
-        index = VectorIndex.load(path, model, dim, stamp)
-        if index is None:
-            rows = self.store.run_goal_vectors(model)
-            index = VectorIndex(model, dim)
+        path = self._path(model)
+        index = self._index
+        if index is None or (index.model, index.dim) != (model, dim):
+            index = VectorIndex.load(path, model, dim, None)
+        since = _synced(index, removals) if index is not None else None
+        if index is None or since is None:
+            index, since = VectorIndex(model, dim), -1
+        if since < latest:
+            rows = self.store.run_goal_vectors(model, since)
             index.add([r[0] for r in rows],
                       np.frombuffer(b"".join(r[1] for r in rows), "<f4").reshape(len(rows), -1))
             index.save(path, stamp)
-        self._index, self._stamp = index, stamp
+        index.stamp = stamp
+        self._index = index
         return index
+
+
+def _synced(index: VectorIndex, removals: int) -> int | None:
+    """The latest change an index holds, or None when it must be rebuilt (made before a
+    removal, or by an older version)."""
+    made, _, latest = index.stamp.partition(":")
+    if made != str(removals) or not latest.isdigit():
+        return None
+    return int(latest)

@@ -40,15 +40,20 @@ class RunQueries(Backend):
                          (run, scope))
         return total - (this is not None)
 
-    def run_goal_vectors(self, model: str) -> list[tuple[str, bytes]]:
-        """Each run's goal vector from ``model``, where one was computed."""
+    def run_goal_vectors(self, model: str, since: int = -1) -> list[tuple[str, bytes]]:
+        """Each run's goal vector from ``model``, of the runs whose vector changed after
+        change ``since`` (all of them by default)."""
         return [(r[0], bytes(r[1])) for r in self._rows(
             """SELECT r.run, q.vector FROM runs r JOIN query_vectors q ON q.key = r.goal_key
-               WHERE q.model = ? AND q.vector IS NOT NULL ORDER BY r.seq""", (model,))]
+               WHERE r.vector_change > ? AND q.model = ? AND q.vector IS NOT NULL
+               ORDER BY r.vector_change""", (since, model))]
 
-    def run_vectors_stamp(self) -> str:
-        """Changes whenever a run goal gets a vector (kept by triggers)."""
-        return str(self._value("SELECT value FROM meta WHERE key = 'run_vectors'", (), "0"))
+    def run_vectors_state(self) -> tuple[int, int]:
+        """(removals, latest change) of run-goal vectors, kept by triggers: a local index
+        made at the same removals needs only the changes after its own latest."""
+        state = {r[0]: r[1] for r in self._rows(
+            "SELECT key, value FROM meta WHERE key IN ('run_vector_removals', 'run_vectors')")}
+        return int(state.get("run_vector_removals", 0)), int(state.get("run_vectors", 0))
 
     def run_vector_dim(self, model: str) -> int | None:
         size = self._value(

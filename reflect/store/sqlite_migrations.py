@@ -366,9 +366,61 @@ def mark_origins_and_run_vectors(conn: sqlite3.Connection) -> None:
     )
 
 
+def sequence_run_vector_changes(conn: sqlite3.Connection) -> None:
+    _script(
+        conn,
+        """
+        -- Each run whose goal gets a vector (or a new one) is stamped with the counter's
+        -- next value: a process brings its local index file up to date by reading only
+        -- the runs changed since the file was written. A removal counts apart: the file
+        -- is then rebuilt.
+        ALTER TABLE runs ADD COLUMN vector_change INTEGER;
+        UPDATE runs SET vector_change = 0 WHERE goal_key IN (
+            SELECT key FROM query_vectors WHERE vector IS NOT NULL);
+        CREATE INDEX runs_vector_change ON runs (vector_change);
+        INSERT INTO meta VALUES ('run_vector_removals', '0') ON CONFLICT DO NOTHING;
+        DROP TRIGGER run_vectors_update;
+        DROP TRIGGER run_vectors_insert;
+        DROP TRIGGER run_vectors_run;
+        CREATE TRIGGER run_vectors_update AFTER UPDATE OF vector, model ON query_vectors
+        WHEN new.vector IS NOT NULL AND EXISTS (SELECT 1 FROM runs WHERE goal_key = new.key)
+        BEGIN
+            UPDATE meta SET value = value + 1 WHERE key = 'run_vectors';
+            UPDATE runs SET vector_change = (SELECT value FROM meta WHERE key = 'run_vectors')
+                WHERE goal_key = new.key;
+        END;
+        CREATE TRIGGER run_vectors_insert AFTER INSERT ON query_vectors
+        WHEN new.vector IS NOT NULL AND EXISTS (SELECT 1 FROM runs WHERE goal_key = new.key)
+        BEGIN
+            UPDATE meta SET value = value + 1 WHERE key = 'run_vectors';
+            UPDATE runs SET vector_change = (SELECT value FROM meta WHERE key = 'run_vectors')
+                WHERE goal_key = new.key;
+        END;
+        CREATE TRIGGER run_vectors_run AFTER INSERT ON runs
+        WHEN EXISTS (SELECT 1 FROM query_vectors WHERE key = new.goal_key
+                     AND vector IS NOT NULL)
+        BEGIN
+            UPDATE meta SET value = value + 1 WHERE key = 'run_vectors';
+            UPDATE runs SET vector_change = (SELECT value FROM meta WHERE key = 'run_vectors')
+                WHERE seq = new.seq;
+        END;
+        CREATE TRIGGER run_vectors_run_delete AFTER DELETE ON runs
+        WHEN old.vector_change IS NOT NULL
+        BEGIN
+            UPDATE meta SET value = value + 1 WHERE key = 'run_vector_removals';
+        END;
+        CREATE TRIGGER run_vectors_delete AFTER DELETE ON query_vectors
+        WHEN old.vector IS NOT NULL AND EXISTS (SELECT 1 FROM runs WHERE goal_key = old.key)
+        BEGIN
+            UPDATE meta SET value = value + 1 WHERE key = 'run_vector_removals';
+        END
+        """,
+    )
+
+
 MIGRATIONS = [create_failures_and_lessons, add_jobs_and_model_lessons, add_search,
               add_credit_and_controls, count_causes, add_runs_and_steps,
-              mark_origins_and_run_vectors]
+              mark_origins_and_run_vectors, sequence_run_vector_changes]
 
 
 def _script(conn: sqlite3.Connection, sql: str) -> None:

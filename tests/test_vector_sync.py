@@ -1,0 +1,52 @@
+"""The run-goal index is local: a process brings its file up to date by reading only the
+runs whose goal vector changed since the file was saved, and rebuilds it after a removal."""
+
+from reflect import Memory
+from reflect.embedding import Vectors
+
+
+def capture_runs(mem, names):
+    for name in names:
+        mem.capture(run=name, goal=f"fix the {name} parser for dates", exit_code=1,
+                    error_text=f"ValueError: bad {name}")
+    mem.vectors.embed_pending()
+
+
+def counting(store):
+    """The store, with a count of the vectors each sync reads from it."""
+    read = []
+    original = store.run_goal_vectors
+
+    def run_goal_vectors(model, since=-1):
+        rows = original(model, since)
+        read.append(len(rows))
+        return rows
+
+    store.run_goal_vectors = run_goal_vectors
+    return read
+
+
+def test_a_sync_reads_only_the_changed_runs(own_store):
+    with Memory(embeddings="hash") as mem:
+        capture_runs(mem, [f"run{i}" for i in range(30)])
+        read = counting(mem.store)
+        assert len(mem.vectors.index()) == 30 and read == [30]  # built once, from every vector
+        assert mem.vectors.index() is mem.vectors.index() and read == [30]  # nothing changed
+
+        capture_runs(mem, ["run30", "run31"])
+        assert len(mem.vectors.index()) == 32 and read == [30, 2]
+
+        # Another process opens the saved file and reads only what it lacks.
+        capture_runs(mem, ["run32"])
+        other = Vectors(mem.store, "hash")
+        assert len(other.index()) == 33 and read == [30, 2, 1]
+        assert other.index().ids[-1] == "run32"
+
+
+def test_a_removal_rebuilds_the_index_without_the_removed_run(own_store):
+    with Memory(embeddings="hash") as mem:
+        capture_runs(mem, ["a", "b", "c"])
+        read = counting(mem.store)
+        assert sorted(mem.vectors.index().ids) == ["a", "b", "c"]
+        mem.clear(run="b")
+        assert sorted(mem.vectors.index().ids) == ["a", "c"] and read == [3, 2]
