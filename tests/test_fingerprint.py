@@ -4,12 +4,13 @@ from functools import cache
 from pathlib import Path
 
 import pytest
+from conftest import DATA
 
 from reflect.extract import extract_text
 from reflect.fingerprint import fingerprint, message_template
 
-# The shared data sets sit beside the repository checkout; they are read, never copied.
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+# The shared data sets ($REFLECT_DATA, else ../shared/data) are read, never copied; the tests
+# that read them take the data_dir fixture, which skips or fails when they are absent.
 TRAJS = DATA / "mini-swe-agent" / "trajs"
 BENCH = DATA / "debugbench" / "gpt-4-debug-with-traceback"
 
@@ -163,14 +164,8 @@ def _json(path: Path):
     return json.loads(path.read_text(encoding="utf-8"))
 
 
-def _folder(folder: Path) -> Path:
-    if not folder.is_dir():
-        pytest.skip(f"shared data not found at {DATA}")
-    return folder
-
-
 def _one(folder: Path, pattern: str) -> Path:
-    (path,) = _folder(folder).glob(pattern)  # exactly one file per reference
+    (path,) = folder.glob(pattern)  # exactly one file per reference
     return path
 
 
@@ -195,22 +190,25 @@ def real_fingerprint(ref: str, subject: str) -> str:
     return fingerprint(found.error_type, found.message, found.frames)
 
 
+@pytest.mark.usefixtures("data_dir")
 @pytest.mark.parametrize(("a", "b", "subject"), pairs(SAME_CAUSE))
 def test_same_root_cause_shares_a_fingerprint(a, b, subject):
     assert real_output(a) != real_output(b), "the pair must differ in line, path or value"
     assert real_fingerprint(a, subject) == real_fingerprint(b, subject)
 
 
+@pytest.mark.usefixtures("data_dir")
 @pytest.mark.parametrize(("a", "b", "subjects"), pairs(DIFFERENT_CAUSE))
 def test_different_root_causes_differ(a, b, subjects):
     subject_a, subject_b = subjects.split(" vs ")
     assert real_fingerprint(a, subject_a) != real_fingerprint(b, subject_b)
 
 
+@pytest.mark.usefixtures("data_dir")
 def test_every_failed_agent_step_extracts():
     """Each non-empty failed observation in the trajectories yields a usable error."""
     seen = 0
-    for path in sorted(_folder(TRAJS).glob("*.traj.json")):
+    for path in sorted(TRAJS.glob("*.traj.json")):
         task = path.name.removesuffix(".traj.json").split("__")[1]
         for index, message in enumerate(_json(path)["messages"]):
             if message["role"] != "user" or not re.match(r"<returncode>[1-9]", message["content"]):

@@ -1,0 +1,41 @@
+"""Where the public data sets are, and what a test that needs them does without them: it
+skips on a developer machine, and fails when they were expected (REFLECT_DATA or CI set)."""
+
+import pytest
+from conftest import REPO, data_location, missing_data
+
+
+def test_present_data_is_used_whatever_the_environment(tmp_path):
+    for env in ({}, {"CI": "true"}, {"REFLECT_DATA": str(tmp_path)}):
+        assert missing_data(tmp_path, env) is None
+
+
+def test_a_developer_machine_without_the_data_skips_and_says_how_to_set_it(tmp_path):
+    absent = tmp_path / "shared" / "data"
+    for env in ({}, {"CI": ""}, {"CI": "false"}, {"CI": "0"}):
+        action, why = missing_data(absent, env)
+        assert action == "skip", env
+        assert str(absent) in why and "REFLECT_DATA" in why
+
+
+@pytest.mark.parametrize("ci", ["true", "1", "yes", "True"])
+def test_ci_without_the_data_fails_and_says_where_it_looked(tmp_path, ci):
+    absent = tmp_path / "shared" / "data"
+    action, why = missing_data(absent, {"CI": ci})
+    assert action == "fail"
+    assert str(absent) in why and "set REFLECT_DATA" in why and "CI" in why
+
+
+def test_reflect_data_set_to_a_missing_directory_fails(tmp_path):
+    absent = tmp_path / "nowhere"
+    action, why = missing_data(absent, {"REFLECT_DATA": str(absent)})
+    assert action == "fail"
+    assert f"REFLECT_DATA={absent}" in why and "set REFLECT_DATA" in why
+
+
+def test_the_location_is_reflect_data_else_beside_the_repository(tmp_path, monkeypatch):
+    assert data_location({}) == REPO.parent / "shared" / "data"
+    assert data_location({"REFLECT_DATA": ""}) == REPO.parent / "shared" / "data"
+    assert data_location({"REFLECT_DATA": str(tmp_path)}) == tmp_path
+    monkeypatch.chdir(tmp_path)  # a relative REFLECT_DATA is taken from where pytest starts
+    assert data_location({"REFLECT_DATA": "data"}) == tmp_path / "data"
