@@ -1,8 +1,11 @@
 import os
+import sqlite3
 import subprocess
 import sys
 import tempfile
+import uuid
 from collections.abc import Mapping
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -18,7 +21,8 @@ def data_location(env: Mapping[str, str]) -> Path:
 
 
 # Read once, here: the autouse fixture below clears every REFLECT_ variable for each test.
-ENV = {name: os.environ[name] for name in ("REFLECT_DATA", "CI") if name in os.environ}
+ENV = {name: os.environ[name] for name in ("REFLECT_DATA", "CI", "REFLECT_TEST_POSTGRES")
+       if name in os.environ}
 DATA = data_location(ENV)
 
 # A Django script run without migrations: the failure several tests learn from.
@@ -29,9 +33,148 @@ django.db.utils.OperationalError: no such table: auth_user
 """
 
 
+# The modules that exercise the store, through Memory or directly: each of their tests runs
+# twice, on SQLite and on PostgreSQL (a database named by REFLECT_TEST_POSTGRES, which
+# `make test` starts with .ci/postgres). A test there about the SQLite file itself is
+# marked sqlite_only.
+BOTH_BACKENDS = frozenset({
+    "test_bounds", "test_controls", "test_exchange", "test_memory", "test_pending",
+    "test_progress", "test_queue", "test_recall_lessons", "test_store", "test_vector_sync",
+    "test_worker",
+})
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "sqlite_only: the test is about the SQLite file itself (its pages, locks,"
+        " migrations, modes or damage), which a PostgreSQL store does not have; it runs on"
+        " SQLite only")
+    config.addinivalue_line(
+        "markers", "postgresql: the test runs on the PostgreSQL store (a server is needed:"
+        " REFLECT_TEST_POSTGRES; deselect with -m 'not postgresql')")
+
+
+def pytest_generate_tests(metafunc):
+    if (metafunc.module.__name__.rpartition(".")[2] in BOTH_BACKENDS
+            and metafunc.definition.get_closest_marker("sqlite_only") is None):
+        metafunc.parametrize(
+            "backend", ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgresql)],
+            indirect=True)
+
+
+@pytest.fixture
+def backend(request):
+    """The store the test runs on: "sqlite", or "postgresql" in BOTH_BACKENDS' modules."""
+    return getattr(request, "param", "sqlite")
+
+
+def _without_postgres() -> str:
+    """Why the PostgreSQL half cannot run here, or "" when it can."""
+    if not ENV.get("REFLECT_TEST_POSTGRES"):
+        return "REFLECT_TEST_POSTGRES is unset (make test starts a server with .ci/postgres)"
+    try:
+        import psycopg  # noqa: F401 - the postgres extra
+    except ImportError:
+        return "psycopg is not installed (pip install -e '.[postgres]')"
+    return ""
+
+
+WITHOUT_POSTGRES = _without_postgres()
+UNDER_CI = ENV.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Without a server, the PostgreSQL half is left out, said in one line at the end; under
+    CI it runs, and fails."""
+    if not WITHOUT_POSTGRES or UNDER_CI:
+        return
+    left = [item for item in items if item.get_closest_marker("postgresql")]
+    if left:
+        config.hook.pytest_deselected(items=left)
+        items[:] = [item for item in items if not item.get_closest_marker("postgresql")]
+        config.stash[_LEFT_OUT] = len(left)
+
+
+_LEFT_OUT = pytest.StashKey[int]()
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    if config.stash.get(_LEFT_OUT, 0):
+        terminalreporter.write_line(f"PostgreSQL tests skipped ({config.stash[_LEFT_OUT]}"
+                                    f" deselected): {WITHOUT_POSTGRES}")
+
+
+def postgres_server() -> str:
+    """The test server's URL; a PostgreSQL test under CI without one fails."""
+    if WITHOUT_POSTGRES:
+        pytest.fail(f"PostgreSQL tests cannot run under CI: {WITHOUT_POSTGRES}")
+    return ENV["REFLECT_TEST_POSTGRES"]
+
+
+@contextmanager
+def postgres_schema(url: str, monkeypatch):
+    """A fresh schema for one test, named as the store's search path by REFLECT_STORE;
+    dropped after it, with any connection the test left open."""
+    import psycopg
+
+    schema = f"test_{uuid.uuid4().hex[:16]}"
+    with psycopg.connect(url, autocommit=True) as admin:
+        admin.execute(f"CREATE SCHEMA {schema}")
+    joint = "&" if "?" in url else "?"
+    monkeypatch.setenv("REFLECT_STORE", f"{url}{joint}options=-csearch_path%3D{schema}"
+                                        f"&application_name={schema}")
+    try:
+        yield
+    finally:
+        with psycopg.connect(url, autocommit=True) as admin:
+            admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                          " WHERE application_name = %s", (schema,))
+            admin.execute("SET lock_timeout = '10s'")
+            admin.execute(f"DROP SCHEMA {schema} CASCADE")
+
+
+def store_dump(home: Path) -> str:
+    """Everything the test's store holds, as text (on SQLite: the file's SQL dump)."""
+    url = os.environ.get("REFLECT_STORE")
+    if not url:
+        return "\n".join(sqlite3.connect(home / "reflect.db").iterdump())
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        tables = [r[0] for r in conn.execute(
+            "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()")]
+        return "\n".join(str(r[0]) for table in tables
+                         for r in conn.execute(f"SELECT t::text FROM {table} t"))
+
+
+@contextmanager
+def store_held(home: Path):
+    """Another process in the middle of a write, holding the test's store meanwhile: on
+    SQLite its write lock; on PostgreSQL the tables a capture writes."""
+    url = os.environ.get("REFLECT_STORE")
+    if not url:
+        blocker = sqlite3.connect(home / "reflect.db", isolation_level=None)
+        blocker.execute("BEGIN EXCLUSIVE")
+        try:
+            yield
+        finally:
+            blocker.execute("ROLLBACK")
+            blocker.close()
+        return
+    import psycopg
+
+    with psycopg.connect(url) as blocker:
+        blocker.execute("LOCK TABLE failures, lessons, runs, benign, meta IN EXCLUSIVE MODE")
+        try:
+            yield
+        finally:
+            blocker.rollback()
+
+
 @pytest.fixture(autouse=True)
-def own_store(tmp_path, monkeypatch):
-    """Every test gets its own store, working directory and a clean environment."""
+def own_store(tmp_path, monkeypatch, backend):
+    """Every test gets its own store, working directory and a clean environment; on
+    PostgreSQL, its own schema."""
     for name in list(os.environ):
         if name.startswith("REFLECT_"):
             monkeypatch.delenv(name)
@@ -46,7 +189,11 @@ def own_store(tmp_path, monkeypatch):
     monkeypatch.setenv("TMPDIR", str(tmp_path))
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     monkeypatch.chdir(tmp_path)
-    return home
+    if backend != "postgresql":
+        yield home
+        return
+    with postgres_schema(postgres_server(), monkeypatch):
+        yield home
 
 
 def missing_data(data: Path, env: Mapping[str, str]) -> tuple[str, str] | None:

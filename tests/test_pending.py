@@ -2,24 +2,15 @@
 
 import json
 import os
-import sqlite3
 import subprocess
 import sys
 import textwrap
 import time
 
-from reflect import Memory, pending
-from reflect.store import DB_NAME
+from conftest import store_held
 
-# Holds the store's write lock until its standard input closes.
-BLOCKER = textwrap.dedent("""
-    import sqlite3, sys
-    conn = sqlite3.connect(sys.argv[1], isolation_level=None)
-    conn.execute("BEGIN EXCLUSIVE")
-    print("locked", flush=True)
-    sys.stdin.read()
-    conn.execute("ROLLBACK")
-""")
+from reflect import Memory, pending
+
 CAPTURES = textwrap.dedent("""
     import sys
     from reflect import Memory
@@ -30,20 +21,18 @@ CAPTURES = textwrap.dedent("""
 
 
 def hold_lock(home):
-    blocker = subprocess.Popen([sys.executable, "-c", BLOCKER, str(home / DB_NAME)],
-                               stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-    assert blocker.stdout.readline() == b"locked\n"
-    return blocker
+    held = store_held(home)
+    held.__enter__()
+    return held
 
 
-def release(blocker):
-    blocker.stdin.close()
-    assert blocker.wait(timeout=30) == 0
+def release(held):
+    held.__exit__(None, None, None)
 
 
 def stored_messages(home) -> list[str]:
-    conn = sqlite3.connect(home / DB_NAME)
-    return [m for (m,) in conn.execute("SELECT message FROM failures ORDER BY seq")]
+    with Memory(home) as mem:
+        return [f["message"] for f in reversed(mem.store.failures(None, 1000))]
 
 
 def leftovers(home, tmp_path) -> list[str]:

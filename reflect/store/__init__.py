@@ -3,9 +3,40 @@ PostgreSQL for teams, chosen by ``REFLECT_STORE``). All SQL lives in this packag
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 from reflect.store.base import Rejected, Row, StoreUnavailable
 from reflect.store.failures import error_query
+from reflect.store.sql import SQLStore
 from reflect.store.sqlite import DB_NAME, SQLiteStore, prepare_home
 
-__all__ = ["DB_NAME", "Rejected", "Row", "SQLiteStore", "StoreUnavailable", "error_query",
-           "prepare_home"]
+__all__ = ["DB_NAME", "Rejected", "Row", "SQLStore", "SQLiteStore", "StoreUnavailable",
+           "error_query", "open_store", "prepare_home", "store_url"]
+
+POSTGRES_SCHEMES = ("postgresql://", "postgres://")
+
+
+def store_url(url: str | None = None) -> str:
+    """The shared store's URL: ``url``, else ``REFLECT_STORE``; "" for the SQLite file."""
+    return (url if url is not None else os.environ.get("REFLECT_STORE", "")).strip()
+
+
+def open_store(home: Path, url: str | None = None, busy_timeout: float = 5.0) -> SQLStore:
+    """The store: PostgreSQL when ``url`` (else ``REFLECT_STORE``) is a postgresql:// URL,
+    else the SQLite file in ``home``. ``home`` holds what stays on this machine either way
+    (index files, captures kept aside)."""
+    url = store_url(url)
+    if url.startswith(POSTGRES_SCHEMES):
+        try:  # imported here: a SQLite user never loads psycopg
+            from reflect.store.postgres import PostgresStore
+        except ImportError as e:
+            raise StoreUnavailable(
+                f"REFLECT_STORE names a PostgreSQL store but psycopg is not installed ({e}):"
+                " pip install 'reflect[postgres]'") from e
+        return PostgresStore(url, home, busy_timeout)
+    if url:
+        raise StoreUnavailable(
+            f"REFLECT_STORE={url.split('://')[0]}://… is not a store this reflect knows: use"
+            " postgresql://user@host/database, or unset it for the SQLite file in REFLECT_HOME")
+    return SQLiteStore(home, busy_timeout)
