@@ -1,4 +1,5 @@
-"""Capture and CLI recall import neither litellm nor torch and start no subprocess."""
+"""Capture and CLI recall import neither litellm nor torch and start no subprocess; on the
+SQLite store, nor psycopg."""
 
 import subprocess
 import sys
@@ -7,7 +8,8 @@ import textwrap
 PROBE = textwrap.dedent("""
     import sys
 
-    FORBIDDEN = ("litellm", "torch", "sentence_transformers", "transformers")
+    FORBIDDEN = ("litellm", "torch", "sentence_transformers", "transformers", "psycopg",
+                 "psycopg_pool")
     attempted, spawned = [], []
 
     class Spy:  # sees import attempts even of packages that are not installed
