@@ -18,6 +18,7 @@ def test_new_store_is_private_with_gitignore(own_store):
     assert (own_store / ".gitignore").read_text() == "*\n"
 
 
+@pytest.mark.sqlite_only
 def test_store_uses_wal_and_records_migrations(own_store):
     with Memory() as mem:
         mem.capture(run="r", exit_code=1)
@@ -27,6 +28,7 @@ def test_store_uses_wal_and_records_migrations(own_store):
     assert rows == [(i, m.__name__) for i, m in enumerate(MIGRATIONS, 1)]
 
 
+@pytest.mark.sqlite_only
 def test_migrate_from_empty_database_and_again_is_a_no_op(tmp_path):
     conn = sqlite3.connect(tmp_path / "x.db", isolation_level=None)
     migrate(conn)
@@ -36,6 +38,7 @@ def test_migrate_from_empty_database_and_again_is_a_no_op(tmp_path):
     assert conn.execute("SELECT COUNT(*) FROM migrations").fetchone()[0] == len(MIGRATIONS)
 
 
+@pytest.mark.sqlite_only
 @pytest.mark.parametrize("applied", range(1, len(MIGRATIONS)))
 def test_migrate_from_each_older_schema_keeps_the_data(tmp_path, applied):
     home = tmp_path / "old"
@@ -72,6 +75,7 @@ def test_migrate_from_each_older_schema_keeps_the_data(tmp_path, applied):
         assert causes and mem.store.earlier_runs("other", "x") == 1
 
 
+@pytest.mark.sqlite_only
 def test_counting_by_cause_keeps_the_counts_of_pruned_failures(tmp_path):
     """A store of the fourth schema: one mistake in two runs under two fingerprints (other
     frames), and a fingerprint whose failures were pruned, seen in 5 runs."""
@@ -108,17 +112,17 @@ def test_counting_by_cause_keeps_the_counts_of_pruned_failures(tmp_path):
 
 
 def runs_of_cause(mem: Memory, fingerprint: str) -> int:
-    return mem.store.conn.execute(
-        "SELECT c.runs FROM fingerprints f JOIN causes c ON c.cause = f.cause"
-        " WHERE f.fingerprint = ?", (fingerprint,)).fetchone()[0]
+    (cause,) = {f["cause"] for f in mem.store.failures(None, 100)
+                if f["fingerprint"] == fingerprint}
+    return mem.store.cause_runs([cause])[cause]
 
 
 def test_capture_is_committed_before_it_returns(own_store):
     mem = Memory()
     entry = mem.capture(run="r", exit_code=1, error_text="ValueError: bad")
     # A second connection sees the row while the first is still open.
-    other = sqlite3.connect(own_store / DB_NAME)
-    assert other.execute("SELECT id FROM failures").fetchall() == [(entry.failure_id,)]
+    with Memory() as other:
+        assert [f.failure_id for f in other.failures()] == [entry.failure_id]
     mem.close()
 
 
@@ -143,13 +147,11 @@ def test_eight_processes_capture_into_a_new_store_without_losing_a_row(own_store
         _, err = p.communicate(timeout=300)
         assert p.returncode == 0, err.decode()
         assert b"warning" not in err, err.decode()  # nothing fell back to the pending file
-    conn = sqlite3.connect(own_store / DB_NAME)
-    assert conn.execute("SELECT COUNT(*) FROM failures").fetchone()[0] == 1600
-    assert conn.execute("SELECT COUNT(DISTINCT seq) FROM failures").fetchone()[0] == 1600
-    per_run = conn.execute("SELECT run, COUNT(*) FROM failures GROUP BY run").fetchall()
-    assert sorted(per_run) == [(f"w{n}", 200) for n in range(8)]
-    # Within one process the sequence follows the order of its captures.
-    for n in range(8):
-        order = [r[0] for r in conn.execute(
-            "SELECT iteration FROM failures WHERE run = ? ORDER BY seq", (f"w{n}",))]
-        assert order == list(range(200))
+    with Memory() as mem:
+        rows = mem.store.failures(None, 2000)
+        assert len(rows) == 1600 and len({r["seq"] for r in rows}) == 1600
+        assert sorted(mem.store.count_by("run", None)) == [(f"w{n}", 200) for n in range(8)]
+        # Within one process the sequence follows the order of its captures.
+        for n in range(8):
+            newest_first = [r["iteration"] for r in mem.store.failures(f"w{n}", 200)]
+            assert newest_first == list(range(199, -1, -1))
