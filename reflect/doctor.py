@@ -19,7 +19,6 @@ from reflect.store.sqlite_health import (
     LOW_SPACE,
     DiskFull,
     check,
-    footprint,
     free_bytes,
     move_aside,
 )
@@ -105,9 +104,9 @@ def repair(home: Path, now: float) -> list[str]:
     try:
         if health.damaged:
             done.append(f"started a new store {db}")
-        before = _failures(store)
+        before = store.footprint()["failures"]
         pending.replay(home, store)
-        replayed = _failures(store) - before
+        replayed = store.footprint()["failures"] - before
     finally:
         store.close()
     if kept or replayed:
@@ -116,10 +115,6 @@ def repair(home: Path, now: float) -> list[str]:
     if left:
         done.append(f"{left} capture(s) still kept aside: the store could not take them")
     return done or ["nothing to repair"]
-
-
-def _failures(store: SQLiteStore) -> int:
-    return footprint(store)["failures"]
 
 
 def _size(n: int) -> str:

@@ -38,10 +38,6 @@ class Vectors:
         self._embedder: Embedder | None = None
         self._index: VectorIndex | None = None
 
-    @property
-    def meta_key(self) -> str:
-        return f"embedder:{self.spec}"
-
     def model_name(self) -> str | None:
         """The model whose vectors this store holds for ``spec``: recorded by whichever
         process loaded it, so a process that never loads it can still use them."""
@@ -49,19 +45,14 @@ class Vectors:
             return None
         if self._embedder is not None:
             return self._embedder.name
-        row = self.store.conn.execute(
-            "SELECT value FROM meta WHERE key = ?", (self.meta_key,)
-        ).fetchone()
-        return row[0] if row else None
+        return self.store.embedder_model(self.spec)
 
     def embedder(self) -> Embedder | None:
         """Load the model once (torch: seconds) and keep it warm."""
         if self._embedder is None and self.spec is not None:
             self._embedder = load_embedder(self.spec, config.warn)
             if self._embedder is not None:
-                with self.store.write() as conn:
-                    conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)",
-                                 (self.meta_key, self._embedder.name))
+                self.store.record_embedder(self.spec, self._embedder.name)
         return self._embedder
 
     # -- writing vectors (the worker, or an in-process recall for its own query) ---------
@@ -74,19 +65,12 @@ class Vectors:
         done = 0
         while limit is None or done < limit:
             size = BATCH if limit is None else min(BATCH, limit - done)
-            texts = self.store.conn.execute(
-                "SELECT key, text FROM query_vectors WHERE vector IS NULL OR model != ? LIMIT ?",
-                (embedder.name, size),
-            ).fetchall()
+            texts = self.store.texts_to_embed(embedder.name, size)
             if not texts:
                 break
-            vectors = embedder.embed([r[1] for r in texts])
-            with self.store.write() as conn:
-                conn.executemany(
-                    "UPDATE query_vectors SET model = ?, vector = ? WHERE key = ?",
-                    [(embedder.name, to_blob(v), r[0])
-                     for r, v in zip(texts, vectors, strict=True)],
-                )
+            vectors = embedder.embed([text for _, text in texts])
+            self.store.put_vectors(embedder.name, [
+                (key, to_blob(v)) for (key, _), v in zip(texts, vectors, strict=True)])
             done += len(texts)
         return done
 
@@ -99,19 +83,12 @@ class Vectors:
         """The text's vector: cached, else computed now (``embed``), else queued for the
         worker and None this time."""
         key, model = text_key(text), self.model_name()
-        row = self.store.conn.execute(
-            "SELECT vector FROM query_vectors WHERE key = ? AND model = ? AND vector IS NOT NULL",
-            (key, model or ""),
-        ).fetchone()
-        if row is not None:
-            return from_blob(row[0], len(row[0]) // 4)
+        blob = self.store.text_vector(key, model or "")
+        if blob is not None:
+            return from_blob(blob, len(blob) // 4)
         if embed and (embedder := self.embedder()) is not None:
             vector = embedder.embed([text])[0]
-            with self.store.write() as conn:
-                conn.execute(
-                    "INSERT OR REPLACE INTO query_vectors VALUES (?, ?, ?, ?, ?)",
-                    (key, text, embedder.name, to_blob(vector), self.clock()),
-                )
+            self.store.add_text_vector(key, text, embedder.name, to_blob(vector), self.clock())
             return vector
         self.store.queue_texts([text], self.clock())
         return None

@@ -15,7 +15,6 @@ from reflect.recall.predict import Predictor
 from reflect.records import ErrorEntry, Recall
 from reflect.store import Rejected, SQLiteStore, StoreUnavailable
 from reflect.store.runs import MAX_GOAL_CHARS
-from reflect.store.sqlite_health import footprint
 from reflect.text import clip
 
 DEFAULT_MAX_TOKENS = config.DEFAULT_MAX_TOKENS
@@ -263,7 +262,7 @@ class Memory:
             "calls_today": calls,
             "max_cost_usd": self.model.max_cost_usd if self.model else None,
             "workers_alive": self.store.live_workers(now, queue.HEARTBEAT_STALE),
-            "store": {**footprint(self.store), "max_failures": config.max_failures(),
+            "store": {**self.store.footprint(), "max_failures": config.max_failures(),
                       "kept_aside": pending.waiting(self.home)[0]},
         }
 

@@ -2,7 +2,6 @@
 
 import json
 import os
-import sqlite3
 import subprocess
 import sys
 import time
@@ -12,13 +11,12 @@ from conftest import run_cli
 
 from reflect import Memory
 from reflect.numbers import INT64_MAX, INT64_MIN, MAX_ITERATION, whole_number
-from reflect.store import DB_NAME
 
 
 def stored(home) -> list[tuple]:
-    conn = sqlite3.connect(home / DB_NAME)
-    return conn.execute("SELECT run, iteration, exit_code, message FROM failures"
-                        " ORDER BY seq").fetchall()
+    with Memory(home) as mem:
+        return [(f.run, f.iteration, f.exit_code, f.message)
+                for f in reversed(mem.failures(limit=100))]
 
 
 @pytest.mark.parametrize(("text", "number"), [

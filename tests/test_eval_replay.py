@@ -1,5 +1,4 @@
 import json
-import sqlite3
 import textwrap
 
 import pytest
@@ -11,7 +10,8 @@ from reflect.eval.signature import signature
 from reflect.eval.trace import TraceRecord, write_trace
 from reflect.memory import Memory
 from reflect.recall.render import LESSONS_HEADER, RECENT_HEADER, estimate_tokens
-from reflect.store import SQLiteStore
+from reflect.store import StoreUnavailable
+from reflect.store.sql import SQLStore
 
 E1 = textwrap.dedent("""\
     Traceback (most recent call last):
@@ -147,9 +147,9 @@ def test_store_option_keeps_a_fresh_store(tmp_path):
 
 def test_a_store_that_drops_captures_stops_the_replay(monkeypatch):
     def unwritable(self, *args, **kwargs):
-        raise sqlite3.OperationalError("disk I/O error")
+        raise StoreUnavailable("disk I/O error")
 
-    monkeypatch.setattr(SQLiteStore, "add_failure", unwritable)
+    monkeypatch.setattr(SQLStore, "add_failure", unwritable)
     with pytest.raises(ReplayError, match="holds 0 of the 5 failures captured"):
         replay(SYNTHETIC, "recency")
 

@@ -1,8 +1,6 @@
 """LESSONS FROM EARLIER RUNS: predicted per cause from similar runs, the base rate and what
 this run has hit; true to their failures, short, never at the cost of this run's."""
 
-import sqlite3
-
 import pytest
 from conftest import NO_TABLE
 
@@ -15,7 +13,6 @@ from reflect.recall.render import (
     RECENT_ITEM_TOKENS,
     estimate_tokens,
 )
-from reflect.store import DB_NAME
 
 NO_YAML = "ModuleNotFoundError: No module named 'yaml'"
 NO_PYTEST = "bash: pytest: command not found"
@@ -160,16 +157,19 @@ def test_a_taught_lesson_enters_on_its_triggers_words(mem):
     assert mem.recall(run="r2", goal=FRONTEND_GOAL).text == ""
 
 
-def test_quarantined_lessons_and_other_projects_lessons_stay_out(mem, own_store):
-    fill(mem)
-    conn = sqlite3.connect(own_store / DB_NAME)
-    conn.execute("UPDATE lessons SET status = 'quarantined' WHERE error_text LIKE '%no such%'")
-    conn.commit()
-    assert not [i for i in lesson_items(mem.recall(run="n1", goal=DJANGO_GOAL))
-                if "no such table" in i.text]
-    conn.execute("UPDATE lessons SET status = 'active', scope = 'project:elsewhere'")
-    conn.commit()
-    assert lesson_items(mem.recall(run="n2", goal=DJANGO_GOAL)) == []
+def test_quarantined_lessons_and_other_projects_lessons_stay_out(tmp_path, monkeypatch):
+    (tmp_path / "elsewhere" / ".git").mkdir(parents=True)
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    with Memory() as there:  # lessons learnt in another project
+        lesson_id = fill(there)[-1].lesson_id
+        there.quarantine(lesson_id, "wrong")
+        assert not [i for i in lesson_items(there.recall(run="n1", goal=DJANGO_GOAL))
+                    if "no such table" in i.text]
+        there.release(lesson_id)
+        assert lesson_id in [i.id for i in lesson_items(there.recall(run="n2", goal=DJANGO_GOAL))]
+    monkeypatch.chdir(tmp_path)
+    with Memory() as here:
+        assert lesson_items(here.recall(run="n3", goal=DJANGO_GOAL)) == []
 
 
 def test_without_vectors_similar_runs_are_found_by_the_goals_words(monkeypatch):
@@ -198,10 +198,8 @@ def test_cached_mode_never_embeds_and_queues_the_goal(monkeypatch):
     with Memory(semantic="cached") as m:
         fill(m)
         assert lesson_items(m.recall(run="new", goal=DJANGO_GOAL))  # the goals' words
-        queued = m.store.conn.execute(
-            "SELECT COUNT(*) FROM query_vectors WHERE vector IS NULL AND text = ?",
-            (DJANGO_GOAL,)).fetchone()[0]
-        assert queued == 1
+        queued = [text for _, text in m.store.texts_to_embed(m.vectors.model_name() or "", 100)]
+        assert queued.count(DJANGO_GOAL) == 1
 
 
 def test_benign_exits_are_kept_counted_and_never_recalled(mem):

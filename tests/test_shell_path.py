@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 from conftest import NO_TABLE
 
+from reflect import Memory
 from reflect.recall.predict import words
 from reflect.store import DB_NAME
 
@@ -59,10 +60,8 @@ def test_a_bash_loop_predicts_what_runs_with_a_goal_of_like_meaning_hit(
         out = subprocess.run(["bash", "-c", LOOP], cwd=tmp_path, env=env, capture_output=True,
                              text=True, timeout=240)
         assert out.returncode == 0, out.stderr
-        conn = sqlite3.connect(own_store / DB_NAME)
-        (lesson_id,) = conn.execute(
-            "SELECT l.id FROM lessons l JOIN failures f ON f.fingerprint = l.fingerprint"
-            " WHERE f.run = 'dj2'").fetchone()
+        with Memory() as mem:
+            (lesson_id,) = {f.lesson_id for f in mem.failures(run="dj2")}
         blocks = [(tmp_path / f"block_{i}.txt").read_text() for i in (1, 2, 3)]
         assert lesson_id not in blocks[0]  # the goal's vector was only queued then
         assert lesson_id in blocks[2] and "similar runs" in blocks[2]

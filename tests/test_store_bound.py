@@ -9,12 +9,18 @@ from reflect import Memory, config
 from reflect.store import DB_NAME
 
 
-def rows(home, sql: str) -> list[tuple]:
+def pragma(home, name: str) -> int:
+    """What SQLite says of the file itself."""
     conn = sqlite3.connect(home / DB_NAME)
     try:
-        return conn.execute(sql).fetchall()
+        return conn.execute(f"PRAGMA {name}").fetchone()[0]
     finally:
         conn.close()
+
+
+def failure_ids(limit: int = 1000) -> list[str]:
+    with Memory() as mem:
+        return [f.failure_id for f in mem.failures(limit=limit)]
 
 
 def size(home) -> int:
@@ -35,16 +41,19 @@ def fill(n: int, text: str = "", start: int = 0, one_cause: bool = False) -> Non
 
 def test_the_oldest_failures_go_first_and_every_lesson_stays(own_store):
     fill(30)
-    Memory().teach("when the tests need a database: run make db first")
-    lessons = rows(own_store, "SELECT id FROM lessons ORDER BY id")
-    newest = rows(own_store, "SELECT id FROM failures ORDER BY seq DESC LIMIT 10")
+    with Memory() as mem:
+        mem.teach("when the tests need a database: run make db first")
+        lessons = sorted(lesson["id"] for lesson in mem.lessons(status=None, limit=100))
+        causes = {f["cause"] for f in mem.store.failures(None, 100)}
+    newest = failure_ids(10)
     out = run_cli("consolidate", "--format", "json", env={"REFLECT_MAX_FAILURES": "10"})
     assert out.returncode == 0, out.stderr
-    assert sorted(rows(own_store, "SELECT id FROM failures")) == sorted(newest)
-    assert rows(own_store, "SELECT id FROM lessons ORDER BY id") == lessons
-    assert len(rows(own_store, "SELECT id FROM injections")) <= 10
-    # What the store learnt of each cause stays: the run counts the predictor uses.
-    assert rows(own_store, "SELECT SUM(failures) FROM causes") == [(30,)]
+    assert failure_ids() == newest
+    with Memory() as mem:
+        assert sorted(lesson["id"] for lesson in mem.lessons(status=None, limit=100)) == lessons
+        assert len(mem.injections(limit=100)) <= 10
+        # What the store learnt of each cause stays: the run counts the predictor uses.
+        assert len(causes) == 30 and mem.store.cause_runs(list(causes)) == dict.fromkeys(causes, 1)
 
 
 def test_consolidate_gives_the_space_back(own_store):
@@ -55,9 +64,9 @@ def test_consolidate_gives_the_space_back(own_store):
     assert b"the file shrank by" in out.stdout
     after = size(own_store)
     assert after < before - 250_000, (before, after)  # 360 failures of ~1 kB each went
-    assert rows(own_store, "PRAGMA freelist_count") == [(0,)]
+    assert pragma(own_store, "freelist_count") == 0
     fill(5, start=400)  # still a working store
-    assert len(rows(own_store, "SELECT id FROM failures")) == 45
+    assert len(failure_ids()) == 45
 
 
 def test_a_store_made_without_incremental_vacuum_is_converted(own_store):
@@ -72,7 +81,7 @@ def test_a_store_made_without_incremental_vacuum_is_converted(own_store):
     with Memory() as mem:
         report = upkeep_bound(mem, 30)
     assert report["reclaimed_bytes"] > 200_000 and size(own_store) < before - 200_000
-    assert rows(own_store, "PRAGMA auto_vacuum") == [(2,)]
+    assert pragma(own_store, "auto_vacuum") == 2
 
 
 def upkeep_bound(mem, bound: int) -> dict:

@@ -21,7 +21,7 @@ block within the same ``max_tokens``).
   then the latest failure. As in the product, run counts are by cause, the
   causes the recent section shows are left out, lessons of another project's
   scope are left out, and a lesson's provenance is its fingerprint's latest
-  failures (``SQLiteStore.failure_ids``). Same item budget as mode ``on``: at
+  failures (``cause_failure_ids``). Same item budget as mode ``on``: at
   most 6 lesson items plus the recent section.
 """
 
@@ -64,7 +64,7 @@ def popular(mem: Memory, *, run: str, goal: str, phase: str, iteration: int,
     recent = recent_items(store, Query(run=run, iteration=iteration,
                                        escalate_after=config.escalate_after()), rows)
     shown = {row["cause"] for row in rows}
-    lessons = popular_lessons(mem, run, shown, MAX_LESSON_ITEMS)
+    lessons = store.popular_lessons(run, mem.scope, shown, MAX_LESSON_ITEMS)
     items = [
         RecallItem(
             section="lesson",
@@ -78,35 +78,6 @@ def popular(mem: Memory, *, run: str, goal: str, phase: str, iteration: int,
     ]
     block = fit([(RECENT_HEADER, recent), (LESSONS_HEADER, items)], max_tokens)
     return _logged(mem, run, iteration, block)
-
-
-def popular_lessons(mem: Memory, run: str, exclude: set[str], limit: int
-                    ) -> list[tuple[dict, dict, int]]:
-    """For each of the causes that failed in the most distinct runs other than ``run``,
-    most first: the active lesson of its latest failure, that failure, and the number
-    of runs. ``exclude``: causes to leave out."""
-    marks = ", ".join("?" * len(exclude))
-    skip = f"AND cause NOT IN ({marks})" if exclude else ""
-    causes = mem.store.conn.execute(
-        f"""SELECT COUNT(DISTINCT run) AS earlier_runs, COUNT(*) AS earlier_failures,
-                   MAX(seq) AS latest
-            FROM failures WHERE run != ? {skip} GROUP BY cause
-            ORDER BY earlier_runs DESC, earlier_failures DESC, latest DESC""",
-        [run, *exclude],
-    )
-    found = []
-    for cause in causes:
-        failure = mem.store.conn.execute("SELECT * FROM failures WHERE seq = ?",
-                                         (cause["latest"],)).fetchone()
-        lesson = mem.store.conn.execute(
-            "SELECT * FROM lessons WHERE fingerprint = ? AND status = 'active'"
-            " AND scope IN (?, 'global')", (failure["fingerprint"], mem.scope),
-        ).fetchone()
-        if lesson is not None:
-            found.append((dict(lesson), dict(failure), cause["earlier_runs"]))
-        if len(found) == limit:
-            break
-    return found
 
 
 def _logged(mem: Memory, run: str, iteration: int, block: Recall) -> Recall:

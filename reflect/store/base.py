@@ -88,3 +88,9 @@ def insert(tx: Tx, table: str, row: Row, returning: str = "") -> Cursor:
     sql = (f"INSERT INTO {table} ({', '.join(row)}) VALUES ({', '.join(':' + c for c in row)})"
            + (f" RETURNING {returning}" if returning else ""))
     return tx.execute(sql, row)
+
+
+def put_meta(tx: Tx, key: str, value: str) -> None:
+    """Set one value of the ``meta`` table (its values are text: store ``str(x)``)."""
+    tx.execute("INSERT INTO meta (key, value) VALUES (?, ?)"
+               " ON CONFLICT (key) DO UPDATE SET value = excluded.value", (key, value))

@@ -3,9 +3,12 @@
 
 from __future__ import annotations
 
+from reflect.store.baselines import BaselineQueries
 from reflect.store.failures import FailureQueries
 from reflect.store.runs import RunQueries
+from reflect.store.upkeep import UpkeepQueries
+from reflect.store.vectors import VectorQueries
 
 
-class SQLStore(FailureQueries, RunQueries):
+class SQLStore(FailureQueries, RunQueries, UpkeepQueries, VectorQueries, BaselineQueries):
     pass

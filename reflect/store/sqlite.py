@@ -21,10 +21,11 @@ from typing import Any
 from reflect import queue
 from reflect.store.base import Args, marks
 from reflect.store.sql import SQLStore
-from reflect.store.sqlite_health import translated
+from reflect.store.sqlite_health import file_bytes, translated
 from reflect.store.sqlite_migrations import migrate
 
 DB_NAME = "reflect.db"
+_INCREMENTAL = 2  # PRAGMA auto_vacuum
 
 
 def prepare_home(home: Path) -> None:
@@ -167,3 +168,22 @@ class SQLiteStore(SQLStore):
                 path.unlink(missing_ok=True)
         with translated(self.path):
             self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+    def reclaim(self) -> int:
+        """Give the file's free pages back to the file system; the bytes it shrank by. A
+        store made before incremental vacuum is converted once, by a VACUUM (a rewrite)."""
+        before = file_bytes(self.path)
+        with self._writing, translated(self.path):
+            if self.conn.execute("PRAGMA auto_vacuum").fetchone()[0] != _INCREMENTAL:
+                if self.conn.execute("PRAGMA freelist_count").fetchone()[0]:
+                    self.conn.execute("PRAGMA auto_vacuum=INCREMENTAL")
+                    self.conn.execute("VACUUM")
+            else:
+                self.conn.executescript("PRAGMA incremental_vacuum")  # every free page at once
+            self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        return before - file_bytes(self.path)
+
+    def footprint(self) -> dict[str, Any]:
+        """The file (with its WAL), its size and how many failures it holds."""
+        failures = int(self._value("SELECT COUNT(*) FROM failures"))
+        return {"path": str(self.path), "bytes": file_bytes(self.path), "failures": failures}

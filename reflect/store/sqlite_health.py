@@ -24,7 +24,6 @@ from reflect.store.base import Rejected, StoreUnavailable
 HEADER = b"SQLite format 3\x00"
 LOW_SPACE = 1 << 20  # bytes free below which an I/O error is taken for a full disk
 _FULL, _IOERR, _CORRUPT, _NOTADB = 13, 10, 11, 26  # SQLite's primary result codes
-_INCREMENTAL = 2  # PRAGMA auto_vacuum
 
 
 class DiskFull(StoreUnavailable):
@@ -97,7 +96,7 @@ def check(path: Path, busy_timeout: float = 5.0) -> Health:
     """Look at the database file without changing it: its header, then SQLite's own
     quick check of every page."""
     try:
-        size = sum(p.stat().st_size for p in (path, Path(f"{path}-wal")) if p.exists())
+        size = file_bytes(path)
         with open(path, "rb") as f:
             head = f.read(len(HEADER))
     except FileNotFoundError:
@@ -142,27 +141,6 @@ def move_aside(path: Path, now: float | None = None) -> Path:
     return aside
 
 
-def reclaim(store) -> int:
-    """Give the file's free pages back to the file system; the bytes it shrank by. A
-    store made before incremental vacuum is converted once, by a VACUUM (a rewrite)."""
-    before = _size(store.path)
-    conn = store.conn
-    with store._writing, translated(store.path):  # the store's own lock
-        if conn.execute("PRAGMA auto_vacuum").fetchone()[0] != _INCREMENTAL:
-            if conn.execute("PRAGMA freelist_count").fetchone()[0]:
-                conn.execute("PRAGMA auto_vacuum=INCREMENTAL")
-                conn.execute("VACUUM")
-        else:
-            conn.executescript("PRAGMA incremental_vacuum")  # every free page, in one go
-        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    return before - _size(store.path)
-
-
-def footprint(store) -> dict:
-    """The store's size on disk and how many failures it holds."""
-    failures = store.conn.execute("SELECT COUNT(*) FROM failures").fetchone()[0]
-    return {"path": str(store.path), "bytes": _size(store.path), "failures": failures}
-
-
-def _size(path: Path) -> int:
+def file_bytes(path: Path) -> int:
+    """The database's size with its WAL."""
     return sum(os.path.getsize(p) for p in (path, f"{path}-wal") if os.path.exists(p))
