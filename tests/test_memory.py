@@ -1,14 +1,12 @@
 import json
-import sqlite3
 import textwrap
 
 import pytest
-from conftest import NO_TABLE
+from conftest import NO_TABLE, store_dump, store_held
 
 from reflect import Memory
 from reflect.defuse import NEUTRALIZED
 from reflect.recall.render import RECENT_HEADER
-from reflect.store import DB_NAME
 
 TRACEBACK = textwrap.dedent("""\
     Traceback (most recent call last):
@@ -53,8 +51,7 @@ def test_crash_record_keeps_only_whitelisted_fields(mem):
     assert (e.source, e.error_type, e.phase, e.exit_code, e.friction) == (
         "crash", "OOMKilled", "train", 137, "resource")
     assert e.signature == "train.py:step > model.py:forward"
-    conn = sqlite3.connect(mem.home / DB_NAME)
-    dump = "\n".join(conn.iterdump())
+    dump = store_dump(mem.home)
     assert "alice" not in dump and "argv" not in dump
 
 
@@ -167,12 +164,8 @@ def test_what_worked_never_carries_a_heredoc_body(mem):
 def kept_while_locked(own_store):
     """A capture made while another process holds the store: kept in the pending file."""
     Memory().capture(run="r", exit_code=1)  # create the store
-    blocker = sqlite3.connect(own_store / DB_NAME, isolation_level=None)
-    blocker.execute("BEGIN EXCLUSIVE")
-    with Memory(busy_timeout=0.1) as m:
-        kept = m.capture(run="r", exit_code=1, error_text="ValueError: while locked")
-    blocker.execute("ROLLBACK")
-    return kept
+    with store_held(own_store), Memory(busy_timeout=0.1) as m:
+        return m.capture(run="r", exit_code=1, error_text="ValueError: while locked")
 
 
 def test_locked_store_keeps_the_failure_and_replays_it(own_store, caplog):

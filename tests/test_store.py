@@ -18,6 +18,7 @@ def test_new_store_is_private_with_gitignore(own_store):
     assert (own_store / ".gitignore").read_text() == "*\n"
 
 
+@pytest.mark.sqlite_only
 def test_store_uses_wal_and_records_migrations(own_store):
     with Memory() as mem:
         mem.capture(run="r", exit_code=1)
@@ -27,6 +28,7 @@ def test_store_uses_wal_and_records_migrations(own_store):
     assert rows == [(i, m.__name__) for i, m in enumerate(MIGRATIONS, 1)]
 
 
+@pytest.mark.sqlite_only
 def test_migrate_from_empty_database_and_again_is_a_no_op(tmp_path):
     conn = sqlite3.connect(tmp_path / "x.db", isolation_level=None)
     migrate(conn)
@@ -36,6 +38,7 @@ def test_migrate_from_empty_database_and_again_is_a_no_op(tmp_path):
     assert conn.execute("SELECT COUNT(*) FROM migrations").fetchone()[0] == len(MIGRATIONS)
 
 
+@pytest.mark.sqlite_only
 @pytest.mark.parametrize("applied", range(1, len(MIGRATIONS)))
 def test_migrate_from_each_older_schema_keeps_the_data(tmp_path, applied):
     home = tmp_path / "old"
@@ -72,6 +75,7 @@ def test_migrate_from_each_older_schema_keeps_the_data(tmp_path, applied):
         assert causes and mem.store.earlier_runs("other", "x") == 1
 
 
+@pytest.mark.sqlite_only
 def test_counting_by_cause_keeps_the_counts_of_pruned_failures(tmp_path):
     """A store of the fourth schema: one mistake in two runs under two fingerprints (other
     frames), and a fingerprint whose failures were pruned, seen in 5 runs."""
