@@ -20,7 +20,7 @@ from pathlib import Path
 from reflect import config, queue, upkeep
 from reflect.config import ModelSettings
 from reflect.lessons import active_lesson, add_model_lesson
-from reflect.store import SQLiteStore
+from reflect.store import open_store
 
 POLL = 1.0  # seconds between looks at an empty queue
 EARLIER_FAILURES = 5
@@ -33,7 +33,7 @@ class Worker:
                  clock: Callable[[], float] = time.time, busy_timeout: float = 30.0):
         """``model`` writes lessons (None: no reflection jobs are taken); ``embeddings`` is
         the REFLECT_EMBEDDINGS spec (None: no embedding jobs are taken)."""
-        self.store = SQLiteStore(home, busy_timeout)
+        self.store = open_store(home, busy_timeout=busy_timeout)
         self.model = model
         self.clock = clock
         self.scrubber = config.scrubber(home)
