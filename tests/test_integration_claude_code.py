@@ -2,12 +2,11 @@
 process, one JSON answer on stdout, exit 0 whatever the input."""
 
 import json
-import sqlite3
 import time
 from pathlib import Path
 
 import pytest
-from conftest import NO_TABLE, run_cli
+from conftest import NO_TABLE, run_cli, store_held
 
 from reflect import Memory
 
@@ -131,14 +130,10 @@ def test_a_failure_event_with_nothing_in_it_is_still_recorded():
 
 def test_a_locked_store_costs_a_warning_not_the_answer(own_store):
     Memory().capture(run="other", exit_code=1)
-    blocker = sqlite3.connect(own_store / "reflect.db", isolation_level=None)
-    blocker.execute("BEGIN EXCLUSIVE")
-    try:
+    with store_held(own_store):
         start = time.monotonic()
         answer, stderr = hook(event("PostToolUseFailure"))
         assert time.monotonic() - start < 9
-    finally:
-        blocker.execute("ROLLBACK")
     assert isinstance(answer, dict) and "not writable" in stderr
     hook(event("PostToolUseFailure"))  # the next capture replays the one kept aside
     assert len(failures()) == 2

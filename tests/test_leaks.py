@@ -3,11 +3,10 @@ not one of them in any output: store bytes, WAL, pending file, recall text and J
 ``failures show``, exports, the model's request bodies."""
 
 import json
-import sqlite3
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
+from conftest import run_cli, store_held
 from secret_corpus import LOOK_ALIKES, SECRETS
 from test_worker import MODEL, api, provider_env, reply  # noqa: F401 (fixtures)
 
@@ -92,13 +91,10 @@ def test_every_field_and_every_output(api, own_store, tmp_path):  # noqa: F811
 
 def test_kept_aside_captures_hold_no_secret(own_store):
     Memory().capture(run="setup", exit_code=1)
-    blocker = sqlite3.connect(own_store / DB_NAME, isolation_level=None)
-    blocker.execute("BEGIN EXCLUSIVE")
-    with Memory(busy_timeout=0.05) as mem:
+    with store_held(own_store), Memory(busy_timeout=0.05) as mem:
         for _, line in SECRETS.values():
             mem.capture(run="r", goal=line, action=line, phase=line, exit_code=1,
                         error_text=f"RuntimeError: {line}")
-    blocker.execute("ROLLBACK")
     kept = b"".join(p.read_bytes() for p in own_store.glob("pending*"))
     assert len(kept.splitlines()) == len(SECRETS) and leaks(kept) == []
 
