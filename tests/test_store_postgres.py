@@ -10,7 +10,7 @@ import textwrap
 
 import pytest
 
-from reflect import Memory, controls
+from reflect import Memory, controls, doctor
 from reflect.store import StoreUnavailable, open_store
 from reflect.store.sqlite import SQLiteStore
 
@@ -162,3 +162,28 @@ def test_processes_opening_a_new_database_at_once_migrate_it_once(own_store):
         assert store.earlier_runs("none", "global") == 6
     finally:
         store.close()
+
+
+def test_the_doctor_says_an_unreachable_shared_store_cannot_be_reached(own_store,
+                                                                       monkeypatch):
+    monkeypatch.setenv("REFLECT_STORE", "postgresql://agent@127.0.0.1:9/reflect")
+    store, *_ = doctor.diagnose(own_store, None)
+    assert (store.what, store.ok) == ("store", False) and "server running" in store.text
+    with pytest.raises(doctor.CannotRepair, match="server running"):
+        doctor.repair(own_store, 0.0)
+
+
+@on_postgres
+def test_the_doctor_replays_what_was_kept_aside_into_the_shared_store(own_store,
+                                                                      monkeypatch):
+    shared = os.environ["REFLECT_STORE"]
+    monkeypatch.setenv("REFLECT_STORE", "postgresql://agent@127.0.0.1:9/reflect")
+    with Memory() as mem:
+        mem.capture(run="r", exit_code=1, error_text="ValueError: while away")
+    monkeypatch.setenv("REFLECT_STORE", shared)
+    findings = doctor.diagnose(own_store, None)
+    assert [(f.what, f.ok) for f in findings] == [("store", True), ("kept aside", True),
+                                                  ("size", True)]
+    assert doctor.repair(own_store, 0.0) == ["replayed 1 kept-aside capture(s) into it"]
+    with Memory() as mem:
+        assert [f.message for f in mem.failures(run="r")] == ["while away"]
