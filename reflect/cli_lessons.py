@@ -214,10 +214,10 @@ def cmd_doctor(args) -> int:
 
 
 def cmd_export(args) -> int:
-    from reflect.exchange import export_lessons, write_atomically
+    from reflect.exchange import write_atomically
 
     with Memory() as mem:
-        text = export_lessons(mem.store, args.format)
+        text = mem.export(args.format)
     if args.output:
         write_atomically(Path(args.output), text)
     else:
@@ -226,10 +226,8 @@ def cmd_export(args) -> int:
 
 
 def cmd_import(args) -> int:
-    from reflect.exchange import import_lessons
-
     with Memory() as mem:
-        report = import_lessons(mem.store, Path(args.file), mem.scrubber.scrub, mem.clock())
+        report = mem.import_lessons(args.file)
     for number, message in report.errors:
         print(f"reflect: {args.file}:{number}: {message}", file=sys.stderr)
     print(f"imported {report.imported}, merged {report.merged}, skipped {report.skipped}, "
@@ -239,9 +237,9 @@ def cmd_import(args) -> int:
 
 
 def cmd_progress(args) -> int:
-    from reflect.progress import render, report
+    from reflect.progress import render
 
     with Memory() as mem:
-        data = report(mem.store, min_runs=args.min_runs)
+        data = mem.progress(min_runs=args.min_runs)
     emit(args, data, render(data))
     return 0

@@ -12,13 +12,15 @@ Decisions:
 - Scope is exported as it is. A project scope is a hash of the repository's
   remote ``owner/name``, so the same repository cloned elsewhere has the same
   scope and its lessons stay with it; ``global`` lessons apply everywhere.
-- A fingerprint has one active lesson. An imported lesson that says what the
-  active one says (``lessons.similar`` >= ``SAME_MEANING``) is merged into it:
-  evidence adds up, confidence is the higher one. Otherwise it supersedes the
-  active lesson, as a model lesson would, unless that lesson is pinned, taught
-  or of a higher kind (taught > model > heuristic): a person's or a model's
-  lesson is never replaced by a file; the imported one is then ``skipped``, as
-  is one that says what a quarantined lesson of its fingerprint says.
+- A fingerprint has one active lesson, and the rules of ``reflect.lessons`` say
+  what an imported one does to it, as they do for a model's lesson. One that
+  says what the active one says, and is of no higher kind, is merged into it
+  (``lessons.merges``): evidence adds up, confidence is the higher one.
+  Otherwise it supersedes the active lesson unless that lesson is pinned, taught
+  or of a higher kind (``lessons.may_supersede``; taught > model > heuristic):
+  a person's or a model's lesson is never replaced by a file; the imported one
+  is then ``skipped``, as is one that says what a quarantined lesson of its
+  fingerprint says.
 """
 
 from __future__ import annotations
@@ -35,37 +37,28 @@ from pathlib import Path
 from typing import cast
 
 from reflect.heuristics import CATEGORIES, SEVERITIES
-from reflect.lessons import SAME_MEANING, active_lesson, similar
-from reflect.records import new_id
+from reflect.lessons import KIND_RANK
 from reflect.review import GUIDANCE_MAX, TRIGGER_MAX, hostile_reason, trim
+from reflect.store.sql import SQLStore
 
 __all__ = ["FORMATS", "ImportReport", "export_lessons", "import_lessons", "write_atomically"]
 
 FORMATS = ("markdown", "jsonl")
-KIND_RANK = {"heuristic": 0, "model": 1, "taught": 2}
 TEXT_MAX = 1000  # resolution and error text: a line, not a log
 LINE_MAX = 20_000  # characters of one JSON line: bounds the work on a hostile file
 _FINGERPRINT = re.compile(r"(?:taught:)?[0-9a-f]{16}")  # taught lessons: by trigger
 _SCOPE = re.compile(r"global|project:[0-9a-f]{12,64}")
-_ORDER = "confidence DESC, evidence DESC, runs DESC, id"
 
 
 # -- export ---------------------------------------------------------------------
 
 
-def export_lessons(store, fmt: str, min_confidence: float = 0.5) -> str:
+def export_lessons(store: SQLStore, fmt: str, min_confidence: float = 0.5) -> str:
     """The active lessons with confidence >= ``min_confidence``, plus every pinned or
     taught one, best first; the same store always gives the same text."""
     if fmt not in FORMATS:
         raise ValueError(f"unknown format {fmt!r}: use one of {', '.join(FORMATS)}")
-    rows = [dict(r) for r in store.conn.execute(
-        "SELECT l.*, COALESCE(c.runs, 0) AS runs FROM lessons l"
-        " LEFT JOIN fingerprints f ON f.fingerprint = l.fingerprint"
-        " LEFT JOIN causes c ON c.cause = f.cause"
-        " WHERE l.status = 'active' AND (l.confidence >= ? OR l.pinned OR l.kind = 'taught')"
-        f" ORDER BY {_ORDER}",
-        (min_confidence,),
-    )]
+    rows = store.confident_lessons(min_confidence)
     return _markdown(rows) if fmt == "markdown" else "".join(_json_line(r) for r in rows)
 
 
@@ -143,7 +136,7 @@ class _Invalid(ValueError):
     pass
 
 
-def import_lessons(store, path: Path, scrub: Callable[[str], tuple[str, int]],
+def import_lessons(store: SQLStore, path: Path, scrub: Callable[[str], tuple[str, int]],
                    now: float) -> ImportReport:
     """Import a JSON-lines export into ``store`` in one transaction."""
     report = ImportReport()
@@ -159,10 +152,8 @@ def import_lessons(store, path: Path, scrub: Callable[[str], tuple[str, int]],
                 lessons.append(_validate(line, scrub, now))
             except _Invalid as e:
                 report.errors.append((number, str(e)))
-    with store.write() as conn:
-        for lesson in lessons:
-            outcome = _add(conn, lesson, now)
-            setattr(report, outcome, getattr(report, outcome) + 1)
+    for outcome in store.import_lessons(lessons, now):
+        setattr(report, outcome, getattr(report, outcome) + 1)
     return report
 
 
@@ -174,48 +165,6 @@ def _lines(f):
             while (rest := f.readline(LINE_MAX)) and not rest.endswith("\n"):
                 pass
         yield line
-
-
-def _add(conn, lesson: dict, now: float) -> str:
-    """Merge, insert, quarantine or skip one validated lesson; returns which (a report
-    field)."""
-    if lesson["quarantine"]:  # reviewed as a model's lesson is: kept out of recall
-        conn.execute(
-            f"INSERT INTO lessons ({', '.join(lesson)}, id, status)"
-            f" VALUES ({', '.join(':' + c for c in lesson)}, :id, 'quarantined')",
-            {**lesson, "id": new_id("L")})
-        return "quarantined"
-    quarantined = conn.execute(
-        "SELECT guidance FROM lessons WHERE fingerprint = ? AND status = 'quarantined'",
-        (lesson["fingerprint"],),
-    )
-    if any(similar(g, lesson["guidance"]) >= SAME_MEANING for (g,) in quarantined):
-        return "skipped"  # a file does not bring back what was quarantined here
-    current = active_lesson(conn, lesson["fingerprint"])
-    if current is not None and similar(current["guidance"], lesson["guidance"]) >= SAME_MEANING:
-        # The prior too: credit recomputes confidence from it at the next outcome.
-        conn.execute(
-            "UPDATE lessons SET evidence = evidence + ?, confidence = MAX(confidence, ?),"
-            " prior = MAX(prior, ?), updated = ? WHERE id = ?",
-            (lesson["evidence"], lesson["confidence"], lesson["prior"], now, current["id"]),
-        )
-        return "merged"
-    if current is not None and (
-        current["pinned"] or current["kind"] == "taught"
-        or KIND_RANK.get(current["kind"], 0) > KIND_RANK[lesson["kind"]]
-    ):
-        return "skipped"
-    lesson = {**lesson, "id": new_id("L"), "status": "active"}
-    conn.execute(
-        f"INSERT INTO lessons ({', '.join(lesson)}) VALUES ({', '.join(':' + c for c in lesson)})",
-        lesson,
-    )
-    if current is not None:
-        conn.execute(
-            "UPDATE lessons SET status = 'superseded', superseded_by = ?, updated = ? WHERE id = ?",
-            (lesson["id"], now, current["id"]),
-        )
-    return "imported"
 
 
 def _validate(line: str, scrub: Callable[[str], tuple[str, int]], now: float) -> dict:

@@ -8,6 +8,7 @@ import time
 from collections.abc import Callable
 from dataclasses import fields, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from reflect import benign, config, controls, numbers, pending, queue, resolution, upkeep
 from reflect.capture import MAX_FIELD, Parsed, entry_rows, parse, synthesize
@@ -16,6 +17,9 @@ from reflect.records import ErrorEntry, Recall
 from reflect.store import Rejected, SQLStore, StoreUnavailable, open_store
 from reflect.store.runs import MAX_GOAL_CHARS
 from reflect.text import clip
+
+if TYPE_CHECKING:
+    from reflect.exchange import ImportReport
 
 DEFAULT_MAX_TOKENS = config.DEFAULT_MAX_TOKENS
 LOG_WAIT = 0.2  # seconds recall waits to log what it injected; the block never waits
@@ -366,6 +370,29 @@ class Memory:
     def consolidate(self) -> dict:
         return upkeep.consolidate(self.store, self.clock(), config.half_life_days(),
                                   max_failures=config.max_failures())
+
+    # -- sharing lessons, and whether memory helps ----------------------------------------
+
+    def export(self, fmt: str = "markdown", min_confidence: float = 0.5) -> str:
+        """The confident lessons (and every pinned or taught one), best first: ``markdown``
+        a house-rules file for people, ``jsonl`` for ``import_lessons`` in another store."""
+        from reflect.exchange import export_lessons
+
+        return export_lessons(self.store, fmt, min_confidence)
+
+    def import_lessons(self, path: str | os.PathLike) -> ImportReport:
+        """Read a ``jsonl`` export, every line checked and scrubbed again; a bad line is
+        reported by number while the rest is imported."""
+        from reflect.exchange import import_lessons
+
+        return import_lessons(self.store, Path(path), self.scrubber.scrub, self.clock())
+
+    def progress(self, min_runs: int = 5) -> dict:
+        """Repeat rates run by run, early runs against recent ones once there are
+        ``min_runs``; ``reflect.progress.render`` writes it for people."""
+        from reflect import progress
+
+        return progress.report(self.store, min_runs)
 
     # -- the store itself -------------------------------------------------------------
 

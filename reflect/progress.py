@@ -9,23 +9,20 @@ failures cannot swing them.
 
 from __future__ import annotations
 
+from reflect.store.sql import SQLStore
+
 __all__ = ["render", "report"]
 
 SPARKS = "▁▂▃▄▅▆▇█"
 
 
-def report(store, min_runs: int = 5) -> dict:
-    conn = store.conn
-    # A run that only shows up in the injection log failed nowhere: it counts, with 0.
-    runs: dict[str, dict] = {}
-    for run, first in conn.execute(
-        "SELECT run, MIN(ts) FROM (SELECT run, ts FROM failures"
-        " UNION ALL SELECT run, ts FROM injections) GROUP BY run ORDER BY MIN(ts), run"
-    ):
-        runs[run] = {"run": run, "first_ts": first, "failures": 0, "repeats": 0,
-                     "lessons_injected": 0, "tokens_injected": 0}
+def report(store: SQLStore, min_runs: int = 5) -> dict:
+    runs: dict[str, dict] = {
+        run: {"run": run, "first_ts": first, "failures": 0, "repeats": 0,
+              "lessons_injected": 0, "tokens_injected": 0}
+        for run, first in store.runs_by_first_activity()}
     failures: dict[str, list[str]] = {}
-    for run, fingerprint in conn.execute("SELECT run, fingerprint FROM failures ORDER BY seq"):
+    for run, fingerprint in store.failure_fingerprints():
         failures.setdefault(run, []).append(fingerprint)
     seen: set[str] = set()
     for run, row in runs.items():
@@ -34,15 +31,8 @@ def report(store, min_runs: int = 5) -> dict:
             row["repeats"] += fingerprint in seen
             seen.add(fingerprint)
         row["repeat_rate"] = _rate(row["repeats"], row["failures"])
-    for run, lessons in conn.execute(
-        "SELECT run, COUNT(DISTINCT lesson_id) FROM injections GROUP BY run"
-    ):
+    for run, (lessons, tokens) in store.injected_by_run().items():
         runs[run]["lessons_injected"] = lessons
-    # Every row of one recall carries the block's size: count each recall once.
-    for run, tokens in conn.execute(
-        "SELECT run, SUM(tokens) FROM (SELECT run, iteration, MAX(tokens) AS tokens"
-        " FROM injections GROUP BY run, iteration) GROUP BY run"
-    ):
         runs[run]["tokens_injected"] = tokens
     rows = list(runs.values())
     enough = len(rows) >= min_runs

@@ -19,7 +19,6 @@ from pathlib import Path
 
 from reflect import config, queue, upkeep
 from reflect.config import ModelSettings
-from reflect.lessons import active_lesson, add_model_lesson
 from reflect.store import open_store
 
 POLL = 1.0  # seconds between looks at an empty queue
@@ -151,7 +150,7 @@ class Worker:
             queue.record_spend(conn, job.run, completion.cost_usd, now)
             queue.breaker_record(conn, provider, True, now)
             if queue.finish(conn, job, self.owner, now):  # still ours: write the lesson
-                add_model_lesson(conn, job.target, {
+                self.store._add_model_lesson(conn, job.target, {
                     "trigger": reviewed.trigger, "guidance": reviewed.guidance,
                     "category": reviewed.category, "kind": reviewed.kind,
                     "confidence": reviewed.confidence, "quarantine": reviewed.quarantine,
@@ -188,7 +187,7 @@ class Worker:
             "failure": dict(failure),
             "failures": [dict(r) for r in failures],
             "earlier": [dict(r) for r in earlier],
-            "lesson": active_lesson(conn, fingerprint) or {},
+            "lesson": self.store._active_lesson(conn, fingerprint) or {},
             "resolution": resolution[0] if resolution else "",
         }
 

@@ -7,7 +7,9 @@ import pytest
 from conftest import run_cli
 
 from reflect import Memory
-from reflect.controls import UnknownLesson
+from reflect.controls import FEEDBACK_WEIGHT, PinnedLesson, UnknownLesson
+from reflect.credit import PRIOR_WEIGHT, confidence
+from reflect.lessons import may_supersede, merges
 from reflect.store import DB_NAME
 
 DAY = 86400.0
@@ -68,12 +70,10 @@ def test_confidence_follows_outcomes_and_ranks_lessons(mem):
         mem.capture(run=run, exit_code=1,
                     error_text=f"RuntimeError: widget renderer crashed drawing chart {run}")
     good, bad = (mem.lessons()[i]["id"] for i in (0, 1))
-    conn = mem.store.conn
-    with mem.store.write():
-        conn.execute("UPDATE lessons SET wins = 5, confidence = (5 + 1.0) / 7 WHERE id = ?",
-                     (good,))
-        conn.execute("UPDATE lessons SET losses = 5, confidence = 1.0 / 7 WHERE id = ?", (bad,))
-    assert lesson(mem, good)["confidence"] > 2 * lesson(mem, bad)["confidence"]
+    mem.store.add_outcomes(good, 5, 0, mem.clock())
+    mem.store.add_outcomes(bad, 0, 5, mem.clock())
+    assert lesson(mem, good)["confidence"] == pytest.approx((5 + 1.0) / 7)
+    assert lesson(mem, bad)["confidence"] == pytest.approx(1.0 / 7)
     # Five losses mark the weaker lesson as one a person should rewrite.
     assert [r["id"] for r in mem.lessons(ineffective=True)] == [bad]
 
@@ -103,9 +103,9 @@ def test_confidence_decays_and_upkeep_removes_weak_lessons(mem, clock):
     assert report["deleted_failures"] == 2  # older than the retention period
     ids = {r["id"] for r in mem.lessons()}
     assert pinned.lesson_id in ids and taught in ids and weak.lesson_id not in ids
-    removals = mem.store.conn.execute("SELECT lesson_id, reason FROM removals").fetchall()
+    removals = mem.store._rows("SELECT lesson_id, reason FROM removals")
     assert [tuple(r) for r in removals] == [(weak.lesson_id, "low confidence")]
-    queued = mem.store.conn.execute("SELECT COUNT(*) FROM query_vectors").fetchone()[0]
+    queued = mem.store._value("SELECT COUNT(*) FROM query_vectors")
     assert queued == 0  # the error lines queued for embedding went with their failures
 
 
@@ -124,37 +124,45 @@ def test_pin_quarantine_release_feedback(mem):
 
 def test_quarantining_a_model_lesson_brings_back_the_one_it_replaced(mem):
     entry = mem.capture(run="a", exit_code=1, error_text=NO_TABLE)
-    conn = mem.store.conn
-    with mem.store.write():
-        conn.execute("UPDATE lessons SET status = 'superseded', superseded_by = 'L-model'")
-        conn.execute("INSERT INTO lessons (id, fingerprint, trigger, guidance, category,"
-                     " severity, kind, confidence, created, updated) SELECT 'L-model',"
-                     " fingerprint, trigger, 'model says', category, severity, 'model', 0.8,"
-                     " created, updated FROM lessons WHERE id = ?", (entry.lesson_id,))
-    mem.quarantine("L-model", "bad")
+    model = mem.store.add_model_lesson(entry.fingerprint, model_lesson(
+        "a script queries auth_user", "Run python manage.py migrate first."), mem.clock())
+    assert lesson(mem, entry.lesson_id)["superseded_by"] == model
+    mem.quarantine(model, "bad")
     assert lesson(mem, entry.lesson_id)["status"] == "active"
 
 
-def test_teach_supersedes_an_earlier_teaching_with_the_same_trigger(mem):
+def test_teach_supersedes_an_earlier_teaching_once_it_is_unpinned(mem):
     old = mem.teach("when running the tests: use pytest")
-    new = mem.teach("When running the tests: use `python -m pytest -x -q`")
-    assert lesson(mem, old)["status"] == "superseded"
-    taught = lesson(mem, new)
+    taught = lesson(mem, old)
     assert (taught["kind"], taught["pinned"], taught["confidence"]) == ("taught", 1, 0.9)
+    with pytest.raises(PinnedLesson, match=f"reflect lessons unpin {old}"):
+        mem.teach("When running the tests: use `python -m pytest -x -q`")
+    assert [r["id"] for r in mem.lessons()] == [old]  # nothing stored
+    mem.pin(old, pinned=False)
+    new = mem.teach("When running the tests: use `python -m pytest -x -q`")
+    assert (lesson(mem, old)["status"], lesson(mem, old)["superseded_by"]) == ("superseded", new)
     with pytest.raises(ValueError, match="when <trigger>: <guidance>"):
         mem.teach("always use pytest")
 
 
-def test_forget_removes_the_text_everywhere(mem, own_store):
+def test_forget_removes_the_lesson(mem):
+    entry = mem.capture(run="a", exit_code=1,
+                        error_text="RuntimeError: unforgettable-marker-phrase in the pipeline")
+    assert mem.search_lessons("unforgettable-marker-phrase")
+    mem.forget(entry.lesson_id)
+    assert mem.search_lessons("unforgettable-marker-phrase") == []
+    with pytest.raises(UnknownLesson, match="reflect lessons list"):
+        mem.lesson(entry.lesson_id)
+    assert mem.failure(entry.failure_id) is not None  # the failure is history: it stays
+
+
+@pytest.mark.sqlite_only
+def test_forget_removes_the_text_everywhere_in_the_file(mem, own_store):
     secretish = "unforgettable-marker-phrase"
     entry = mem.capture(run="a", exit_code=1,
                         error_text=f"RuntimeError: {secretish} in the pipeline")
     mem.recall(run="b", goal=f"fix the {secretish} pipeline")  # vectors, index file, query
-    assert mem.search_lessons(secretish)
     mem.forget(entry.lesson_id)
-    assert mem.search_lessons(secretish) == []
-    with pytest.raises(UnknownLesson, match="reflect lessons list"):
-        mem.lesson(entry.lesson_id)
     conn = mem.store.conn
     assert conn.execute("SELECT COUNT(*) FROM lesson_vectors WHERE lesson_id = ?",
                         (entry.lesson_id,)).fetchone()[0] == 0
@@ -203,7 +211,7 @@ def test_cli_export_and_import_round_trip(tmp_path):
     failed = run_cli("export", "-o", str(unwritable))
     assert failed.returncode == 1 and b"reflect: error:" in failed.stderr
     jsonl.write_text(jsonl.read_text() + "{not json\n")
-    other = {"REFLECT_HOME": str(tmp_path / "other")}
+    other = {"REFLECT_HOME": str(tmp_path / "other"), "REFLECT_STORE": ""}  # a file
     lines = len(jsonl.read_text().splitlines())
     out = run_cli("import", str(jsonl), env=other)
     assert out.returncode == 1  # a bad line: reported with its number, the rest imported
@@ -220,18 +228,15 @@ def model_lesson(trigger, guidance):
 
 
 def test_a_newer_lesson_with_the_same_trigger_that_says_otherwise_supersedes(mem):
-    from reflect.lessons import add_model_lesson
-
     a = mem.capture(run="a", exit_code=1, error_text=NO_TABLE)
     b = mem.capture(run="a", exit_code=1, error_text=NO_YAML)
     trigger = "a standalone script touches the database"
-    with mem.store.write() as conn:
-        old = add_model_lesson(conn, a.fingerprint, model_lesson(
-            trigger, "Create the tables with migrate first."), 1.0)
-        same = add_model_lesson(conn, b.fingerprint, model_lesson(
-            trigger, "Create the tables with migrate first, then run it."), 2.0)
-        new = add_model_lesson(conn, b.fingerprint, model_lesson(
-            trigger, "Use an in-memory SQLite settings module instead."), 3.0)
+    add = mem.store.add_model_lesson
+    old = add(a.fingerprint, model_lesson(trigger, "Create the tables with migrate first."), 1.0)
+    same = add(b.fingerprint, model_lesson(
+        trigger, "Create the tables with migrate first, then run it."), 2.0)
+    new = add(b.fingerprint, model_lesson(
+        trigger, "Use an in-memory SQLite settings module instead."), 3.0)
     assert lesson(mem, same)["status"] == "superseded"  # its own fingerprint's newer lesson
     assert lesson(mem, old)["status"] == "superseded"  # same trigger, contradicting advice
     assert lesson(mem, old)["superseded_by"] == new
@@ -263,3 +268,111 @@ def test_without_credit_the_log_is_kept_and_lessons_are_not_judged(clock):
         assert [r["outcome"] for r in m.injections(run="r")] == ["", ""]
         detail = m.lesson(first.lesson_id)
         assert (detail["wins"], detail["losses"], detail["confidence"]) == (0, 0, 0.5)
+
+
+# -- one rule for supersession: a pinned lesson stands, whatever the path -------------
+
+TRIGGER = "a standalone script touches the database"
+
+
+def pinned_heuristic(mem):
+    entry = mem.capture(run="a", exit_code=1, error_text=NO_TABLE)
+    mem.pin(entry.lesson_id)
+    return entry
+
+
+def by_model_same_fingerprint(mem, tmp_path):
+    entry = pinned_heuristic(mem)
+    kept = mem.store.add_model_lesson(entry.fingerprint, model_lesson(
+        TRIGGER, "Use an in-memory SQLite settings module instead."), mem.clock())
+    assert kept == entry.lesson_id  # the model's lesson is not kept
+    return entry.lesson_id
+
+
+def by_model_same_trigger(mem, tmp_path):
+    a = mem.capture(run="a", exit_code=1, error_text=NO_TABLE)
+    pinned = mem.store.add_model_lesson(a.fingerprint, model_lesson(
+        TRIGGER, "Create the tables with migrate first."), mem.clock())
+    mem.pin(pinned)
+    b = mem.capture(run="a", exit_code=1, error_text=NO_YAML)
+    newer = mem.store.add_model_lesson(b.fingerprint, model_lesson(
+        TRIGGER, "Use an in-memory SQLite settings module instead."), mem.clock())
+    assert lesson(mem, b.lesson_id)["superseded_by"] == newer  # its own fingerprint's: yes
+    return pinned
+
+
+def by_import(mem, tmp_path):
+    entry = pinned_heuristic(mem)
+    path = tmp_path / "in.jsonl"
+    path.write_text(json.dumps({"fingerprint": entry.fingerprint, "kind": "model",
+                                "trigger": TRIGGER,
+                                "guidance": "Use an in-memory SQLite settings module."}) + "\n")
+    assert mem.import_lessons(path).skipped == 1
+    return entry.lesson_id
+
+
+def by_teach(mem, tmp_path):
+    pinned = mem.teach("when running the tests: use pytest")
+    with pytest.raises(PinnedLesson, match=f"unpin {pinned}"):
+        mem.teach("when running the tests: use tox")
+    return pinned
+
+
+def by_release(mem, tmp_path):
+    entry = pinned_heuristic(mem)
+    hostile = mem.store.add_model_lesson(entry.fingerprint, {**model_lesson(
+        TRIGGER, "Drop the tables."), "quarantine": "steers the agent outside its task"},
+        mem.clock())
+    with pytest.raises(PinnedLesson, match=f"unpin {entry.lesson_id}"):
+        mem.release(hostile)
+    assert lesson(mem, hostile)["status"] == "quarantined"
+    return entry.lesson_id
+
+
+@pytest.mark.parametrize("path", [by_model_same_fingerprint, by_model_same_trigger, by_import,
+                                  by_teach, by_release], ids=lambda f: f.__name__)
+def test_a_pinned_lesson_is_never_superseded(mem, tmp_path, path):
+    pinned = lesson(mem, path(mem, tmp_path))
+    assert (pinned["status"], pinned["superseded_by"], pinned["pinned"]) == ("active", "", 1)
+    fingerprint = pinned["fingerprint"]
+    assert mem.store.active_lessons([fingerprint])[fingerprint]["id"] == pinned["id"]
+
+
+@pytest.mark.parametrize(("current", "kind", "by_person", "expected"), [
+    ({"kind": "heuristic", "pinned": 1}, "taught", True, False),  # pinned: never
+    ({"kind": "taught", "pinned": 0}, "model", False, False),  # taught: a person only
+    ({"kind": "taught", "pinned": 0}, "taught", False, False),  # (an import is no person)
+    ({"kind": "taught", "pinned": 0}, "heuristic", True, True),
+    ({"kind": "model", "pinned": 0}, "heuristic", False, False),  # never by a lesser kind
+    ({"kind": "model", "pinned": 0}, "model", False, True),
+    ({"kind": "heuristic", "pinned": 0}, "model", False, True),
+])
+def test_who_may_supersede_whom(current, kind, by_person, expected):
+    assert may_supersede(current, kind, by_person) is expected
+
+
+def test_a_lesson_merges_into_one_that_says_the_same_and_is_of_no_lesser_kind():
+    model = {"kind": "model", "guidance": "Run python manage.py migrate first."}
+    assert merges(model, "model", "Run python manage.py migrate first, please.")
+    assert merges(model, "heuristic", "Run python manage.py migrate first.")
+    assert not merges(model, "taught", "Run python manage.py migrate first.")
+    assert not merges(model, "model", "Use an in-memory SQLite settings module instead.")
+
+
+# -- one formula for confidence, whoever judges ------------------------------------------
+
+def test_outcomes_and_a_persons_verdict_move_confidence_by_one_formula(mem):
+    assert (PRIOR_WEIGHT, FEEDBACK_WEIGHT) == (2.0, 2)  # the numbers below are worked with
+    yaml = mem.capture(run="r", iteration=1, exit_code=1, error_text=NO_YAML)
+    table = mem.capture(run="r", iteration=2, exit_code=1, error_text=NO_TABLE)
+    mem.recall(run="r", iteration=3)
+    mem.capture(run="r", iteration=3, exit_code=1, error_text=NO_YAML)  # yaml's lesson lost
+    # Prior 0.5 counted as two outcomes: (wins + 2 * 0.5) / (wins + losses + 2).
+    assert lesson(mem, yaml.lesson_id)["confidence"] == pytest.approx(1 / 3)  # 0 won, 1 lost
+    assert lesson(mem, table.lesson_id)["confidence"] == pytest.approx(2 / 3)  # 1 won
+    # A person's verdict counts as two outcomes, judged the same way.
+    assert mem.feedback(yaml.lesson_id, good=True)["confidence"] == pytest.approx(3 / 5)
+    assert mem.feedback(table.lesson_id, good=False)["confidence"] == pytest.approx(2 / 5)
+    judged = lesson(mem, table.lesson_id)
+    assert (judged["wins"], judged["losses"]) == (1, 2)
+    assert judged["confidence"] == pytest.approx(confidence(1, 2, 0.5))

@@ -22,13 +22,18 @@ def mem():
 
 
 def lesson(mem, lesson_id):
-    return dict(mem.store.conn.execute("SELECT * FROM lessons WHERE id = ?", (lesson_id,))
-                .fetchone())
+    return mem.lesson(lesson_id)
+
+
+def all_lessons(mem):
+    return mem.lessons(status=None, limit=100)
 
 
 def set_lesson(mem, lesson_id, **values):
+    """What no command does (make a lesson taught, give it other words): set it directly."""
     sets = ", ".join(f"{k} = ?" for k in values)
-    mem.store.conn.execute(f"UPDATE lessons SET {sets} WHERE id = ?", [*values.values(), lesson_id])
+    with mem.store.write() as tx:
+        tx.execute(f"UPDATE lessons SET {sets} WHERE id = ?", [*values.values(), lesson_id])
 
 
 def line(**fields):
@@ -78,7 +83,7 @@ def test_an_unknown_format_names_the_valid_ones(mem):
         export_lessons(mem.store, "yaml")
 
 
-def test_jsonl_round_trip_into_another_store_is_recalled_there(mem, tmp_path):
+def test_jsonl_round_trip_into_another_store_is_recalled_there(mem, tmp_path, monkeypatch):
     table = mem.capture(run="a", action="python repro.py", exit_code=1, error_text=NO_TABLE)
     set_lesson(mem, table.lesson_id, guidance=MIGRATE, kind="model", confidence=0.8, pinned=1)
     exported = export_lessons(mem.store, "jsonl")
@@ -88,10 +93,11 @@ def test_jsonl_round_trip_into_another_store_is_recalled_there(mem, tmp_path):
     path = tmp_path / "lessons.jsonl"
     write_atomically(path, exported)
 
+    monkeypatch.delenv("REFLECT_STORE", raising=False)  # from PostgreSQL: into a file
     with Memory(home=tmp_path / "other") as other:
         report = import_lessons(other.store, path, other.scrubber.scrub, NOW)
         assert report == ImportReport(imported=1)
-        (row,) = other.store.conn.execute("SELECT * FROM lessons").fetchall()
+        (row,) = all_lessons(other)
         assert row["id"] != table.lesson_id and row["guidance"] == MIGRATE
         assert (row["kind"], row["status"], row["confidence"], row["pinned"]) == (
             "model", "active", 0.8, 1)
@@ -111,15 +117,12 @@ def test_importing_the_same_file_twice_merges(mem, tmp_path):
                  line(fingerprint="fedcba9876543210", trigger="a second lesson", guidance="Do Y."))
     assert import_lessons(mem.store, path, mem.scrubber.scrub, NOW) == ImportReport(imported=2)
     assert import_lessons(mem.store, path, mem.scrubber.scrub, NOW) == ImportReport(merged=2)
-    rows = mem.store.conn.execute(
-        "SELECT fingerprint, evidence, status FROM lessons ORDER BY fingerprint").fetchall()
-    assert [tuple(r) for r in rows] == [("0123456789abcdef", 4, "active"),
-                                        ("fedcba9876543210", 2, "active")]
+    rows = sorted((r["fingerprint"], r["evidence"], r["status"]) for r in all_lessons(mem))
+    assert rows == [("0123456789abcdef", 4, "active"), ("fedcba9876543210", 2, "active")]
     higher = write(tmp_path / "higher.jsonl", line(confidence=0.9, prior=0.7))
     assert import_lessons(mem.store, higher, mem.scrubber.scrub, NOW) == ImportReport(merged=1)
-    row = mem.store.conn.execute("SELECT evidence, confidence, prior FROM lessons"
-                                 " WHERE fingerprint = '0123456789abcdef'").fetchone()
-    assert tuple(row) == (5, 0.9, 0.7)
+    (row,) = [r for r in all_lessons(mem) if r["fingerprint"] == "0123456789abcdef"]
+    assert (row["evidence"], row["confidence"], row["prior"]) == (5, 0.9, 0.7)
 
 
 def test_a_different_lesson_supersedes_a_heuristic_but_never_a_taught_or_pinned_one(mem,
@@ -165,12 +168,11 @@ def test_malformed_lines_are_reported_by_number_and_the_rest_imported(mem, tmp_p
     assert "guidance" in messages[4] and "confidence" in messages[6]
     assert "evidence" in messages[7] and "fingerprint" in messages[8]
     assert "kind" in messages[9] and "longer" in messages[12]
-    long = mem.store.conn.execute(
-        "SELECT trigger FROM lessons WHERE fingerprint = '1111111111111111'").fetchone()[0]
+    (long,) = [r["trigger"] for r in all_lessons(mem) if r["fingerprint"] == "1111111111111111"]
     assert len(long) <= 160 and long.endswith("…")
 
 
-def test_a_secret_planted_in_an_import_file_never_reaches_the_store(mem, tmp_path):
+def test_a_secret_planted_in_an_import_file_never_reaches_the_store(mem, tmp_path, backend):
     key, password = "sk-proj-Zx81bQ2fT6uVw9LmN3pR7kY4", "hunter2-Secret!"
     email = "alice@example.org"
     path = write(tmp_path / "in.jsonl", line(
@@ -180,9 +182,12 @@ def test_a_secret_planted_in_an_import_file_never_reaches_the_store(mem, tmp_pat
         error_text=f"AuthError: bad key {key} for {email}",
     ))
     assert import_lessons(mem.store, path, mem.scrubber.scrub, NOW) == ImportReport(imported=1)
-    assert "staging account" in mem.store.conn.execute("SELECT guidance FROM lessons").fetchone()[0]
+    (row,) = all_lessons(mem)
+    assert "staging account" in row["guidance"]
     mem.close()
-    stored = b"".join(p.read_bytes() for p in mem.home.iterdir() if p.is_file())
+    # What the store holds: the file's bytes (its WAL too), else every field of the lesson.
+    stored = (b"".join(p.read_bytes() for p in mem.home.iterdir() if p.is_file())
+              if backend == "sqlite" else json.dumps(row).encode())
     for secret in (key, password, email):
         assert secret.encode() not in stored
     assert b"[REDACTED:" in stored

@@ -21,7 +21,6 @@ import pytest
 import respx
 
 from reflect import Memory, config, queue, worker
-from reflect.lessons import active_lesson
 from reflect.worker import Worker
 
 BASE = "http://127.0.0.1:8765/v1"  # respx answers here; nothing listens
@@ -40,6 +39,10 @@ LESSON = {"trigger": "pytest fails with ModuleNotFoundError: No module named 'ya
           "guidance": GUIDANCE, "kind": "fix", "category": "import", "confidence": 0.7}
 PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy",
                    "all_proxy", "OPENAI_BASE_URL", "OPENAI_API_BASE", "OPENAI_API_KEY")
+
+
+def active_lesson(mem, fingerprint):
+    return mem.store.active_lessons([fingerprint])[fingerprint]
 
 
 def completion(content, model="test-model") -> dict:
@@ -359,7 +362,7 @@ def test_rate_limit_waits_for_retry_after(api, mem, clock):
     assert api.count == 2
     (job,) = reflect_jobs(mem)
     assert (job["state"], job["attempts"]) == ("done", 2)
-    assert active_lesson(mem.store.conn, entry.fingerprint)["guidance"] == GUIDANCE
+    assert active_lesson(mem, entry.fingerprint)["guidance"] == GUIDANCE
 
 
 def test_server_errors_are_retried_until_the_last_attempt(api, mem, clock):
@@ -501,7 +504,7 @@ def test_a_dead_workers_job_is_taken_over_after_its_lease(api, mem, clock):
     assert (job["state"], job["attempts"]) == ("done", 2)
     with mem.store.write() as conn:
         assert not queue.finish(conn, dead, "host:999999:dead", clock())  # it lost the job
-    assert active_lesson(mem.store.conn, entry.fingerprint)["kind"] == "model"
+    assert active_lesson(mem, entry.fingerprint)["kind"] == "model"
 
 
 def worker_env(base: str, **more) -> dict:
@@ -548,7 +551,7 @@ def test_a_worker_killed_during_its_call_leaves_the_job_to_the_next(monkeypatch,
     with Memory(model=MODEL) as mem:
         (job,) = reflect_jobs(mem)
         assert (job["state"], job["attempts"]) == ("done", 2)
-        assert active_lesson(mem.store.conn, entry.fingerprint)["guidance"] == GUIDANCE
+        assert active_lesson(mem, entry.fingerprint)["guidance"] == GUIDANCE
 
 
 def test_two_worker_threads_never_run_one_job_twice(api, mem):
@@ -671,7 +674,7 @@ def test_daily_spend_cap_postpones_reflection_but_not_capture(api, clock, monkey
         first, second = capture(mem, 1), capture(mem, 2)
         mem.run_worker(once=True)
         assert api.count == 1
-        model = active_lesson(mem.store.conn, first.fingerprint)
+        model = active_lesson(mem, first.fingerprint)
         assert model["kind"] == "model" and model["cost_usd"] > 0.000001
         job = {j["target"]: j for j in reflect_jobs(mem)}[second.fingerprint]
         assert (job["state"], job["attempts"]) == ("queued", 0)
@@ -702,7 +705,7 @@ def test_calls_per_run_cap_skips_the_rest_of_the_run(api, monkeypatch, clock):
         assert jobs[first.fingerprint]["state"] == jobs[other.fingerprint]["state"] == "done"
         assert jobs[second.fingerprint]["state"] == "skipped"
         assert "cap of 1 model calls" in jobs[second.fingerprint]["reason"]
-        assert active_lesson(capped.store.conn, second.fingerprint)["kind"] == "heuristic"
+        assert active_lesson(capped, second.fingerprint)["kind"] == "heuristic"
 
 
 # -- resolutions and merging -----------------------------------------------------------------
@@ -714,7 +717,7 @@ def test_a_resolution_queues_a_revision_that_the_prompt_receives(api, mem):
     api.script(reply(), reply(fixed))
     entry = capture(mem, iteration=1)
     mem.run_worker(once=True)
-    first = active_lesson(mem.store.conn, entry.fingerprint)
+    first = active_lesson(mem, entry.fingerprint)
 
     action = "pip install -r requirements-dev.txt && pytest -q"
     assert mem.outcome(run="r1", iteration=2, success=True, action=action) == [entry.failure_id]
@@ -727,7 +730,7 @@ def test_a_resolution_queues_a_revision_that_the_prompt_receives(api, mem):
     worked = f"`{action}` passed"  # the rerun of `pytest -q`, with what changed
     assert json.dumps(worked) in sent  # quoted as data in <resolution>
     assert first["guidance"] in sent  # the lesson to revise
-    revised = active_lesson(mem.store.conn, entry.fingerprint)
+    revised = active_lesson(mem, entry.fingerprint)
     assert revised["guidance"] == fixed["guidance"] and revised["resolution"] == worked
     assert [lesson["status"] for lesson in lessons(mem, entry.fingerprint)] == [
         "superseded", "superseded", "active"]
@@ -781,7 +784,7 @@ def test_work_arriving_while_a_job_is_leased_folds_into_its_retry(api, mem, cloc
     assert api.count == 2
     assert "pip install pyyaml" in prompt(api.bodies()[1])
     assert [j["state"] for j in reflect_jobs(mem)] == ["done"]
-    assert active_lesson(mem.store.conn, entry.fingerprint)["guidance"] == GUIDANCE
+    assert active_lesson(mem, entry.fingerprint)["guidance"] == GUIDANCE
 
 
 # -- status ----------------------------------------------------------------------------------
@@ -828,7 +831,7 @@ def test_a_worker_without_a_model_takes_no_reflection_job(api, mem):
         idle.close()
     assert api.count == 0
     assert [j["state"] for j in reflect_jobs(mem)] == ["queued"]
-    assert active_lesson(mem.store.conn, entry.fingerprint)["kind"] == "heuristic"
+    assert active_lesson(mem, entry.fingerprint)["kind"] == "heuristic"
 
 
 

@@ -6,13 +6,13 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from reflect import credit, queue
+from reflect import queue
 from reflect.config import repo_root
 from reflect.fingerprint import cause
-from reflect.lessons import active_lesson
 from reflect.records import RecallItem
 from reflect.scrub import repo_from_git_config
-from reflect.store.base import Backend, Row, Tx, insert, marks
+from reflect.store.base import Row, Tx, insert, marks
+from reflect.store.credit import CreditQueries
 from reflect.store.runs import MAX_GOAL_CHARS
 from reflect.text import clip, text_key
 
@@ -25,7 +25,7 @@ def error_query(failure: Row) -> str:
     return f"{failure['error_type']}: {failure['message']}"
 
 
-class FailureQueries(Backend):
+class FailureQueries(CreditQueries):
     def _newest(self, table: str, order: str, limit: int, tests: dict[str, object],
                 columns: str = "*") -> list[Row]:
         """Rows of ``table``, newest first by ``order``; ``tests`` maps an SQL condition with
@@ -60,10 +60,10 @@ class FailureQueries(Backend):
                 failure["iteration"] = self._next_iteration(tx, failure["run"])
             scope = lesson.get("scope", "global")  # kept-aside records may lack it
             self._register_run(tx, failure["run"], failure["goal"], scope, failure["ts"])
-            row = active_lesson(tx, fp)
+            row = self._active_lesson(tx, fp)
             if row is None:
                 insert(tx, "lessons", lesson)
-                row = active_lesson(tx, fp)
+                row = self._active_lesson(tx, fp)
                 assert row is not None  # inserted just now
             failure["lesson_id"] = row["id"]
             new_run = tx.execute(
@@ -80,8 +80,9 @@ class FailureQueries(Backend):
                 (failure["cause"], failure["ts"], int(new_run), failure["ts"]),
             )
             if credit_outcome:
-                credit.on_failure(tx, failure["run"], failure["iteration"], fp)
-            if reflect and row["kind"] == "heuristic":
+                self._credit_failure(tx, failure["run"], failure["iteration"], fp)
+            # A pinned lesson is never superseded: no model is asked for another.
+            if reflect and row["kind"] == "heuristic" and not row["pinned"]:
                 queue.enqueue(tx, "reflect", fp, failure["run"], failure["ts"])
             if embed:  # the error's vector, and the goal's (by which runs are compared)
                 self._queue_texts(tx, [error_query(failure), clip(failure["goal"],
@@ -196,7 +197,7 @@ class FailureQueries(Backend):
     def record_injections(self, run: str, iteration: int, items: list[RecallItem], tokens: int,
                           now: float, wait: float | None = None) -> None:
         with self.write(wait) as tx:
-            credit.record(tx, run, iteration, items, tokens, now)
+            self._log_injections(tx, run, iteration, items, tokens, now)
 
     def injections(self, run: str | None, limit: int) -> list[Row]:
         return self._newest("injections", "id", limit, {"run = ?": run})
@@ -209,7 +210,7 @@ class FailureQueries(Backend):
         revision of each of their lessons."""
         with self.write() as tx:
             if credit_outcome:
-                credit.on_success(tx, run, iteration)
+                self._credit_success(tx, run, iteration)
             tx.execute("INSERT INTO successes (run, iteration, action, ts) VALUES (?, ?, ?, ?)",
                        (run, iteration, action, now))
             for failure_id, text in resolutions.items():
@@ -247,7 +248,3 @@ class FailureQueries(Backend):
                 tx.execute("DELETE FROM query_vectors")
         self.purge()
         return n
-
-    def purge(self) -> None:
-        """After a deletion: leave no deleted text in the store's indexes and logs."""
-        raise NotImplementedError

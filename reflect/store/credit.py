@@ -1,0 +1,47 @@
+"""The store's queries about the injection log: what recall put into which prompt, and
+credit by how the iteration after it ended. Shared by both backends (a mixin of
+``SQLStore``); what an outcome earns is ``reflect.credit``'s rule."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from reflect import credit
+from reflect.records import RecallItem
+from reflect.store.base import Tx
+from reflect.store.lessons import LessonQueries
+
+
+class CreditQueries(LessonQueries):
+    @staticmethod
+    def _log_injections(tx: Tx, run: str, iteration: int, items: list[RecallItem],
+                        tokens: int, now: float) -> None:
+        """Log what went into the prompt for ``iteration`` (hints of the recent section too)."""
+        for rank, i in enumerate(items, 1):
+            tx.execute(
+                "INSERT INTO injections (run, iteration, lesson_id, fingerprint, section, rank,"
+                " score, tokens, ts) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (run, iteration, i.id, i.fingerprint, i.section, rank, i.score, tokens, now))
+            tx.execute("UPDATE lessons SET injected = injected + 1, last_used = ? WHERE id = ?",
+                       (now, i.id))
+
+    def _credit_failure(self, tx: Tx, run: str, iteration: int, fingerprint: str) -> None:
+        """The iteration failed with ``fingerprint``: credit what was injected before it."""
+        for injection_id, lesson_id, injected in self._pending(tx, run, iteration):
+            self._credit(tx, injection_id, lesson_id, credit.for_failure(injected, fingerprint))
+
+    def _credit_success(self, tx: Tx, run: str, iteration: int) -> None:
+        pending = self._pending(tx, run, iteration)
+        for injection_id, lesson_id, _ in pending:
+            self._credit(tx, injection_id, lesson_id, credit.for_success(len(pending)))
+
+    @staticmethod
+    def _pending(tx: Tx, run: str, iteration: int) -> list[Any]:
+        return tx.execute(
+            "SELECT id, lesson_id, fingerprint FROM injections"
+            " WHERE run = ? AND iteration = ? AND outcome = ''", (run, iteration)).fetchall()
+
+    def _credit(self, tx: Tx, injection_id: int, lesson_id: str, earned: credit.Credit) -> None:
+        outcome, wins, losses = earned
+        tx.execute("UPDATE injections SET outcome = ? WHERE id = ?", (outcome, injection_id))
+        self._add_outcomes(tx, lesson_id, wins, losses)
