@@ -23,7 +23,8 @@ class BaselineQueries(Backend):
             [run, *exclude])
         found = []
         for cause in causes:
-            failure = dict(self._row("SELECT * FROM failures WHERE seq = ?", (cause["latest"],)))
+            (failure,) = [dict(r) for r in self._rows("SELECT * FROM failures WHERE seq = ?",
+                                                      (cause["latest"],))]
             lesson = self._row(
                 "SELECT * FROM lessons WHERE fingerprint = ? AND status = 'active'"
                 " AND scope IN (?, 'global')", (failure["fingerprint"], scope))
