@@ -14,14 +14,15 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from reflect import config, queue, upkeep
 from reflect.config import ModelSettings
-from reflect.store import open_store
+from reflect.store import StoreUnavailable, open_store
 
-POLL = 1.0  # seconds between looks at an empty queue
+POLL = 1.0  # seconds between looks at an empty queue, and at a running job's lease
 EARLIER_FAILURES = 5
 CHECKED_FAILURES = 20  # latest failures of a fingerprint a model lesson must hold for
 WORKER_LOG = "worker.log"
@@ -47,26 +48,26 @@ class Worker:
             self.handlers["embed"] = self._embed
 
     def close(self) -> None:
-        with self.store.write() as conn:
-            queue.retire(conn, self.owner)
+        self.store.retire(self.owner)
         self.store.close()
 
     def run_once(self, stop: threading.Event | None = None) -> int:
         """Run every job that is due now (until ``stop`` is set); returns how many were taken."""
         done = 0
         while self.handlers and not (stop is not None and stop.is_set()):
-            with self.store.write() as conn:
-                queue.heartbeat(conn, self.owner, os.getpid(), socket.gethostname(), self.clock())
-                job = queue.lease(conn, self.owner, self.clock(), self._lease_seconds(),
-                                  tuple(self.handlers))
+            job = self.store.lease(self.owner, os.getpid(), socket.gethostname(), self.clock(),
+                                   self._lease_seconds(), tuple(self.handlers),
+                                   queue.MAX_ATTEMPTS)
             if job is None:
                 break
-            try:
-                self.handlers[job.kind](job)
-            except Exception as e:  # e.g. a broken prompt template: counts as an attempt
-                config.warn(f"job {job.id} ({job.kind}) failed: {e!r}")
-                with self.store.write() as conn:
-                    queue.retry_later(conn, job, self.owner, self.clock(), f"{e!r}"[:200])
+            with self._renewing(job):
+                try:
+                    self.handlers[job.kind](job)
+                except Exception as e:  # e.g. a broken prompt template: counts as an attempt
+                    config.warn(f"job {job.id} ({job.kind}) failed: {e!r}")
+                    now = self.clock()
+                    self.store.settle(job, self.owner, now,
+                                      queue.retry(job, now, f"{e!r}"[:200]))
             done += 1
         return done
 
@@ -87,11 +88,38 @@ class Worker:
         # Longer than one model call or a model load, so a live worker keeps its job.
         return (self.model.timeout if self.model else 0) + 60.0
 
+    @contextmanager
+    def _renewing(self, job: queue.Job) -> Iterator[None]:
+        """Keep the lease on ``job`` while its work runs, however long a call or a model
+        load takes: renewed by a thread each time a third of it has passed on the
+        worker's clock (looked at every POLL seconds), until another worker holds it."""
+        seconds, done = self._lease_seconds(), threading.Event()
+
+        def renew() -> None:
+            renewed = self.clock()
+            while not done.wait(POLL):
+                now = self.clock()
+                if now - renewed < seconds / 3:
+                    continue
+                try:
+                    if not self.store.renew_lease(job, self.owner, now, now + seconds):
+                        return  # the lease ran out meanwhile and another worker took the job
+                except StoreUnavailable:
+                    continue  # busy: two thirds of the lease are left for the next try
+                renewed = now
+
+        thread = threading.Thread(target=renew, name="reflect-lease", daemon=True)
+        thread.start()
+        try:
+            yield
+        finally:
+            done.set()
+            thread.join()
+
     def _embed(self, job: queue.Job) -> None:
         self.vectors.embed_pending()
         self.vectors.index()  # rebuilt now: cold CLI recalls map the file
-        with self.store.write() as conn:
-            queue.finish(conn, job, self.owner, self.clock())
+        self.store.settle(job, self.owner, self.clock(), queue.DONE)
 
     # -- reflection --------------------------------------------------------------
 
@@ -104,24 +132,15 @@ class Worker:
             raise RuntimeError("a reflect job reached a worker without a model")
         # Two local servers behind one provider fail independently.
         provider = provider_of(model.model) + (f"@{model.api_base}" if model.api_base else "")
-        now = self.clock()
-        with self.store.write() as conn:
-            if (until := queue.breaker_open_until(conn, provider, now)) is not None:
-                queue.postpone(conn, job, self.owner, until, f"{provider} circuit open", now)
-                return
-            cost, _ = queue.spent_today(conn, now)
-            if model.max_cost_usd is not None and cost >= model.max_cost_usd:
-                queue.postpone(conn, job, self.owner, queue.next_day(now),
-                               f"daily spend cap ${model.max_cost_usd:.2f} reached", now)
-                return
-            if queue.run_calls(conn, job.run) >= model.max_calls_per_run:
-                queue.finish(conn, job, self.owner, now, "skipped",
-                             f"run reached its cap of {model.max_calls_per_run} model calls")
-                return
-            context = self._context(conn, job.target)
+        limits = queue.Limits(provider, model.max_cost_usd, model.max_calls_per_run,
+                              queue.BREAKER_THRESHOLD, queue.BREAKER_COOLDOWN)
+        if not self.store.gate_job(job, self.owner, self.clock(), limits):
+            return  # put back (breaker open, spend cap) or skipped (the run's cap)
+        context = self.store.reflection_context(job.target, EARLIER_FAILURES,
+                                                CHECKED_FAILURES)
         if context is None:  # its failures were cleared meanwhile
-            with self.store.write() as conn:
-                queue.finish(conn, job, self.owner, now, "skipped", "failure no longer stored")
+            self.store.settle(job, self.owner, self.clock(),
+                              queue.Verdict("skipped", "failure no longer stored"))
             return
         try:
             completion = complete(model.model, self._messages(context), timeout=model.timeout,
@@ -129,67 +148,31 @@ class Worker:
                                   api_base=model.api_base, api_key=model.api_key)
         except ProviderError as e:
             now = self.clock()
-            with self.store.write() as conn:
-                queue.record_spend(conn, job.run, None, now)
-                if e.retryable:
-                    queue.breaker_record(conn, provider, False, now)
-                    queue.retry_later(conn, job, self.owner, now, e.reason, e.retry_after)
-                else:
-                    queue.finish(conn, job, self.owner, now, "failed", e.reason)
+            if e.retryable:  # an outage counts toward the breaker; a bad key does not
+                self.store.settle_call(job, self.owner, now, limits, None, False,
+                                       queue.retry(job, now, e.reason, e.retry_after))
+            else:
+                self.store.settle_call(job, self.owner, now, limits, None, None,
+                                       queue.Verdict("failed", e.reason))
             return
         now = self.clock()
         try:
             reviewed = review(completion.text, self.scrubber.scrub, context["failures"])
         except MalformedLesson as e:
-            with self.store.write() as conn:
-                queue.record_spend(conn, job.run, completion.cost_usd, now)
-                queue.breaker_record(conn, provider, True, now)
-                queue.retry_later(conn, job, self.owner, now, f"malformed lesson: {e}")
+            self.store.settle_call(job, self.owner, now, limits, completion.cost_usd, True,
+                                   queue.retry(job, now, f"malformed lesson: {e}"))
             return
-        with self.store.write() as conn:
-            queue.record_spend(conn, job.run, completion.cost_usd, now)
-            queue.breaker_record(conn, provider, True, now)
-            if queue.finish(conn, job, self.owner, now):  # still ours: write the lesson
-                self.store._add_model_lesson(conn, job.target, {
-                    "trigger": reviewed.trigger, "guidance": reviewed.guidance,
-                    "category": reviewed.category, "kind": reviewed.kind,
-                    "confidence": reviewed.confidence, "quarantine": reviewed.quarantine,
-                    "model": model.model, "prompt_tokens": completion.prompt_tokens,
-                    "completion_tokens": completion.completion_tokens,
-                    "cost_usd": completion.cost_usd,
-                }, now)
-
-    def _context(self, conn, fingerprint: str) -> dict | None:
-        """The scrubbed fields the prompt may see: the failure, its run's earlier
-        failures with their lessons, the current lesson and any resolution."""
-        failure = conn.execute(
-            "SELECT * FROM failures WHERE fingerprint = ? ORDER BY seq DESC LIMIT 1",
-            (fingerprint,),
-        ).fetchone()
-        if failure is None:
-            return None
-        earlier = conn.execute(
-            """SELECT f.error_type, f.message, l.guidance FROM failures f
-               JOIN lessons l ON l.fingerprint = f.fingerprint AND l.status = 'active'
-               WHERE f.run = ? AND f.seq < ? AND f.fingerprint != ?
-               GROUP BY f.fingerprint ORDER BY MAX(f.seq) DESC LIMIT ?""",
-            (failure["run"], failure["seq"], fingerprint, EARLIER_FAILURES),
-        ).fetchall()
-        resolution = conn.execute(
-            "SELECT resolution FROM failures WHERE fingerprint = ? AND resolution != ''"
-            " ORDER BY seq DESC LIMIT 1",
-            (fingerprint,),
-        ).fetchone()
-        failures = conn.execute(  # what the lesson stands for, to check it against
-            "SELECT * FROM failures WHERE fingerprint = ? ORDER BY seq DESC LIMIT ?",
-            (fingerprint, CHECKED_FAILURES)).fetchall()
-        return {
-            "failure": dict(failure),
-            "failures": [dict(r) for r in failures],
-            "earlier": [dict(r) for r in earlier],
-            "lesson": self.store._active_lesson(conn, fingerprint) or {},
-            "resolution": resolution[0] if resolution else "",
+        lesson = {
+            "trigger": reviewed.trigger, "guidance": reviewed.guidance,
+            "category": reviewed.category, "confidence": reviewed.confidence,
+            "quarantine": reviewed.quarantine,
+            "model": model.model, "prompt_tokens": completion.prompt_tokens,
+            "completion_tokens": completion.completion_tokens,
+            "cost_usd": completion.cost_usd,
         }
+        # Written only while the job is still ours.
+        self.store.settle_call(job, self.owner, now, limits, completion.cost_usd, True,
+                               queue.DONE, lesson)
 
     @staticmethod
     def _messages(context: dict) -> list[dict]:

@@ -8,7 +8,6 @@ test's store is found by the REFLECT_HOME in its environment and killed in a ``f
 import json
 import os
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
@@ -18,7 +17,7 @@ import pytest
 from test_worker import MODEL, PROXY_VARIABLES, TRACEBACK, FakeProvider, failure_text, wait_for
 
 from reflect import Memory
-from reflect.store import DB_NAME
+from reflect.store import open_store
 from reflect.worker import WORKER_LOG
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/environ").exists(),
@@ -70,11 +69,11 @@ def processes_of(home: Path) -> list[int]:
 
 
 def query(home: Path, sql: str, *args) -> list[tuple]:
-    conn = sqlite3.connect(home / DB_NAME, timeout=10)
+    store = open_store(home, busy_timeout=10.0)
     try:
-        return conn.execute(sql, args).fetchall()
+        return [tuple(r) for r in store._rows(sql, args)]
     finally:
-        conn.close()
+        store.close()
 
 
 def cli_capture(error_text: str) -> tuple[subprocess.CompletedProcess, float]:

@@ -1,30 +1,35 @@
-"""The durable queue, breaker and spend ledger on a real SQLite store."""
+"""The durable queue, breaker and spend ledger on a real store, through the store's
+methods as workers call them."""
 
+import itertools
 import subprocess
 import sys
 import textwrap
+import threading
 
 import pytest
 
 from reflect import queue
-from reflect.store import SQLiteStore
+from reflect.store import open_store
 
 
 @pytest.fixture
 def store(own_store):
-    s = SQLiteStore(own_store)
+    s = open_store(own_store)
     yield s
     s.close()
 
 
 def add(store, n=1, now=100.0):
-    with store.write() as conn:
-        return [queue.enqueue(conn, "reflect", f"fp{i}", "r", now) for i in range(n)]
+    return [store.enqueue("reflect", f"fp{i}", "r", now) for i in range(n)]
 
 
 def lease(store, owner="w1", now=100.0, seconds=60.0):
-    with store.write() as conn:
-        return queue.lease(conn, owner, now, seconds, ("reflect",))
+    return store.lease(owner, 1, "host", now, seconds, ("reflect",), queue.MAX_ATTEMPTS)
+
+
+def due(store, job) -> float:
+    return store._value("SELECT due FROM jobs WHERE id = ?", (job.id,))
 
 
 def test_a_pending_job_is_queued_once(store):
@@ -40,26 +45,36 @@ def test_a_leased_job_is_not_leased_again_until_its_lease_runs_out(store):
     assert lease(store, "w2", now=150.0) is None
     taken = lease(store, "w2", now=161.0)  # w1 was killed: its lease ran out
     assert (taken.id, taken.attempts) == (job.id, 2)
-    with store.write() as conn:
-        assert not queue.finish(conn, job, "w1", 162.0)  # the old owner cannot finish it
-        assert queue.finish(conn, taken, "w2", 162.0)
+    assert not store.settle(job, "w1", 162.0, queue.DONE)  # the old owner cannot finish it
+    assert store.settle(taken, "w2", 162.0, queue.DONE)
     assert store.job_counts() == {"done": 1}
+
+
+def test_a_renewed_lease_holds_until_the_renewal_runs_out(store):
+    add(store)
+    job = lease(store, "w1", now=100.0, seconds=60.0)
+    assert store.renew_lease(job, "w1", 150.0, 210.0)
+    assert lease(store, "w2", now=170.0) is None  # past the first lease, within the renewal
+    taken = lease(store, "w2", now=211.0)
+    assert taken.id == job.id
+    assert not store.renew_lease(job, "w1", 212.0, 272.0)  # w1 lost it: renewal says so
+    assert not store.settle(job, "w1", 212.0, queue.DONE)
+    assert store.settle(taken, "w2", 212.0, queue.DONE)
 
 
 def test_retry_backs_off_and_honours_retry_after_then_fails(store):
     add(store)
     job = lease(store, now=100.0)
-    with store.write() as conn:
-        queue.retry_later(conn, job, "w1", 100.0, "rate limited", retry_after=30.0)
+    assert store.settle(job, "w1", 100.0, queue.retry(job, 100.0, "rate limited", 30.0))
     assert lease(store, now=129.0) is None
     now = 131.0
     for attempt in range(2, queue.MAX_ATTEMPTS + 1):
         job = lease(store, now=now)
         assert job.attempts == attempt
-        with store.write() as conn:
-            state = queue.retry_later(conn, job, "w1", now, "HTTP 503")
+        verdict = queue.retry(job, now, "HTTP 503")
+        store.settle(job, "w1", now, verdict)
         now += queue.BACKOFF_CAP * 1.5 + 1
-    assert state == "failed"
+    assert verdict.state == "failed"
     (failed,) = store.failed_jobs()
     assert "HTTP 503" in failed["reason"] and f"{queue.MAX_ATTEMPTS} attempts" in failed["reason"]
 
@@ -70,60 +85,117 @@ def test_backoff_grows_exponentially_with_jitter(store, monkeypatch):
     dues = []
     for now in (100.0, 1000.0, 2000.0):
         job = lease(store, now=now)
-        with store.write() as conn:
-            queue.retry_later(conn, job, "w1", now, "timeout")
-            dues.append(conn.execute("SELECT due FROM jobs").fetchone()[0] - now)
+        store.settle(job, "w1", now, queue.retry(job, now, "timeout"))
+        dues.append(due(store, job) - now)
     assert dues == [2.0, 4.0, 8.0]
 
 
 def test_postponed_jobs_keep_their_attempts(store):
     add(store)
     job = lease(store, now=100.0)
-    with store.write() as conn:
-        queue.postpone(conn, job, "w1", 500.0, "circuit open", 100.0)
+    store.settle(job, "w1", 100.0, queue.postpone(500.0, "circuit open"))
     assert lease(store, now=499.0) is None
     assert lease(store, now=500.0).attempts == 1
 
 
+def test_work_queued_while_a_job_is_leased_folds_into_its_requeue(store):
+    add(store)
+    job = lease(store, now=100.0)
+    assert add(store, now=101.0) == [True]  # the same target again, while it is leased
+    store.settle(job, "w1", 102.0, queue.retry(job, 102.0, "timeout"))
+    assert store.job_counts() == {"queued": 1}
+    assert lease(store, now=1000.0).id == job.id
+
+
+# -- the breaker and the spend, as model calls meet them ---------------------------------
+
+_targets = itertools.count()
+
+
+def limits(provider="openai", max_cost_usd=None, max_calls_per_run=50):
+    return queue.Limits(provider, max_cost_usd, max_calls_per_run, queue.BREAKER_THRESHOLD,
+                        queue.BREAKER_COOLDOWN)
+
+
+def leased(store, now, run="r"):
+    """A job leased by w1 (one of its own was queued; an older due one may come first)."""
+    store.enqueue("reflect", f"call{next(_targets)}", run, now)
+    return lease(store, now=now)
+
+
+def call(store, ok, now, cost=None, run="r", provider="openai"):
+    """A model call was made for a job: the provider answered (``ok``) or failed."""
+    job = leased(store, now, run)
+    verdict = queue.DONE if ok else queue.Verdict("failed", "HTTP 503")
+    assert store.settle_call(job, "w1", now, limits(provider), cost, ok, verdict)
+
+
+def may_call(store, now, provider="openai", **limit):
+    """True when a job may call the provider now; else when its job was put back for."""
+    job = leased(store, now)
+    if store.gate_job(job, "w1", now, limits(provider, **limit)):
+        return True
+    return due(store, job)
+
+
 def test_breaker_opens_after_consecutive_failures_and_closes_on_success(store):
-    with store.write() as conn:
-        for _ in range(queue.BREAKER_THRESHOLD - 1):
-            queue.breaker_record(conn, "openai", False, 100.0)
-        assert queue.breaker_open_until(conn, "openai", 100.0) is None
-        queue.breaker_record(conn, "openai", False, 100.0)
-        assert queue.breaker_open_until(conn, "openai", 100.0) == 100.0 + queue.BREAKER_COOLDOWN
-        assert queue.breaker_open_until(conn, "anthropic", 100.0) is None
-        # After the cool-down one call goes through; its failure reopens at once.
-        later = 100.0 + queue.BREAKER_COOLDOWN + 1
-        assert queue.breaker_open_until(conn, "openai", later) is None
-        queue.breaker_record(conn, "openai", False, later)
-        assert queue.breaker_open_until(conn, "openai", later) is not None
-        queue.breaker_record(conn, "openai", True, later)
-        assert queue.breaker_open_until(conn, "openai", later) is None
+    for _ in range(queue.BREAKER_THRESHOLD - 1):
+        call(store, False, 100.0)
+    assert may_call(store, 100.0) is True
+    call(store, False, 100.0)
+    assert may_call(store, 100.0) == 100.0 + queue.BREAKER_COOLDOWN
+    assert may_call(store, 100.0, provider="anthropic") is True
+    # After the cool-down one call goes through; its failure reopens at once.
+    later = 100.0 + queue.BREAKER_COOLDOWN + 1
+    assert may_call(store, later) is True
+    call(store, False, later)
+    assert may_call(store, later) == later + queue.BREAKER_COOLDOWN
+    call(store, True, later)
+    assert may_call(store, later) is True
+
+
+def test_after_the_cool_down_one_trial_call_goes_through(store):
+    for _ in range(queue.BREAKER_THRESHOLD):
+        call(store, False, 100.0)
+    later = 100.0 + queue.BREAKER_COOLDOWN + 1
+    assert may_call(store, later) is True  # the trial
+    assert may_call(store, later) is not True  # the others wait
+
+
+def test_the_spend_cap_and_the_runs_cap_hold_a_call_back(store):
+    call(store, True, 1000.0, cost=0.5)
+    assert may_call(store, 1000.0, max_cost_usd=1.0) is True
+    assert may_call(store, 1000.0, max_cost_usd=0.5) == queue.next_day(1000.0)
+    job = leased(store, 1000.0, run="r")
+    assert not store.gate_job(job, "w1", 1000.0, limits(max_calls_per_run=1))
+    (skipped,) = store.failed_jobs()
+    assert skipped["state"] == "skipped" and "cap of 1 model calls" in skipped["reason"]
+    assert may_call(store, 1000.0, max_calls_per_run=2) is True  # the run made one call
 
 
 OTHER_PROCESS = textwrap.dedent("""
     import sys
     from pathlib import Path
     from reflect import queue
-    from reflect.store import SQLiteStore
-    store = SQLiteStore(Path(sys.argv[1]))
-    with store.write() as conn:
-        for _ in range(queue.BREAKER_THRESHOLD):
-            queue.breaker_record(conn, "openai", False, 1000.0)
-        queue.record_spend(conn, "run-b", 0.75, 1000.0)
+    from reflect.store import open_store
+    store = open_store(Path(sys.argv[1]))
+    limits = queue.Limits("openai", None, 50, queue.BREAKER_THRESHOLD, queue.BREAKER_COOLDOWN)
+    for n in range(queue.BREAKER_THRESHOLD + 1):  # one answered call, then failures
+        store.enqueue("reflect", f"other{n}", "run-b", 1000.0)
+        job = store.lease("w2", 2, "host", 1000.0, 60.0, ("reflect",), queue.MAX_ATTEMPTS)
+        store.settle_call(job, "w2", 1000.0, limits, 0.75 if n == 0 else None, n == 0,
+                          queue.DONE)
+    store.close()
 """)
 
 
 def test_breaker_and_spend_hold_across_processes(store, own_store):
-    with store.write() as conn:
-        queue.record_spend(conn, "run-a", 0.5, 1000.0)
+    call(store, True, 1000.0, cost=0.5, run="run-a")
     out = subprocess.run([sys.executable, "-c", OTHER_PROCESS, str(own_store)],
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
-    with store.write() as conn:
-        assert queue.breaker_open_until(conn, "openai", 1001.0) is not None
-    assert store.spent_today(1000.0) == (1.25, 2)
+    assert may_call(store, 1001.0) is not True
+    assert store.spent_today(1000.0) == (1.25, queue.BREAKER_THRESHOLD + 2)
     assert store.spent_today(1000.0 + 86400) == (0, 0)  # a new UTC day starts from zero
 
 
@@ -138,10 +210,31 @@ def test_a_job_whose_worker_keeps_dying_fails_after_the_last_attempt(store):
     assert "stopped during each of" in failed["reason"]
 
 
-def test_after_the_cool_down_one_trial_call_goes_through(store):
-    with store.write() as conn:
-        for _ in range(queue.BREAKER_THRESHOLD):
-            queue.breaker_record(conn, "openai", False, 100.0)
-        later = 100.0 + queue.BREAKER_COOLDOWN + 1
-        assert queue.breaker_open_until(conn, "openai", later) is None  # the trial
-        assert queue.breaker_open_until(conn, "openai", later) is not None  # the others wait
+def test_workers_on_their_own_connections_never_lease_one_job_twice(store, own_store):
+    n, workers = 40, 4
+    add(store, n)
+    taken: list[list[int]] = [[] for _ in range(workers)]
+    barrier, errors = threading.Barrier(workers), []
+
+    def work(i):
+        mine = open_store(own_store, busy_timeout=30.0)
+        try:
+            barrier.wait(10)
+            while (job := mine.lease(f"w{i}", i, "host", 100.0, 60.0, ("reflect",),
+                                     queue.MAX_ATTEMPTS)) is not None:
+                taken[i].append(job.id)
+                assert mine.settle(job, f"w{i}", 100.0, queue.DONE)
+        except Exception as e:  # surfaced below
+            errors.append(e)
+        finally:
+            mine.close()
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(workers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert not errors
+    ids = [job_id for ids in taken for job_id in ids]
+    assert len(ids) == len(set(ids)) == n
+    assert store.job_counts() == {"done": n}

@@ -19,6 +19,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import httpx
 import pytest
 import respx
+from conftest import store_dump
 
 from reflect import Memory, config, queue, worker
 from reflect.worker import Worker
@@ -39,10 +40,6 @@ LESSON = {"trigger": "pytest fails with ModuleNotFoundError: No module named 'ya
           "guidance": GUIDANCE, "kind": "fix", "category": "import", "confidence": 0.7}
 PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy",
                    "all_proxy", "OPENAI_BASE_URL", "OPENAI_API_BASE", "OPENAI_API_KEY")
-
-
-def active_lesson(mem, fingerprint):
-    return mem.store.active_lessons([fingerprint])[fingerprint]
 
 
 def completion(content, model="test-model") -> dict:
@@ -242,7 +239,11 @@ def capture(mem, n=None, run="r1", **fields):
 
 
 def rows(mem, sql, *args) -> list[dict]:
-    return [dict(r) for r in mem.store.conn.execute(sql, args)]
+    return [dict(r) for r in mem.store._rows(sql, args)]
+
+
+def active_lesson(mem, fingerprint) -> dict | None:
+    return mem.store.active_lessons([fingerprint]).get(fingerprint)
 
 
 def reflect_jobs(mem) -> list[dict]:
@@ -475,7 +476,7 @@ def test_no_planted_secret_reaches_the_provider(api, mem):
         assert "[REDACTED:" in sent
     # The revision did get the resolution, scrubbed.
     assert "--user [REDACTED:email]" in prompt(api.bodies()[-1])
-    dump = "\n".join(mem.store.conn.iterdump())
+    dump = store_dump(mem.home)
     assert not [s for s in planted if s in dump]  # an echoed secret is scrubbed again
     assert "[REDACTED:" in rows(mem, "SELECT guidance FROM lessons WHERE kind = 'model'"
                                      " ORDER BY seq LIMIT 1")[0]["guidance"]
@@ -488,8 +489,9 @@ def test_no_planted_secret_reaches_the_provider(api, mem):
 def test_a_dead_workers_job_is_taken_over_after_its_lease(api, mem, clock):
     api.script(then=reply())
     entry = capture(mem)
-    with mem.store.write() as conn:  # a worker that leased the job and was killed
-        dead = queue.lease(conn, "host:999999:dead", clock(), 90.0, ("reflect",))
+    # A worker that leased the job and was killed.
+    dead = mem.store.lease("host:999999:dead", 999999, "host", clock(), 90.0, ("reflect",),
+                           queue.MAX_ATTEMPTS)
     other = Worker(mem.home, mem.model, None, clock=clock)
     try:
         clock.advance(60)
@@ -502,9 +504,37 @@ def test_a_dead_workers_job_is_taken_over_after_its_lease(api, mem, clock):
     assert api.count == 1
     (job,) = reflect_jobs(mem)
     assert (job["state"], job["attempts"]) == ("done", 2)
-    with mem.store.write() as conn:
-        assert not queue.finish(conn, dead, "host:999999:dead", clock())  # it lost the job
+    assert not mem.store.settle(dead, "host:999999:dead", clock(), queue.DONE)  # it lost the job
     assert active_lesson(mem, entry.fingerprint)["kind"] == "model"
+
+
+def test_a_call_that_outlasts_its_lease_keeps_the_job_while_the_worker_renews(
+        api, mem, clock, monkeypatch):
+    monkeypatch.setattr(worker, "POLL", 0.01)
+    entry = capture(mem)
+    first = Worker(mem.home, mem.model, None, clock=clock)
+    second = Worker(mem.home, mem.model, None, clock=clock)
+    seconds = first._lease_seconds()
+    taken = []
+
+    def long_call(request):
+        for _ in range(4):  # twice as long as the lease, half a lease at a time
+            clock.advance(seconds / 2)
+            wait_for(lambda: reflect_jobs(mem)[0]["lease_until"] >= clock() + seconds, 10,
+                     "the running worker to renew its lease")
+            taken.append(second.run_once())
+        return reply()
+
+    api.script(then=long_call)
+    try:
+        assert first.run_once() == 1
+    finally:
+        first.close()
+        second.close()
+    assert taken == [0, 0, 0, 0] and api.count == 1
+    (job,) = reflect_jobs(mem)
+    assert (job["state"], job["attempts"]) == ("done", 1)
+    assert active_lesson(mem, entry.fingerprint)["guidance"] == GUIDANCE
 
 
 def worker_env(base: str, **more) -> dict:
@@ -749,7 +779,7 @@ def test_without_a_model_the_resolution_joins_the_heuristic_lesson_scrubbed():
         assert "[REDACTED" in lesson["resolution"]
         assert mem.failure(entry.failure_id).resolution == lesson["resolution"]
         assert reflect_jobs(mem) == []
-        assert key not in "\n".join(mem.store.conn.iterdump())
+        assert key not in store_dump(mem.home)
         assert "pip install pyyaml" in mem.recall(run="r1").text
 
 

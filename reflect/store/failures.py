@@ -6,18 +6,17 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from reflect import queue
 from reflect.config import repo_root
 from reflect.fingerprint import cause
 from reflect.records import RecallItem
 from reflect.scrub import repo_from_git_config
 from reflect.store.base import Row, Tx, insert, marks
 from reflect.store.credit import CreditQueries
+from reflect.store.jobs import JobQueries
 from reflect.store.runs import MAX_GOAL_CHARS
 from reflect.text import clip, text_key
 
 EMBED_TARGET = "pending"  # one embed job covers everything that lacks a vector
-STARTING = 10.0  # seconds a just-started worker gets to register before another is started
 
 
 def error_query(failure: Row) -> str:
@@ -25,7 +24,7 @@ def error_query(failure: Row) -> str:
     return f"{failure['error_type']}: {failure['message']}"
 
 
-class FailureQueries(CreditQueries):
+class FailureQueries(CreditQueries, JobQueries):
     def _newest(self, table: str, order: str, limit: int, tests: dict[str, object],
                 columns: str = "*") -> list[Row]:
         """Rows of ``table``, newest first by ``order``; ``tests`` maps an SQL condition with
@@ -83,7 +82,7 @@ class FailureQueries(CreditQueries):
                 self._credit_failure(tx, failure["run"], failure["iteration"], fp)
             # A pinned lesson is never superseded: no model is asked for another.
             if reflect and row["kind"] == "heuristic" and not row["pinned"]:
-                queue.enqueue(tx, "reflect", fp, failure["run"], failure["ts"])
+                self._enqueue(tx, "reflect", fp, failure["run"], failure["ts"])
             if embed:  # the error's vector, and the goal's (by which runs are compared)
                 self._queue_texts(tx, [error_query(failure), clip(failure["goal"],
                                                                   MAX_GOAL_CHARS)],
@@ -105,7 +104,7 @@ class FailureQueries(CreditQueries):
             for t in texts
         )
         if added:
-            queue.enqueue(tx, "embed", EMBED_TARGET, "", now)
+            self._enqueue(tx, "embed", EMBED_TARGET, "", now)
 
     def project_scope(self, cwd: Path) -> str:
         """The scope of lessons learnt here: the repository's (by its remote's owner/name,
@@ -169,29 +168,6 @@ class FailureQueries(CreditQueries):
     def has_run(self, run: str) -> bool:
         return self._row("SELECT 1 FROM failures WHERE run = ? LIMIT 1", (run,)) is not None
 
-    # -- the queue, as the CLI and status see it -----------------------------------
-
-    def claim_worker_start(self, now: float, stale_after: float) -> bool:
-        """True when jobs are due, no live worker holds the queue and no other process
-        started one a moment ago: the caller then starts one."""
-        with self.write() as tx:
-            self._lock(tx, "worker_started")
-            due = tx.execute(
-                "SELECT 1 FROM jobs WHERE (state = 'queued' AND due <= ?)"
-                " OR (state = 'leased' AND lease_until < ?) LIMIT 1",
-                (now, now),
-            ).fetchone()
-            if due is None or queue.live_workers(tx, now, stale_after):
-                return False
-            last = tx.execute("SELECT value FROM meta WHERE key = 'worker_started'").fetchone()
-            if last is not None and float(last[0]) > now - STARTING:
-                return False
-            tx.execute(
-                "INSERT INTO meta (key, value) VALUES ('worker_started', ?)"
-                " ON CONFLICT (key) DO UPDATE SET value = excluded.value", (str(now),)
-            )
-            return True
-
     # -- changes ---------------------------------------------------------------
 
     def record_injections(self, run: str, iteration: int, items: list[RecallItem], tokens: int,
@@ -223,7 +199,7 @@ class FailureQueries(CreditQueries):
                     (text, now, fingerprint),
                 )
                 if reflect:
-                    queue.enqueue(tx, "reflect", fingerprint, run, now)
+                    self._enqueue(tx, "reflect", fingerprint, run, now)
 
     def clear(self, run: str | None) -> int:
         """Delete one run's failures (or everything), and the lessons learnt only from them;

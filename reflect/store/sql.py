@@ -6,6 +6,7 @@ from __future__ import annotations
 from reflect.store.baselines import BaselineQueries
 from reflect.store.credit import CreditQueries
 from reflect.store.failures import FailureQueries
+from reflect.store.jobs import JobQueries
 from reflect.store.lessons import LessonQueries
 from reflect.store.progress import ProgressQueries
 from reflect.store.runs import RunQueries
@@ -14,5 +15,5 @@ from reflect.store.vectors import VectorQueries
 
 
 class SQLStore(FailureQueries, RunQueries, UpkeepQueries, VectorQueries, BaselineQueries,
-               CreditQueries, LessonQueries, ProgressQueries):
+               CreditQueries, JobQueries, LessonQueries, ProgressQueries):
     pass

@@ -18,7 +18,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from reflect import queue
 from reflect.store.base import Args, Row, marks
 from reflect.store.sql import SQLStore
 from reflect.store.sqlite_health import file_bytes, translated
@@ -123,20 +122,6 @@ class SQLiteStore(SQLStore):
     def _rows(self, sql: str, args: Args = ()) -> list[Any]:
         with translated(self.path):
             return self.conn.execute(sql, args).fetchall()
-
-    # -- the queue, as the CLI and status see it (moving into the shared queries) -----
-
-    def spent_today(self, now: float) -> tuple[float, int]:
-        return queue.spent_today(self.conn, now)
-
-    def job_counts(self) -> dict[str, int]:
-        return queue.counts(self.conn)
-
-    def failed_jobs(self) -> list[dict[str, Any]]:
-        return queue.failed_jobs(self.conn)
-
-    def live_workers(self, now: float, stale_after: float) -> int:
-        return queue.live_workers(self.conn, now, stale_after)
 
     # -- what SQLite does its own way ----------------------------------------------
 
