@@ -3,6 +3,7 @@ file gives the space of what it dropped back to the file system."""
 
 import sqlite3
 
+import pytest
 from conftest import run_cli
 
 from reflect import Memory, config
@@ -56,6 +57,7 @@ def test_the_oldest_failures_go_first_and_every_lesson_stays(own_store):
         assert len(causes) == 30 and mem.store.cause_runs(list(causes)) == dict.fromkeys(causes, 1)
 
 
+@pytest.mark.sqlite_only
 def test_consolidate_gives_the_space_back(own_store):
     fill(400, text="detail " * 400, one_cause=True)
     before = size(own_store)
@@ -69,6 +71,7 @@ def test_consolidate_gives_the_space_back(own_store):
     assert len(failure_ids()) == 45
 
 
+@pytest.mark.sqlite_only
 def test_a_store_made_without_incremental_vacuum_is_converted(own_store):
     Memory().capture(run="r", exit_code=1)
     conn = sqlite3.connect(own_store / DB_NAME, isolation_level=None)
