@@ -21,7 +21,7 @@ import numpy as np
 
 from reflect import config
 from reflect.index import Embedder, VectorIndex, from_blob, load_embedder, to_blob
-from reflect.store import SQLiteStore
+from reflect.store import SQLStore
 from reflect.text import text_key
 
 BATCH = 64
@@ -30,7 +30,7 @@ BATCH = 64
 class Vectors:
     """Dense search for one store; ``spec`` is the REFLECT_EMBEDDINGS value (None: off)."""
 
-    def __init__(self, store: SQLiteStore, spec: str | None,
+    def __init__(self, store: SQLStore, spec: str | None,
                  clock: Callable[[], float] = time.time):
         self.store = store
         self.spec = spec
@@ -75,7 +75,7 @@ class Vectors:
         return done
 
     def _path(self, model: str) -> Path:
-        return self.store.path.parent / f"runs-{re.sub(r'[^A-Za-z0-9._-]', '_', model)}.idx"
+        return self.store.home / f"runs-{re.sub(r'[^A-Za-z0-9._-]', '_', model)}.idx"
 
     # -- reading -------------------------------------------------------------------
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
+from pathlib import Path
 from typing import Any, Protocol
 
 # One row of the store as the domain modules see it: column name -> value.
@@ -29,7 +30,8 @@ class Rejected(ValueError):
 
 
 class Cursor(Protocol):
-    rowcount: int
+    @property
+    def rowcount(self) -> int: ...
 
     def fetchone(self) -> Any: ...
 
@@ -51,6 +53,9 @@ class Backend:
     # Appended to the SELECT that picks a job to lease: workers on other connections
     # pass over a row one of them is taking (SQLite has one writer, so needs nothing).
     SKIP_LOCKED = ""
+    # The directory on this machine for what stays local whatever the backend: the vector
+    # index files and the captures kept aside.
+    home: Path
 
     def write(self, wait: float | None = None) -> AbstractContextManager[Tx]:
         """One write transaction; ``wait``: seconds to wait for the store, instead of the

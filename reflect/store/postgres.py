@@ -125,7 +125,7 @@ class _Tx:
         self.conn = conn
 
     def execute(self, sql: str, args: Args = ()) -> Cursor:
-        return self.conn.execute(translate(sql), args)  # type: ignore[arg-type]
+        return self.conn.execute(translate(sql), args)
 
 
 def _key(text: str) -> int:
@@ -225,7 +225,7 @@ class PostgresStore(SQLStore):
 
     def _rows(self, sql: str, args: Args = ()) -> list[Any]:
         with self._translated(), self.pool.connection() as conn:
-            return conn.execute(translate(sql), args).fetchall()  # type: ignore[arg-type]
+            return conn.execute(translate(sql), args).fetchall()
 
     def _lock(self, tx: Any, key: str) -> None:
         tx.execute("SELECT pg_advisory_xact_lock(?)", (_key(key),))

@@ -50,6 +50,7 @@ def _least(*values: Any) -> Any:
 class SQLiteStore(SQLStore):
     def __init__(self, home: Path, busy_timeout: float = 5.0):
         prepare_home(home)
+        self.home = home
         self.path = home / DB_NAME
         # Private even inside a home that is not: created 0600 before SQLite opens it.
         # O_EXCL: never an fd on an open database, whose close would drop this
