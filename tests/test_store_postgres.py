@@ -187,3 +187,19 @@ def test_the_doctor_replays_what_was_kept_aside_into_the_shared_store(own_store,
     assert doctor.repair(own_store, 0.0) == ["replayed 1 kept-aside capture(s) into it"]
     with Memory() as mem:
         assert [f.message for f in mem.failures(run="r")] == ["while away"]
+
+
+@on_postgres
+def test_a_forgotten_lesson_leaves_no_words_and_no_vector(own_store):
+    with Memory() as mem:
+        entry = mem.capture(run="a", exit_code=1,
+                            error_text="RuntimeError: unforgettable-marker-phrase in the pipeline")
+        mem.recall(run="b", goal="fix the unforgettable-marker-phrase pipeline")
+        mem.forget(entry.lesson_id)
+        store = mem.store
+        assert store._value("SELECT COUNT(*) FROM lesson_vectors WHERE lesson_id = ?",
+                            (entry.lesson_id,)) == 0
+        assert store._value("SELECT COUNT(*) FROM lesson_words") == store._value(
+            "SELECT COUNT(*) FROM lessons")
+        assert store.lessons_by_words(["unforgettable"], 10) == []
+    assert not list(own_store.glob("runs-*.idx"))
