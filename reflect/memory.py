@@ -15,6 +15,7 @@ from reflect.capture import MAX_FIELD, Parsed, entry_rows, parse, synthesize
 from reflect.recall.predict import Predictor
 from reflect.records import ErrorEntry, Recall
 from reflect.store import Rejected, SQLStore, StoreUnavailable, open_store
+from reflect.store import store_url as store_url_of
 from reflect.store.runs import MAX_GOAL_CHARS
 from reflect.text import clip
 
@@ -30,6 +31,7 @@ class Memory:
         self,
         home: str | os.PathLike | None = None,
         *,
+        store_url: str | None = None,
         run: str | None = None,
         scrub_patterns: tuple[str, ...] = (),
         model: str | None = None,
@@ -49,8 +51,11 @@ class Memory:
         is queued for a worker. ``reflect=True`` runs the worker in a daemon thread.
         ``credit=False`` keeps the injection log but never credits outcomes to lessons:
         for replays of recorded agents, which never saw what was injected. ``predictor``
-        holds the thresholds of the prediction of lessons from earlier runs."""
+        holds the thresholds of the prediction of lessons from earlier runs.
+        ``store_url`` (else ``REFLECT_STORE``) names a shared PostgreSQL store; "" is the
+        SQLite file in ``home``, which holds what stays on this machine either way."""
         self.home = Path(home) if home is not None else config.default_home()
+        self.store_url = store_url_of(store_url)
         self.enabled = config.enabled()
         self.run = run or config.default_run()
         self.clock = clock
@@ -70,14 +75,15 @@ class Memory:
         if reflect and (self.model is not None or self.embeddings is not None):
             from reflect.worker import start_thread
 
-            self._worker = start_thread(self.home, self.model, self.embeddings, clock)
+            self._worker = start_thread(self.home, self.store_url, self.model,
+                                        self.embeddings, clock)
 
     # The store opens on first use, so a Memory can always be constructed;
     # a store that cannot be opened degrades capture and recall, never raises.
     @property
     def store(self) -> SQLStore:
         if self._store is None:  # REFLECT_STORE may name a shared PostgreSQL store
-            self._store = open_store(self.home, busy_timeout=self.busy_timeout)
+            self._store = open_store(self.home, self.store_url, self.busy_timeout)
         return self._store
 
     @property
@@ -238,14 +244,15 @@ class Memory:
             return False
         from reflect.worker import start_detached  # a process and its pipes: rare
 
-        start_detached(self.home, self.model)
+        start_detached(self.home, self.store_url, self.model)
         return True
 
     def run_worker(self, once: bool = False, idle_exit: float | None = None) -> int:
         """Run jobs in this process: those due now with ``once``, else until idle."""
         from reflect.worker import Worker
 
-        worker = Worker(self.home, self.model, self.embeddings, clock=self.clock)
+        worker = Worker(self.home, self.store_url, self.model, self.embeddings,
+                        clock=self.clock)
         try:
             if once:
                 return worker.run_once()

@@ -29,11 +29,13 @@ WORKER_LOG = "worker.log"
 
 
 class Worker:
-    def __init__(self, home: Path, model: ModelSettings | None, embeddings: str | None, *,
-                 clock: Callable[[], float] = time.time, busy_timeout: float = 30.0):
-        """``model`` writes lessons (None: no reflection jobs are taken); ``embeddings`` is
-        the REFLECT_EMBEDDINGS spec (None: no embedding jobs are taken)."""
-        self.store = open_store(home, busy_timeout=busy_timeout)
+    def __init__(self, home: Path, url: str, model: ModelSettings | None,
+                 embeddings: str | None, *, clock: Callable[[], float] = time.time,
+                 busy_timeout: float = 30.0):
+        """``url``: the store (open_store's); ``model`` writes lessons (None: no reflection
+        jobs are taken); ``embeddings`` is the REFLECT_EMBEDDINGS spec (None: no embedding
+        jobs are taken)."""
+        self.store = open_store(home, url, busy_timeout)
         self.model = model
         self.clock = clock
         self.scrubber = config.scrubber(home)
@@ -188,7 +190,8 @@ class Worker:
         )
 
 
-def start_detached(home: Path, model: ModelSettings | None, idle_exit: float = 60.0) -> None:
+def start_detached(home: Path, url: str, model: ModelSettings | None,
+                   idle_exit: float = 60.0) -> None:
     """Start ``reflect worker`` in its own session for a shell harness: its stdio goes to a
     log in the store directory (never the caller's pipes), at a lowered priority, and it
     exits once idle."""
@@ -199,16 +202,16 @@ def start_detached(home: Path, model: ModelSettings | None, idle_exit: float = 6
     with open(home / WORKER_LOG, "ab") as log:
         subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
                          start_new_session=True, close_fds=True,
-                         env={**os.environ, "REFLECT_HOME": str(home)})
+                         env={**os.environ, "REFLECT_HOME": str(home), "REFLECT_STORE": url})
 
 
-def start_thread(home: Path, model: ModelSettings | None, embeddings: str | None,
+def start_thread(home: Path, url: str, model: ModelSettings | None, embeddings: str | None,
                  clock: Callable[[], float]) -> tuple[threading.Thread, threading.Event]:
     """A daemon worker thread: it never keeps the agent's process alive."""
     stop = threading.Event()
 
     def work() -> None:
-        worker = Worker(home, model, embeddings, clock=clock)
+        worker = Worker(home, url, model, embeddings, clock=clock)
         try:
             worker.run(stop)
         except Exception as e:  # the agent goes on; the job's lease runs out and it is retried

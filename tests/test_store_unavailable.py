@@ -28,3 +28,13 @@ def test_recall_answers_from_kept_captures_until_the_store_returns(own_store, ca
         assert [i.fingerprint for i in mem.recall(iteration=4).items][1:] == [
             i.fingerprint for i in rec.items]
     assert not list(own_store.glob("pending*"))
+
+
+def test_an_empty_store_url_keeps_the_sqlite_file_whatever_reflect_store_says(
+        own_store, monkeypatch):
+    # A replay or an A/B arm learns in a store of its own, never in the team's database.
+    monkeypatch.setenv("REFLECT_STORE", "postgresql://nobody@127.0.0.1:9/none")
+    with Memory(run="r", store_url="") as mem:
+        mem.capture(iteration=1, exit_code=1, error_text="ValueError: local")
+        assert [f.message for f in mem.failures()] == ["local"]
+    assert (own_store / DB_NAME).exists() and not list(own_store.glob("pending*"))

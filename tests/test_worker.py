@@ -437,7 +437,8 @@ def test_a_hung_provider_neither_slows_capture_nor_holds_close(api, monkeypatch)
         assert api.count == 1
 
         api.script(then=reply())  # the provider is back; the backoff has passed
-        later = Worker(again.home, again.model, None, clock=lambda: time.time() + 60)
+        later = Worker(again.home, again.store_url, again.model, None,
+                       clock=lambda: time.time() + 60)
         try:
             assert later.run_once() == 2
         finally:
@@ -492,7 +493,7 @@ def test_a_dead_workers_job_is_taken_over_after_its_lease(api, mem, clock):
     # A worker that leased the job and was killed.
     dead = mem.store.lease("host:999999:dead", 999999, "host", clock(), 90.0, ("reflect",),
                            queue.MAX_ATTEMPTS)
-    other = Worker(mem.home, mem.model, None, clock=clock)
+    other = Worker(mem.home, mem.store_url, mem.model, None, clock=clock)
     try:
         clock.advance(60)
         assert other.run_once() == 0  # the lease still holds
@@ -512,8 +513,8 @@ def test_a_call_that_outlasts_its_lease_keeps_the_job_while_the_worker_renews(
         api, mem, clock, monkeypatch):
     monkeypatch.setattr(worker, "POLL", 0.01)
     entry = capture(mem)
-    first = Worker(mem.home, mem.model, None, clock=clock)
-    second = Worker(mem.home, mem.model, None, clock=clock)
+    first = Worker(mem.home, mem.store_url, mem.model, None, clock=clock)
+    second = Worker(mem.home, mem.store_url, mem.model, None, clock=clock)
     seconds = first._lease_seconds()
     taken = []
 
@@ -566,12 +567,12 @@ def test_a_worker_killed_during_its_call_leaves_the_job_to_the_next(monkeypatch,
             log.close()
 
         model = config.model_settings(MODEL)
-        now = Worker(mem.home, model, None)
+        now = Worker(mem.home, mem.store_url, model, None)
         try:
             assert now.run_once() == 0  # the dead worker's lease has not run out
         finally:
             now.close()
-        later = Worker(mem.home, model, None,
+        later = Worker(mem.home, mem.store_url, model, None,
                        clock=lambda: time.time() + model.timeout + 61)
         try:
             assert later.run_once() == 1
@@ -594,7 +595,7 @@ def test_two_worker_threads_never_run_one_job_twice(api, mem):
     api.script(then=slow_reply)
     fingerprints = {capture(mem, i).fingerprint for i in range(n)}
     assert len(fingerprints) == n
-    workers = [Worker(mem.home, mem.model, None) for _ in range(2)]
+    workers = [Worker(mem.home, mem.store_url, mem.model, None) for _ in range(2)]
     barrier = threading.Barrier(2)
     taken, errors = [0, 0], []
 
@@ -829,7 +830,7 @@ def test_status_shows_queue_failures_model_spend_and_workers(api, monkeypatch):
     with Memory() as mem:
         capture(mem, 1)
         capture(mem, 2)
-        running = Worker(mem.home, mem.model, None)
+        running = Worker(mem.home, mem.store_url, mem.model, None)
         try:
             assert running.run_once() == 2
             capture(mem, 3)
@@ -854,7 +855,7 @@ def test_status_shows_queue_failures_model_spend_and_workers(api, monkeypatch):
 
 def test_a_worker_without_a_model_takes_no_reflection_job(api, mem):
     entry = capture(mem)
-    idle = Worker(mem.home, None, None)
+    idle = Worker(mem.home, mem.store_url, None, None)
     try:
         assert idle.run_once() == 0
     finally:

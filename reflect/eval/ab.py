@@ -171,7 +171,8 @@ def run_ab(  # noqa: C901 - one A/B from its checks to its report, step by step
     plan = schedule(tasks, arms, seed)
     index = {task.id: i for i, task in enumerate(tasks)}
     options: dict[str, Any] = {"embeddings": embeddings} if embeddings is not None else {}
-    mems = {arm: Memory(home=out / arm / "store", **options) for arm in arms}
+    # Each arm learns in its own SQLite store, even where REFLECT_STORE names a shared one.
+    mems = {arm: Memory(home=out / arm / "store", store_url="", **options) for arm in arms}
     injectors = {arm: Injector(mems[arm], arm, max_tokens) for arm in arms}
     rows: dict[str, list[dict]] = {arm: [] for arm in arms}
     records: dict[str, list[TraceRecord]] = {arm: [] for arm in arms}

@@ -171,8 +171,10 @@ def _replay(records, mode, out, home, max_tokens, seed, trace, options, progress
     rows = []
     started = time.perf_counter()
     # The recorded agent never saw the blocks: crediting outcomes to the lessons would
-    # mark every lesson that foresaw a failure as one that failed to prevent it.
-    with Memory(home=home, clock=lambda: now[0], credit=False, **options) as mem:
+    # mark every lesson that foresaw a failure as one that failed to prevent it. A replay
+    # starts from its own empty SQLite store, even where REFLECT_STORE names a shared one.
+    with Memory(home=home, store_url="", clock=lambda: now[0], credit=False,
+                **options) as mem:
         injector = Injector(mem, mode, max_tokens)
         for index, r in enumerate(records):
             now[0] = max(r.ts, now[0]) if r.ts is not None else now[0] + 1.0

@@ -13,7 +13,7 @@ from reflect.scrub import repo_from_git_config
 from reflect.store.base import Row, Tx, insert, marks
 from reflect.store.credit import CreditQueries
 from reflect.store.jobs import JobQueries
-from reflect.store.runs import MAX_GOAL_CHARS
+from reflect.store.runs import MAX_GOAL_CHARS, RunQueries
 from reflect.text import clip, text_key
 
 EMBED_TARGET = "pending"  # one embed job covers everything that lacks a vector
@@ -24,7 +24,7 @@ def error_query(failure: Row) -> str:
     return f"{failure['error_type']}: {failure['message']}"
 
 
-class FailureQueries(CreditQueries, JobQueries):
+class FailureQueries(CreditQueries, JobQueries, RunQueries):
     def _newest(self, table: str, order: str, limit: int, tests: dict[str, object],
                 columns: str = "*") -> list[Row]:
         """Rows of ``table``, newest first by ``order``; ``tests`` maps an SQL condition with

@@ -114,11 +114,14 @@ class RunQueries(Backend):
                 (c, run, scope))
             if row is None:
                 continue
-            failure = dict(self._row("SELECT * FROM failures WHERE seq = ?", (row[0],)))
+            failure = self._row("SELECT * FROM failures WHERE seq = ?", (row[0],))
+            if failure is None:
+                continue  # removed since the row above was read
             lesson = self._row(
                 "SELECT * FROM lessons WHERE fingerprint = ? AND status = 'active'"
                 " ORDER BY seq DESC LIMIT 1", (failure["fingerprint"],))
-            found[c] = (dict(lesson), failure)
+            if lesson is not None:
+                found[c] = (dict(lesson), dict(failure))
         return found
 
     def cause_failure_ids(self, cause: str, per: int = 5) -> list[str]:
