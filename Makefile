@@ -9,7 +9,7 @@ PIP := python -m pip install --quiet --disable-pip-version-check
 # A second venv at the declared lower bounds (.ci/oldest.txt), without the heavy extras.
 OLDEST := .venv-oldest
 
-.PHONY: install demo test bench lint clean test-oldest
+.PHONY: install demo test bench lint clean test-oldest figures
 
 $(STAMP): pyproject.toml $(CONSTRAINTS)
 	$(PYTHON) -m venv $(VENV)
@@ -43,6 +43,11 @@ test: $(STAMP)
 bench: $(STAMP)
 	for b in capture_recall hung_provider recall search predictor replay hooks; do \
 		$(BIN)/python bench/$$b.py || exit 1; done
+
+# Reruns everything the README quotes (replays, the predictor's grid, speed, faults, the
+# demo) and prints the README's tables from this run; about an hour here, so not in CI.
+figures: $(STAMP)
+	$(BIN)/python bench/figures.py
 
 # ruff, then mypy (strict for reflect.index, records and the store; .ci/typecheck).
 lint: $(STAMP)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
+from figures import emit
 from hostile_corpus import BENIGN_LESSONS, HOSTILE_LESSONS
 from secret_corpus import LOOK_ALIKES, SECRETS
 from test_defuse import PAYLOADS
@@ -46,3 +47,8 @@ print(f"hostile lessons tried {len(HOSTILE_LESSONS)}: not quarantined {len(misse
       f" benign look-alikes {len(BENIGN_LESSONS)}: quarantined {len(flagged)}")
 passed = [p for p in PAYLOADS if NEUTRALIZED not in neutralize(p)]
 print(f"injection payloads tried {len(PAYLOADS)}: neutralized {len(PAYLOADS) - len(passed)}")
+emit({"secrets": len(SECRETS), "leaked_whole": len(whole), "leaked_wrapped": len(wrapped),
+      "look_alikes": len(LOOK_ALIKES), "look_alikes_changed": len(changed),
+      "hostile": len(HOSTILE_LESSONS), "hostile_missed": len(missed),
+      "benign": len(BENIGN_LESSONS), "benign_flagged": len(flagged),
+      "payloads": len(PAYLOADS), "payloads_neutralized": len(PAYLOADS) - len(passed)})

@@ -15,6 +15,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from figures import emit
+
 from reflect import Memory
 
 STORED = 10_000
@@ -33,12 +35,16 @@ def traceback_4kb(i: int) -> str:
     return text[-4096:]
 
 
+def p50_p95(samples: list[float]) -> dict:
+    return {"p50": statistics.median(samples), "p95": statistics.quantiles(samples, n=20)[18]}
+
+
 def percentiles(samples: list[float]) -> str:
-    q = statistics.quantiles(samples, n=20)
-    return f"p50 {statistics.median(samples):7.3f} ms   p95 {q[18]:7.3f} ms"
+    q = p50_p95(samples)
+    return f"p50 {q['p50']:7.3f} ms   p95 {q['p95']:7.3f} ms"
 
 
-def in_process(home: Path) -> None:
+def in_process(home: Path) -> dict:
     errors = [traceback_4kb(i) for i in range(200)]
     with Memory(home) as mem:
         for i in range(STORED):
@@ -55,6 +61,7 @@ def in_process(home: Path) -> None:
     print(f"  capture          {percentiles(capture)}")
     print(f"  recency recall   {percentiles(recall)}   "
           f"({len(rec.items)} items, {rec.tokens} tokens)")
+    return {"stored": STORED, "capture_ms": p50_p95(capture), "recall_ms": p50_p95(recall)}
 
 
 # Peak RSS survives exec on Linux, so a child forked from this process would
@@ -90,7 +97,7 @@ def cold(argv: list[str], env: dict, stdin: bytes = b"") -> tuple[float, float]:
     return float(ms), float(rss)
 
 
-def cold_cli(home: Path) -> None:
+def cold_cli(home: Path) -> dict:
     env = {**os.environ, "REFLECT_HOME": str(home), "REFLECT_RUN": "run-7"}
     script = str(Path(sys.executable).parent / "reflect")
     commands = {
@@ -100,21 +107,24 @@ def cold_cli(home: Path) -> None:
         "reflect recall": ([script, "recall", "--goal", "fix the handler"], b""),
     }
     print(f"cold processes, median of {COLD} (same store):")
-    baseline = None
+    baseline, figures = None, {}
     for name, (argv, stdin) in commands.items():
         runs = [cold(argv, env, stdin) for _ in range(COLD)]
         ms = statistics.median(r[0] for r in runs)
         rss = max(r[1] for r in runs)
         baseline = baseline or ms
+        figures[name] = {"ms": ms, "rss_mb": rss}
         print(f"  {name:<16} {ms:7.1f} ms  ({ms / baseline:4.1f}x python -c pass)   "
               f"peak RSS {rss:5.1f} MB")
+    return figures
 
 
 def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp) / "store"
-        in_process(home)
-        cold_cli(home)
+        figures = in_process(home)
+        figures["cold"] = cold_cli(home)
+    emit(figures)
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ import tempfile
 from pathlib import Path
 
 from capture_recall import cold
+from figures import emit
 
 from reflect import Memory
 
@@ -64,6 +65,7 @@ def main() -> None:
         for name, ms in medians.items():
             print(f"  {name:<26} {ms:7.1f} ms   {ms / bare:4.1f}x python -c pass   "
                   f"{ms / numpy:4.2f}x import numpy")
+    emit({"runs": RUNS, "medians_ms": medians})
 
 
 if __name__ == "__main__":

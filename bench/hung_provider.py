@@ -22,6 +22,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from capture_recall import cold, traceback_4kb
+from figures import emit
 
 from reflect import Memory
 
@@ -72,6 +73,8 @@ def main() -> None:
         hung = in_process(Path(tmp) / "b", "openai/bench-model")
         print(f"  in process, p50:  no model {none:.3f} ms   hanging model (worker thread) "
               f"{hung:.3f} ms   ratio {hung / none:.2f}")
+        figures: dict = {"in_process_p50_ms": {"no model": none, "hanging model": hung},
+                         "cold_first_ms": {}, "cold_median_ms": {}}
         stdin = traceback_4kb(1).encode()
         for name, model in (("no model", None), ("hanging model", "openai/bench-model")):
             home = Path(tmp) / name.replace(" ", "-")
@@ -83,11 +86,14 @@ def main() -> None:
             first = cold(argv, env, stdin)[0]  # with a model, it starts the detached worker
             time.sleep(SETTLE)
             runs = [cold(argv, env, stdin + f"\nKeyError: 'k{i}'".encode()) for i in range(15)]
+            median = statistics.median(r[0] for r in runs)
+            figures["cold_first_ms"][name], figures["cold_median_ms"][name] = first, median
             print(f"  cold `reflect capture`, {name:<13}: first {first:.1f} ms, then median "
-                  f"{statistics.median(r[0] for r in runs):.1f} ms")
+                  f"{median:.1f} ms")
             if model:
                 stop_workers(home)
     server.shutdown()
+    emit(figures)
 
 
 if __name__ == "__main__":

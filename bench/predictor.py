@@ -17,12 +17,13 @@ product's default `Predictor()` on all runs.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import sys
 import tempfile
 from pathlib import Path
 
-from replay import DATA
+from figures import DATA, emit
 
 from reflect.eval.convert import convert
 from reflect.eval.metrics import bootstrap
@@ -82,7 +83,8 @@ def line(label: str, m: dict) -> str:
             f"{m['foreign']}")
 
 
-def tune(name: str, records) -> None:
+def tune(name: str, records) -> dict:
+    """Prints the choice on each half and its figures on the other; returns them."""
     runs_of = {}
     for mode in ("popular", "last3"):
         runs_of[mode] = _runs(records, mode, None)
@@ -94,20 +96,30 @@ def tune(name: str, records) -> None:
     a, b = halves(runs_of["popular"])
     print(f"\n== {name}: {len(records)} iterations, {len(a) + len(b)} runs, "
           f"{len(points)} grid points")
+    figures: dict = {"iterations": len(records), "runs": len(a) + len(b),
+                     "points": len(points), "halves": []}
     for tuned_on, held_out, label in ((a, b, "A"), (b, a, "B")):
         base = measure(runs_of["popular"], tuned_on)
         best, runs = choose(results, tuned_on, base)
         print(f" tuned on half {label}: {best}")
-        print(line("on, held out", measure(runs, held_out)))
+        half = {"tuned_on": label.lower(), "held_out": "b" if label == "A" else "a",
+                "point": dataclasses.asdict(best), "on": measure(runs, held_out)}
+        print(line("on, held out", half["on"]))
         for mode in ("popular", "last3"):
-            print(line(f"{mode}, same half", measure(runs_of[mode], held_out)))
+            half[mode] = measure(runs_of[mode], held_out)
+            print(line(f"{mode}, same half", half[mode]))
+        figures["halves"].append(half)
     default = next((runs for point, runs in results if point == Predictor()), None)
     default = default or _runs(records, "on", Predictor())
     everyone = a | b
     print(" the product's default, all runs:", Predictor())
-    print(line("on (default)", measure(default, everyone)))
+    figures["default"] = {"point": dataclasses.asdict(Predictor()),
+                          "on": measure(default, everyone)}
+    print(line("on (default)", figures["default"]["on"]))
     for mode in ("popular", "last3"):
-        print(line(mode, measure(runs_of[mode], everyone)))
+        figures["default"][mode] = measure(runs_of[mode], everyone)
+        print(line(mode, figures["default"][mode]))
+    return figures
 
 
 def _runs(records, mode: str, predictor: Predictor | None) -> list[dict]:
@@ -117,6 +129,7 @@ def _runs(records, mode: str, predictor: Predictor | None) -> list[dict]:
 
 def main() -> int:
     data = Path(sys.argv[1]) if len(sys.argv) > 1 else DATA
+    figures: dict = {"sets": {}}
     with tempfile.TemporaryDirectory(prefix="reflect-bench-") as tmp:
         for name, folder in SETS.items():
             source = data / folder
@@ -125,7 +138,8 @@ def main() -> int:
                 return 1
             trace = Path(tmp) / f"{name}.jsonl"
             write_trace(trace, convert(name, [source]))
-            tune(name, read_trace(trace))
+            figures["sets"][name] = tune(name, read_trace(trace))
+    emit(figures)
     return 0
 
 

@@ -26,6 +26,8 @@ from pathlib import Path
 
 import numpy as np
 from capture_recall import cold
+from figures import DATA as SHARED
+from figures import emit
 from reflect.index import to_blob
 
 from reflect import Memory
@@ -33,7 +35,7 @@ from reflect.fingerprint import cause
 from reflect.records import new_id
 from reflect.text import text_key
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "mini-swe-agent" / "trajs"
+DATA = SHARED / "mini-swe-agent" / "trajs"
 TEMPLATES = [
     ("ModuleNotFoundError", "No module named '{w}'", "Install `{w}` first: `pip install {w}`."),
     ("OperationalError", "no such table: {w}_{v}", "Run the migrations before querying `{w}_{v}`."),
@@ -109,7 +111,7 @@ def fill(home: Path, lessons: int, runs: int, model: str, dim: int) -> None:
         mem.vectors.index()
 
 
-def in_process(home: Path, texts: list[str]) -> None:
+def in_process(home: Path, texts: list[str]) -> dict:
     with Memory(home, embeddings="") as mem:
         # The run has hit a common cause: what followed it in earlier runs is looked up too.
         mem.capture(run="bench", exit_code=1, error_text=f"ModuleNotFoundError: No module "
@@ -126,9 +128,10 @@ def in_process(home: Path, texts: list[str]) -> None:
     print(f"  in process, {len(texts)} real goals x3, cached query embedding: "
           f"p50 {statistics.median(samples):.2f} ms  p95 {q[18]:.2f} ms  "
           f"({len(rec.items)} items, {rec.tokens} tokens in the last block)")
+    return {"goals": len(texts), "p50": statistics.median(samples), "p95": q[18]}
 
 
-def cold_cli(home: Path, goal: str) -> None:
+def cold_cli(home: Path, goal: str) -> dict:
     """Interleaved, so both see the same machine load."""
     env = {**os.environ, "REFLECT_HOME": str(home), "REFLECT_RUN": "bench",
            "REFLECT_WORKER": "off"}
@@ -142,6 +145,7 @@ def cold_cli(home: Path, goal: str) -> None:
     print(f"  cold `reflect recall`: median {ms:.1f} ms, {ms / base_ms:.2f}x "
           f"`python -c \"import numpy\"` at {base_ms:.1f} ms; peak RSS "
           f"{max(r[1] for r in runs):.1f} MB")
+    return {"ms": ms, "numpy_ms": base_ms, "rss_mb": max(r[1] for r in runs)}
 
 
 def main() -> None:
@@ -149,6 +153,7 @@ def main() -> None:
 
     embedder = load_embedder(None, print)
     texts = goals()
+    figures: dict = {"stores": {}}
     for size, runs in ((10_000, 1_000), (100_000, 10_000)):
         with tempfile.TemporaryDirectory() as tmp:
             home = Path(tmp) / "store"
@@ -156,9 +161,10 @@ def main() -> None:
             fill(home, size, runs, embedder.name, embedder.dim)
             print(f"{size:,} lessons in {runs:,} runs "
                   f"(filled in {time.perf_counter() - start:.0f} s):")
-            in_process(home, texts)
+            figures["stores"][str(size)] = {"runs": runs, **in_process(home, texts)}
             if size == 10_000:
-                cold_cli(home, texts[0])
+                figures["cold"] = cold_cli(home, texts[0])
+    emit(figures)
 
 
 if __name__ == "__main__":

@@ -18,12 +18,14 @@ import tempfile
 import time
 from pathlib import Path
 
+from figures import DATA, emit
+
+from reflect import Memory
 from reflect.eval.compare import compare, load, table
 from reflect.eval.convert import convert
 from reflect.eval.replay import MODES, replay
 from reflect.eval.trace import read_trace, write_trace
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 TARGET_SECONDS = 120
 
 
@@ -31,8 +33,8 @@ SETS = ("mini-swe-agent", "debugbench")
 
 
 def data_set(name: str) -> Path | None:
-    """A data set's folder: under ../shared/data, or the data directory given as the
-    argument."""
+    """A data set's folder: under $REFLECT_DATA (default ../shared/data), or the data
+    directory given as the argument."""
     source = (Path(sys.argv[1]) if len(sys.argv) > 1 else DATA) / name
     if source.is_dir():
         return source
@@ -42,6 +44,7 @@ def data_set(name: str) -> Path | None:
 
 def main() -> int:
     slow = False
+    figures: dict = {"sets": {}}
     for name in SETS:
         source = data_set(name)
         if source is None:
@@ -55,18 +58,44 @@ def main() -> int:
                   f"{len({r.run for r in records})} runs, {len(records)} iterations")
             for mode in MODES:
                 start = time.perf_counter()
-                replay(records, mode, Path(tmp) / mode, trace=str(trace))
+                # The store of mode off is kept: it counts the failures and benign exits.
+                store = Path(tmp) / "store-off" if mode == "off" else None
+                replay(records, mode, Path(tmp) / mode, trace=str(trace), store=store)
                 seconds = time.perf_counter() - start
                 slow |= name == "mini-swe-agent" and mode == "on" and seconds > TARGET_SECONDS
                 print(f"replay --mode {mode:<8} {seconds:7.2f} s")
+            with Memory(home=Path(tmp) / "store-off", embeddings="off") as mem:
+                stats = mem.stats()
+            dirs = [Path(tmp) / mode for mode in MODES]
+            print(f"{stats['failures']} failures, {stats['benign']} benign exits")
             print()
-            print(table(compare([Path(tmp) / mode for mode in MODES])))
+            print(table(compare(dirs)))
             print()
-            print(side_by_side([Path(tmp) / mode for mode in MODES]))
+            print(side_by_side(dirs))
             print()
+            figures["sets"][name] = {"runs": len({r.run for r in records}),
+                                     "iterations": len(records), "failures": stats["failures"],
+                                     "benign": stats["benign"], "modes": per_mode(dirs)}
     if slow:
         print(f"SLOW: mode on took over {TARGET_SECONDS} s on mini-swe-agent")
+    emit(figures)
     return 0
+
+
+def per_mode(dirs: list[Path], seed: int = 0) -> dict:
+    """The figures the README quotes, per mode (bench/figures.py renders them)."""
+    loaded = dict(load(d) for d in dirs)
+    out = {}
+    for arm in compare(dirs, seed=seed)["arms"]:
+        m = arm["metrics"]
+        out[arm["mode"]] = {
+            **{key: m[key] for key in ("coverage_cross", "coverage_within", "lesson_precision",
+                                       "foreign", "noise", "noise_lessons")},
+            "tokens_per_iteration": m["tokens_per_iteration"]["value"],
+            "lesson_items": loaded[arm["label"]]["blocks"]["lesson_items"],
+            "items": loaded[arm["label"]]["blocks"]["items"],
+            "recall_ms": arm["recall_ms"], "wall_seconds": arm["wall_seconds"]}
+    return out
 
 
 def side_by_side(dirs: list[Path], seed: int = 0) -> str:

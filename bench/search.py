@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from figures import emit
 from reflect.index import HashingEmbedder, SentenceTransformerEmbedder, VectorIndex
 
 DIM = 384
@@ -55,7 +56,7 @@ def in_memory(n: int, rng: np.random.Generator, path: Path) -> tuple[float, floa
     return bound, search, single
 
 
-def search_row(n: int, rng: np.random.Generator, tmp: Path) -> str:
+def search_row(n: int, rng: np.random.Generator, tmp: Path) -> tuple[str, dict]:
     path = tmp / "bench.vec"
     bound, search, single = in_memory(n, rng, path)
     start = time.perf_counter()
@@ -64,11 +65,14 @@ def search_row(n: int, rng: np.random.Generator, tmp: Path) -> str:
     assert loaded is not None and len(loaded) == n
     path.unlink()
     gb = n * DIM * 4 / 1e9
+    figures = {"vectors": n, "bound_ms": bound, "search_ms": search, "p50_ms": single,
+               "load_ms": opened, "bound_gbps": gb / bound * 1000,
+               "search_gbps": gb / search * 1000}
     return (
         f"{n:>9,}  {gb * 1000:7.0f} MB  {bound:8.2f} ms {gb / bound * 1000:5.1f} GB/s  "
         f"{search:8.2f} ms {gb / search * 1000:5.1f} GB/s  {search / bound:5.2f}x  "
         f"{single:8.2f} ms  {opened:7.1f} ms"
-    )
+    ), figures
 
 
 def sample_texts(n: int, rng: np.random.Generator) -> list[str]:
@@ -80,7 +84,7 @@ def sample_texts(n: int, rng: np.random.Generator) -> list[str]:
     return [" ".join(rng.choice(words, size=int(rng.integers(8, 40)))) for _ in range(n)]
 
 
-def embed_row(embedder, texts: list[str]) -> str:
+def embed_row(embedder, texts: list[str]) -> tuple[str, dict]:
     embedder.embed(texts[:2])  # warm: load the model, first kernels
     single = p50_ms(lambda t: embedder.embed([t]), texts[:50])
     rates = []
@@ -89,7 +93,10 @@ def embed_row(embedder, texts: list[str]) -> str:
         for i in range(0, len(texts), batch):
             embedder.embed(texts[i : i + batch])
         rates.append(len(texts) / (time.perf_counter() - start))
-    return f"{embedder.name:<18} {single:8.3f} ms  {rates[0]:9.0f} texts/s  {rates[1]:9.0f} texts/s"
+    figures = {"name": embedder.name, "single_ms": single, "batch32_per_s": rates[0],
+               "batch64_per_s": rates[1]}
+    return (f"{embedder.name:<18} {single:8.3f} ms  {rates[0]:9.0f} texts/s  "
+            f"{rates[1]:9.0f} texts/s"), figures
 
 
 def main() -> None:
@@ -99,9 +106,12 @@ def main() -> None:
         f"{'vectors':>9}  {'matrix':>10}  {'bound (M.max)':>22}  {'search (best of 5)':>22}  "
         f"{'ratio':>6}  {'p50 1 query':>11}  {'mmap load':>10}"
     )
+    figures: dict = {"dim": DIM, "k": K, "search": [], "embedding": {}}
     with tempfile.TemporaryDirectory() as tmp:
         for n in SIZES:
-            print(search_row(n, rng, Path(tmp)), flush=True)
+            row, found = search_row(n, rng, Path(tmp))
+            figures["search"].append(found)
+            print(row, flush=True)
 
     texts = sample_texts(512, rng)
     print(f"\nembedding, {len(texts)} texts of 8-40 words")
@@ -110,9 +120,12 @@ def main() -> None:
     minilm = SentenceTransformerEmbedder()
     minilm.embed(["warm"])
     cold = time.perf_counter() - start
-    for embedder in (minilm, HashingEmbedder()):
-        print(embed_row(embedder, texts), flush=True)
+    for key, embedder in (("minilm", minilm), ("hash", HashingEmbedder())):
+        row, figures["embedding"][key] = embed_row(embedder, texts)
+        print(row, flush=True)
     print(f"(bundled model cold start, torch import + load: {cold:.1f} s)")
+    figures["embedding"]["model_load_s"] = cold
+    emit(figures)
 
 
 if __name__ == "__main__":

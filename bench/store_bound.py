@@ -14,6 +14,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from figures import emit
+
 from reflect import Memory
 from reflect.store import DB_NAME
 
@@ -76,22 +78,37 @@ def main() -> None:
         conn.execute("PRAGMA auto_vacuum=NONE")  # as a store made by an older version
         conn.execute("VACUUM")
         conn.close()
+        figures: dict = {"fill": {"captures": args.captures, "seconds": took, "mb": full / 1e6,
+                                  "failures": count(home, "failures"),
+                                  "lessons": count(home, "lessons")}}
         print(f"{args.captures:,} captures (and a recall per 10) in {took:.0f} s:"
               f" {full / 1e6:.1f} MB, {count(home, 'failures'):,} failures,"
               f" {count(home, 'lessons'):,} lessons")
         report, took = consolidate(home, args.bound)
+        figures["consolidate"] = {
+            "bound": args.bound, "seconds": took, "mb": size(home) / 1e6,
+            "reclaimed_mb": report["reclaimed_bytes"] / 1e6,
+            "deleted_failures": report["deleted_failures"],
+            "deleted_injections": report["deleted_injections"],
+            "failures": count(home, "failures"), "lessons": count(home, "lessons")}
         print(f"consolidate with REFLECT_MAX_FAILURES={args.bound:,} in {took:.2f} s:"
               f" {report['deleted_failures']:,} failures and {report['deleted_injections']:,}"
               f" injections dropped, {count(home, 'lessons'):,} lessons kept;"
               f" {size(home) / 1e6:.1f} MB (shrank by {report['reclaimed_bytes'] / 1e6:.1f} MB)")
         report, took = consolidate(older, args.bound)
+        figures["older"] = {"seconds": took, "mb": size(older) / 1e6,
+                            "failures": count(older, "failures")}
         print(f"the same store made by an older version (no incremental vacuum): converted"
               f" and consolidated in {took:.2f} s, {size(older) / 1e6:.1f} MB")
         fill(home, args.captures // 10)
         grown = size(home)
         report, took = consolidate(home, args.bound)
+        figures["again"] = {"captures": args.captures // 10, "grown_mb": grown / 1e6,
+                            "seconds": took, "mb": size(home) / 1e6,
+                            "failures": count(home, "failures")}
         print(f"{args.captures // 10:,} more captures: {grown / 1e6:.1f} MB; consolidate again in"
               f" {took:.2f} s: {size(home) / 1e6:.1f} MB, {count(home, 'failures'):,} failures")
+    emit(figures)
 
 
 if __name__ == "__main__":
