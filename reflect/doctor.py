@@ -19,7 +19,7 @@ from reflect import pending
 from reflect.store import (
     DB_NAME,
     SQLiteStore,
-    SQLStore,
+    Store,
     StoreUnavailable,
     open_store,
     store_url,
@@ -144,7 +144,7 @@ def repair(home: Path, now: float) -> list[str]:
     return done + _replay(home, SQLiteStore(home)) or ["nothing to repair"]
 
 
-def _replay(home: Path, store: SQLStore) -> list[str]:
+def _replay(home: Path, store: Store) -> list[str]:
     """Replay what was kept aside into ``store`` (closed after); what was done."""
     kept, _ = pending.waiting(home)
     try:

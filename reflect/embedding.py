@@ -21,7 +21,7 @@ import numpy as np
 
 from reflect import config
 from reflect.index import Embedder, VectorIndex, from_blob, load_embedder, to_blob
-from reflect.store import SQLStore
+from reflect.store import Store
 from reflect.text import text_key
 
 BATCH = 64
@@ -30,7 +30,7 @@ BATCH = 64
 class Vectors:
     """Dense search for one store; ``spec`` is the REFLECT_EMBEDDINGS value (None: off)."""
 
-    def __init__(self, store: SQLStore, spec: str | None,
+    def __init__(self, store: Store, spec: str | None,
                  clock: Callable[[], float] = time.time):
         self.store = store
         self.spec = spec

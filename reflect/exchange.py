@@ -39,7 +39,7 @@ from typing import cast
 from reflect.heuristics import CATEGORIES, SEVERITIES
 from reflect.lessons import KIND_RANK
 from reflect.review import GUIDANCE_MAX, TRIGGER_MAX, hostile_reason, trim
-from reflect.store.sql import SQLStore
+from reflect.store import Store
 
 __all__ = ["FORMATS", "ImportReport", "export_lessons", "import_lessons", "write_atomically"]
 
@@ -53,7 +53,7 @@ _SCOPE = re.compile(r"global|project:[0-9a-f]{12,64}")
 # -- export ---------------------------------------------------------------------
 
 
-def export_lessons(store: SQLStore, fmt: str, min_confidence: float = 0.5) -> str:
+def export_lessons(store: Store, fmt: str, min_confidence: float = 0.5) -> str:
     """The active lessons with confidence >= ``min_confidence``, plus every pinned or
     taught one, best first; the same store always gives the same text."""
     if fmt not in FORMATS:
@@ -136,7 +136,7 @@ class _Invalid(ValueError):
     pass
 
 
-def import_lessons(store: SQLStore, path: Path, scrub: Callable[[str], tuple[str, int]],
+def import_lessons(store: Store, path: Path, scrub: Callable[[str], tuple[str, int]],
                    now: float) -> ImportReport:
     """Import a JSON-lines export into ``store`` in one transaction."""
     report = ImportReport()

@@ -14,7 +14,7 @@ from reflect import benign, config, controls, numbers, pending, queue, resolutio
 from reflect.capture import MAX_FIELD, Parsed, entry_rows, parse, synthesize
 from reflect.recall.predict import Predictor
 from reflect.records import ErrorEntry, Recall
-from reflect.store import Rejected, SQLStore, StoreUnavailable, open_store
+from reflect.store import Rejected, Store, StoreUnavailable, open_store
 from reflect.store import store_url as store_url_of
 from reflect.store.runs import MAX_GOAL_CHARS
 from reflect.text import clip
@@ -68,7 +68,7 @@ class Memory:
         self.benign_exits = benign.rules(self.home)
         self.model = config.model_settings(model) if self.enabled else None
         self.embeddings = config.embeddings_spec(embeddings) if self.enabled else None
-        self._store: SQLStore | None = None
+        self._store: Store | None = None
         self._vectors = None
         self._scope: str | None = None
         self._worker = None
@@ -81,7 +81,7 @@ class Memory:
     # The store opens on first use, so a Memory can always be constructed;
     # a store that cannot be opened degrades capture and recall, never raises.
     @property
-    def store(self) -> SQLStore:
+    def store(self) -> Store:
         if self._store is None:  # REFLECT_STORE may name a shared PostgreSQL store
             self._store = open_store(self.home, self.store_url, self.busy_timeout)
         return self._store

@@ -22,7 +22,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from reflect.store import Rejected, SQLStore, prepare_home
+from reflect.store import Rejected, Store, prepare_home
 
 PENDING_FILE = "pending.jsonl"
 REJECTED_SUFFIX = ".rejected"  # records no store accepts: kept for a person, never replayed
@@ -68,7 +68,7 @@ def _append(path: Path, line: str) -> None:
             os.close(fd)
 
 
-def replay(home: Path, store: SQLStore) -> None:
+def replay(home: Path, store: Store) -> None:
     """Move kept captures into the store, once; raises what the store raises when it
     cannot be written (the files stay for the next replay)."""
     for path in places(home):
@@ -131,7 +131,7 @@ def _candidates(path: Path) -> list[Path]:
     return [path.parent / n for n in (path.name, *claims) if n in names]
 
 
-def _replay_file(claimed: Path, rejected: Path, store: SQLStore) -> None:
+def _replay_file(claimed: Path, rejected: Path, store: Store) -> None:
     with open(claimed, "rb") as f:
         fcntl.flock(f, fcntl.LOCK_EX)  # a writer that opened it before the claim finishes first
         lines = f.read().decode("utf-8", errors="replace").splitlines()
@@ -141,7 +141,7 @@ def _replay_file(claimed: Path, rejected: Path, store: SQLStore) -> None:
         claimed.unlink(missing_ok=True)  # another replay may have claimed it from us meanwhile
 
 
-def _replay_line(line: str, rejected: Path, store: SQLStore) -> None:
+def _replay_line(line: str, rejected: Path, store: Store) -> None:
     try:
         record = json.loads(line)
         if store.failure(record["failure"]["id"]) is None:  # else replayed already

@@ -9,14 +9,14 @@ failures cannot swing them.
 
 from __future__ import annotations
 
-from reflect.store.sql import SQLStore
+from reflect.store import Store
 
 __all__ = ["render", "report"]
 
 SPARKS = "▁▂▃▄▅▆▇█"
 
 
-def report(store: SQLStore, min_runs: int = 5) -> dict:
+def report(store: Store, min_runs: int = 5) -> dict:
     runs: dict[str, dict] = {
         run: {"run": run, "first_ts": first, "failures": 0, "repeats": 0,
               "lessons_injected": 0, "tokens_injected": 0}

@@ -16,7 +16,7 @@ from reflect.recall.render import (
     recent_item_text,
 )
 from reflect.records import Recall, RecallItem
-from reflect.store import SQLStore, error_query
+from reflect.store import Store, error_query
 
 __all__ = ["Predictor", "Query", "build"]
 
@@ -40,7 +40,7 @@ class Query:
     escalate_after: int = 2
 
 
-def build(store: SQLStore, vectors: Vectors, q: Query, predictor: Predictor) -> Recall:
+def build(store: Store, vectors: Vectors, q: Query, predictor: Predictor) -> Recall:
     # The window is read lean: whole rows only for the failures an item shows.
     rows = store.recent_failures(q.run, q.iteration, RECENT_WINDOW, "id, fingerprint, cause")
     recent = recent_items(store, q, rows) if "recent" in q.sections else []
@@ -50,7 +50,7 @@ def build(store: SQLStore, vectors: Vectors, q: Query, predictor: Predictor) -> 
     return fit([(RECENT_HEADER, recent), (LESSONS_HEADER, earlier)], q.max_tokens)
 
 
-def recent_items(store: SQLStore, q: Query, rows: list[dict]) -> list[RecallItem]:
+def recent_items(store: Store, q: Query, rows: list[dict]) -> list[RecallItem]:
     """One item per fingerprint, newest first, each shown with its latest failure; one
     whose hint this run read and failed the same way after comes first."""
     groups = _groups(rows)
@@ -103,7 +103,7 @@ def recent_item(failure: dict, group: list[str], lesson: dict | None, shown_fail
     )
 
 
-def neighbourhood(store: SQLStore, vectors: Vectors, q: Query, predictor: Predictor,
+def neighbourhood(store: Store, vectors: Vectors, q: Query, predictor: Predictor,
                   seen: set[str]) -> Neighbourhood:
     """Earlier runs like this one: by goal vector where this goal has one (else by the
     goal's words), and those that hit a cause this run has hit."""
@@ -117,7 +117,7 @@ def neighbourhood(store: SQLStore, vectors: Vectors, q: Query, predictor: Predic
     return near
 
 
-def lesson_items(store: SQLStore, vectors: Vectors, q: Query, predictor: Predictor,
+def lesson_items(store: Store, vectors: Vectors, q: Query, predictor: Predictor,
                  rows: list[dict]) -> list[RecallItem]:
     """Taught and imported lessons the query's words call for, then the lessons of the
     causes this run is most likely to hit; none of a cause this run already has."""

@@ -8,10 +8,10 @@ from pathlib import Path
 
 from reflect.store.base import Rejected, Row, StoreUnavailable
 from reflect.store.failures import error_query
-from reflect.store.sql import SQLStore
+from reflect.store.protocol import Store
 from reflect.store.sqlite import DB_NAME, SQLiteStore, prepare_home
 
-__all__ = ["DB_NAME", "Rejected", "Row", "SQLStore", "SQLiteStore", "StoreUnavailable",
+__all__ = ["DB_NAME", "Rejected", "Row", "SQLiteStore", "Store", "StoreUnavailable",
            "error_query", "open_store", "prepare_home", "store_url"]
 
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
@@ -22,7 +22,7 @@ def store_url(url: str | None = None) -> str:
     return (url if url is not None else os.environ.get("REFLECT_STORE", "")).strip()
 
 
-def open_store(home: Path, url: str | None = None, busy_timeout: float = 5.0) -> SQLStore:
+def open_store(home: Path, url: str | None = None, busy_timeout: float = 5.0) -> Store:
     """The store: PostgreSQL when ``url`` (else ``REFLECT_STORE``) is a postgresql:// URL,
     else the SQLite file in ``home``. ``home`` holds what stays on this machine either way
     (index files, captures kept aside)."""
