@@ -139,8 +139,12 @@ def redacted(url: str) -> str:
     parts = urlsplit(url)
     host = parts.hostname or ""
     where = f"{parts.username}@{host}" if parts.username else host
-    if parts.port:
-        where += f":{parts.port}"
+    try:
+        port: int | str | None = parts.port
+    except ValueError:  # no port number: shown as written, and libpq says why it fails
+        port = parts.netloc.rpartition(":")[2]
+    if port:
+        where += f":{port}"
     return f"{parts.scheme}://{where}{parts.path}"
 
 
