@@ -122,7 +122,9 @@ def main() -> None:
                 env = {**os.environ, "REFLECT_HOME": str(Path(tmp) / name),
                        "REFLECT_MODEL": MODEL, "REFLECT_API_BASE": provider.base,
                        "REFLECT_API_KEY": "bench-key", "REFLECT_EMBEDDINGS": "off",
-                       "REFLECT_WORKER": "off", "TMPDIR": tmp}
+                       "REFLECT_WORKER": "off", "TMPDIR": tmp,
+                       # Every failure is reflected on: no run's cap on calls cuts it short.
+                       "REFLECT_MAX_CALLS_PER_RUN": str(FAILURES)}
                 env.pop("REFLECT_STORE", None)
                 if store:
                     env["REFLECT_STORE"] = store
