@@ -84,6 +84,7 @@ STEPS = (
     bench("search"),
     bench("hooks"),
     bench("store_bound"),
+    bench("team"),
     bench("attacks"),
     tests("leaks", *LEAKS),
     tests("hostile", *HOSTILE),
@@ -448,6 +449,24 @@ def faults_table(f: dict) -> str:
     ])
 
 
+def team_table(f: dict) -> str:
+    t = f["team"]
+    pg, lite = t["backends"]["postgresql"], t["backends"]["sqlite"]
+    rows = [
+        ["failures stored of those captured",
+         *(f"{b['stored']}/{b['expected']}" for b in (pg, lite))],
+        ["jobs done / provider calls / model lessons",
+         *(f"{b['jobs done']} / {b['provider calls']} / {b['model lessons']}"
+           for b in (pg, lite))],
+        ["captures a second, all processes", *(g(b["captures/s"]) for b in (pg, lite))],
+        ["capture p50 / p95", *(f"{g(b['capture p50 ms'])} / {g(b['capture p95 ms'])} ms"
+                                for b in (pg, lite))],
+        ["queue drained after", *(f"{g(b['drained s'])} s" for b in (pg, lite))],
+    ]
+    return table([f"{t['capturers']} capturing processes, {t['workers']} workers, "
+                  f"{t['failures']} failures", "PostgreSQL", "SQLite"], rows)
+
+
 # README section -> (the steps it needs, its renderer)
 SECTIONS = (
     ("## The two commands", ("demo",), demo_block),
@@ -458,6 +477,7 @@ SECTIONS = (
     ("## Measured speed", ("capture_recall", "hung_provider", "recall", "search", "replay"),
      speed_table),
     ("## Storage and durability", ("store_bound",), store_table),
+    ("## A shared PostgreSQL store", ("team",), team_table),
     ("## Faults and attacks, measured", ("attacks",), faults_table),
 )
 

@@ -24,6 +24,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
+from figures import emit  # noqa: E402
 from test_worker import MODEL, FakeProvider  # noqa: E402  (the tests' loopback provider)
 
 CAPTURERS = 4
@@ -141,6 +142,8 @@ def main() -> None:
              and r["provider calls"] == r["jobs done"] == r["model lessons"]
              and r["fingerprints with 2+ model lessons"] == 0 for r in results.values())
     print("  none lost, no job done twice:", "yes" if ok else "NO")
+    emit({"failures": FAILURES, "capturers": CAPTURERS, "workers": WORKERS, "ok": ok,
+          "backends": results})
     if not ok:
         raise SystemExit(1)
 
