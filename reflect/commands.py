@@ -8,20 +8,19 @@ key (program and target) that tells when a later step re-ran the same command.
 
 from __future__ import annotations
 
-import re
-
+from reflect import lazy
 from reflect.text import clip
 
 MAX_BRIEF = 100  # characters of an action in a block
 MAX_ARG = 40  # a longer argument (an inline script, a long path) is elided
 
-_HEREDOC = re.compile(r"<<-?\s*(['\"]?)(\w+)\1")
-_SEPARATOR = re.compile(r"\s*(?:&&|\|\||;|\||\n)\s*")
-_ASSIGNMENT = re.compile(r"^[A-Za-z_]\w*=")
+_HEREDOC = lazy.compile(r"<<-?\s*(['\"]?)(\w+)\1")
+_SEPARATOR = lazy.compile(r"\s*(?:&&|\|\||;|\||\n)\s*")
+_ASSIGNMENT = lazy.compile(r"^[A-Za-z_]\w*=")
 # Steps that set the scene for the command rather than being it.
 _PRELUDE = {"cd", "export", "source", ".", "set", "echo", "true", "pushd", "popd", "sleep"}
 _WRAPPERS = {"sudo", "env", "timeout", "time", "nice", "command", "exec", "xargs"}
-_PYTHON = re.compile(r"^python(?:\d(?:\.\d+)?)?$")
+_PYTHON = lazy.compile(r"^python(?:\d(?:\.\d+)?)?$")
 
 
 def without_heredocs(action: str) -> str:

@@ -13,12 +13,14 @@ from __future__ import annotations
 import re
 import unicodedata
 
+from reflect import lazy
+
 __all__ = ["NEUTRALIZED", "neutralize"]
 
 NEUTRALIZED = "[instruction-like text removed]"
 
 # ANSI CSI and OSC sequences, other two-byte escapes; then C0 (but tab and newline) and C1.
-_ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-_]?")
+_ESCAPES = lazy.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-_]?")
 _INVISIBLE = dict.fromkeys(
     [*range(0x00, 0x09), *range(0x0B, 0x20), 0x7F, *range(0x80, 0xA0),
      0x00AD, 0x061C, *range(0x200B, 0x2010), *range(0x202A, 0x202F),
@@ -27,7 +29,7 @@ _INVISIBLE = dict.fromkeys(
 _LOOK_ALIKE = str.maketrans(
     "АВЕКМНОРСТХаеорсухіјѕԁІЈЅΑΒΕΖΗΙΚΜΝΟΡΤΥΧαοριυνκ",
     "ABEKMHOPCTXaeopcyxijsdIJSABEZHIKMNOPTYXaopiuvk")
-_INSTRUCTION_LIKE = re.compile(
+_INSTRUCTION_LIKE = lazy.compile(
     r"\b(?:ignore|disregard|forget|override)\b[^\n]{0,40}?\b(?:instructions?|prompts?|rules"
     r"|guidelines|directives)\b"
     r"|\b(?:ignore|disregard|forget)\s+(?:all\s+|everything\s+)?(?:of\s+)?(?:the\s+)?"

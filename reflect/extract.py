@@ -20,60 +20,61 @@ matching stays linear in the input.
 from __future__ import annotations
 
 import re
-import traceback
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+
+from reflect import lazy
 
 MAX_MESSAGE = 500
 MAX_FRAMES = 5
 _MAX_LINE = 2000
 
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+_ANSI = lazy.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
 # Python: `  File "x.py", line 3, in f`; a SyntaxError location has no `in f`.
-_PY_FRAME = re.compile(r'^\s+File "(?P<file>[^"]*)", line \d+(?:, in (?P<func>\S+))?')
-_PY_EXC = re.compile(r"^(?P<type>[A-Za-z_][\w.]*)(?:: ?(?P<msg>.*))?$")
+_PY_FRAME = lazy.compile(r'^\s+File "(?P<file>[^"]*)", line \d+(?:, in (?P<func>\S+))?')
+_PY_EXC = lazy.compile(r"^(?P<type>[A-Za-z_][\w.]*)(?:: ?(?P<msg>.*))?$")
 # An exception line with no traceback around it (also Node's `TypeError: …`
 # and LeetCode-style judges' `Line 6: NameError: …`). A bare `Warning:` is a
 # tool's notice, not a failure, so only Error and Exception may stand alone.
-_NAMED_EXC = re.compile(
+_NAMED_EXC = lazy.compile(
     r"^(?:Line \d+: )?(?P<type>(?:[A-Za-z_][\w.]*)?(?:Error|Exception)"
     r"|[A-Za-z_][\w.]*(?:Warning|Exit|Interrupt))"
     r"(?:: ?(?P<msg>.*))?$"
 )
-_NODE_FRAME = re.compile(
+_NODE_FRAME = lazy.compile(
     r"^\s+at (?:async )?(?:(?P<func>[^()]+?) \()?(?P<file>[^()\s]+?):\d+:\d+\)?(?: \{)?$"
 )
 
-_PYTEST_SUMMARY = re.compile(r"^=+ short test summary info =+$")
-_PYTEST_ENTRY = re.compile(r"^(?:FAILED|ERROR) (?P<node>\S+)(?: - (?P<msg>.*))?$")
-_PYTEST_E = re.compile(r"^E(?:\s{2,}|\s*$)")
+_PYTEST_SUMMARY = lazy.compile(r"^=+ short test summary info =+$")
+_PYTEST_ENTRY = lazy.compile(r"^(?:FAILED|ERROR) (?P<node>\S+)(?: - (?P<msg>.*))?$")
+_PYTEST_E = lazy.compile(r"^E(?:\s{2,}|\s*$)")
 # `path:12: in func` between entries, `path:12: TypeError` after the last one.
-_PYTEST_LOCATION = re.compile(
+_PYTEST_LOCATION = lazy.compile(
     r"^(?P<file>[^\s:][^:]*):\d+:(?: in (?P<func>\S+)| (?P<type>[\w.]+))?$"
 )
-_PYTEST_SECTION = re.compile(r"^_{3,} .* _{3,}$|^The above exception|^During handling")
-_DEF = re.compile(r"^[>\s]*(?:async\s+)?def (\w+)\(")
+_PYTEST_SECTION = lazy.compile(r"^_{3,} .* _{3,}$|^The above exception|^During handling")
+_DEF = lazy.compile(r"^[>\s]*(?:async\s+)?def (\w+)\(")
 
-_TS = re.compile(r"\berror (?P<code>TS\d+): (?P<msg>.*)$")
-_ERROR_PREFIX = re.compile(r"^(?:error|fatal)(?:\[(?P<code>E\d+)\])?: (?P<msg>.*)$", re.I)
-_RUST_ARROW = re.compile(r"^\s*--> ")
-_RUST_SUMMARY = re.compile(r"^(?:aborting due to|could not compile)")
-_CC = re.compile(r"^(?P<file>[^\s:][^:]*):\d+:(?:\d+:)? (?:fatal )?error: (?P<msg>.*)$")
-_JAVA_SYMBOL = re.compile(r"^\s*symbol:\s*(?P<sym>.*)$")
-_GO = re.compile(r"^(?P<file>[^\s:][^:]*\.go):\d+:\d+: (?P<msg>.*)$")
+_TS = lazy.compile(r"\berror (?P<code>TS\d+): (?P<msg>.*)$")
+_ERROR_PREFIX = lazy.compile(r"^(?:error|fatal)(?:\[(?P<code>E\d+)\])?: (?P<msg>.*)$", re.I)
+_RUST_ARROW = lazy.compile(r"^\s*--> ")
+_RUST_SUMMARY = lazy.compile(r"^(?:aborting due to|could not compile)")
+_CC = lazy.compile(r"^(?P<file>[^\s:][^:]*):\d+:(?:\d+:)? (?:fatal )?error: (?P<msg>.*)$")
+_JAVA_SYMBOL = lazy.compile(r"^\s*symbol:\s*(?P<sym>.*)$")
+_GO = lazy.compile(r"^(?P<file>[^\s:][^:]*\.go):\d+:\d+: (?P<msg>.*)$")
 
-_SH_NOT_FOUND = re.compile(
+_SH_NOT_FOUND = lazy.compile(
     r"^(?:\S*/)?\w*sh: (?:line \d+: |\d+: )?(?P<cmd>[^\s:]+): (?:command )?not found$"
 )
-_ZSH_NOT_FOUND = re.compile(r"^(?:\S*/)?\w*sh: command not found: (?P<cmd>\S+)$")
-_PY_NO_MODULE = re.compile(r"^\S*python[\d.]*: No module named (?P<mod>\S+)$")
+_ZSH_NOT_FOUND = lazy.compile(r"^(?:\S*/)?\w*sh: command not found: (?P<cmd>\S+)$")
+_PY_NO_MODULE = lazy.compile(r"^\S*python[\d.]*: No module named (?P<mod>\S+)$")
 
-_WEAK = re.compile(r"\b(?:error|errors|fatal|failed|failure|exception)\b", re.I)
-_TESTS_FAILED = re.compile(r"\b\d+ failed\b")
-_PROGRESS = re.compile(r"\d{1,3}(?:\.\d+)?%|[#=█▉▊▋▌▍▎▏]{4,}")
-_PROMPT = re.compile(r"^\S*[$#>]$")
-_WORDY = re.compile(r"[^\W_]")
+_WEAK = lazy.compile(r"\b(?:error|errors|fatal|failed|failure|exception)\b", re.I)
+_TESTS_FAILED = lazy.compile(r"\b\d+ failed\b")
+_PROGRESS = lazy.compile(r"\d{1,3}(?:\.\d+)?%|[#=█▉▊▋▌▍▎▏]{4,}")
+_PROMPT = lazy.compile(r"^\S*[$#>]$")
+_WORDY = lazy.compile(r"[^\W_]")
 
 
 @dataclass(frozen=True)
@@ -113,6 +114,8 @@ def extract_text(text: str) -> Extracted | None:
 
 def extract_exception(exc: BaseException) -> Extracted:
     """The same record from a live exception (its own traceback, not its chain)."""
+    import traceback  # here: the CLI never reads a live exception, and a hook spares ~3 ms
+
     stack = traceback.extract_tb(exc.__traceback__)
     frames = tuple(f"{_basename(f.filename)}:{f.name}" for f in stack)
     if isinstance(exc, SyntaxError):

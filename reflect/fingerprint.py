@@ -39,6 +39,8 @@ import hashlib
 import re
 from collections.abc import Sequence
 
+from reflect import lazy
+
 _MAX_INPUT = 4000
 
 _EXTENSIONS = (
@@ -55,7 +57,7 @@ _PATH = (
     rf")"
 )
 # One pass, so a kept literal is never masked again by a later alternative.
-_MASK = re.compile(
+_MASK = lazy.compile(
     r"(?P<url>\b[a-z][a-z0-9+.\-]*://[^\s'\"`]+)"
     r"|(?P<uuid>\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b)"
     r"|(?P<addr>\b0x[0-9a-fA-F]+\b)"
@@ -64,9 +66,9 @@ _MASK = re.compile(
     r"|(?P<hex>\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{8,}\b)"
     r"|(?P<num>(?<![\w.])\d+(?:\.\d+)*)"
 )
-_NAME = re.compile(r"[A-Za-z_][\w.\-]{0,79}")
-_TOKEN = re.compile(r"[^\w\s'\"`]{1,3}")  # ':', '(', '==', '->'
-_PATH_ONLY = re.compile(_PATH)
+_NAME = lazy.compile(r"[A-Za-z_][\w.\-]{0,79}")
+_TOKEN = lazy.compile(r"[^\w\s'\"`]{1,3}")  # ':', '(', '==', '->'
+_PATH_ONLY = lazy.compile(_PATH)
 _LABELS = {
     "url": "<url>",
     "uuid": "<uuid>",
@@ -75,7 +77,7 @@ _LABELS = {
     "path": "<path>",
     "num": "<n>",
 }
-_DID_YOU_MEAN = re.compile(r"[.,]?\s*Did you mean\b[^?\n]{0,200}\?")
+_DID_YOU_MEAN = lazy.compile(r"[.,]?\s*Did you mean\b[^?\n]{0,200}\?")
 
 
 def message_template(message: str) -> str:

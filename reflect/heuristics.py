@@ -1,7 +1,8 @@
 """Offline lessons: a trigger and a hypothesized fix for a failure, with no model.
 
 Capture writes one in the failure's own transaction, so this module does no I/O and runs
-only precompiled regexes over bounded text. ``RULES`` is an ordered table: the first row
+only regexes over bounded text (each compiled on its first use: a capture stops at the
+first row that matches). ``RULES`` is an ordered table: the first row
 whose patterns all match names the category and severity and builds the guidance from the
 error's own details (module, table, file, command); add a row above the first more general
 one. Nothing matched: a "general" lesson that still names the action and the error.
@@ -15,8 +16,10 @@ from __future__ import annotations
 import re
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
+from typing import NamedTuple
 
+from reflect import lazy
 from reflect.text import clip
 
 __all__ = ["CATEGORIES", "SEVERITIES", "Heuristic", "heuristic_lesson"]
@@ -42,7 +45,7 @@ class Heuristic:
 
 # -- text helpers -------------------------------------------------------------
 
-_WS = re.compile(r"\s+")
+_WS = lazy.compile(r"\s+")
 
 
 def _clip(text: str, limit: int) -> str:
@@ -55,8 +58,9 @@ def _q(text: str, limit: int = 80) -> str:
     return "`" + _clip(text.replace("`", "'"), limit) + "`"
 
 
-@dataclass(frozen=True)
-class _Ctx:
+# The two internal records below are named tuples, not frozen dataclasses: a cold
+# process (a hook) builds them for every capture, at ~1 ms less each.
+class _Ctx(NamedTuple):
     etype: str
     message: str
     action: str
@@ -101,22 +105,23 @@ _EXIT_LABELS: dict[int | None, str] = {
     2: " (misuse)", 124: " (timed out)", 126: " (not executable)", 127: " (command "
     "not found)", 137: " (killed, likely out of memory)", 143: " (terminated)"}
 
-_SRC_PATH = re.compile(r'File "([^"]+)"|\(([^()]+?), line \d+\)')
-_ACTION_FILE = re.compile(r"(?<![\w./-])([\w./-]{1,200}\.(?:py|js|ts|sh|ya?ml|json|toml))\b")
-_LINE = re.compile(r"line (\d+)")
-_IN_PLACE = re.compile(r"\b(sed|perl)\b")
+_SRC_PATH = lazy.compile(r'File "([^"]+)"|\(([^()]+?), line \d+\)')
+_ACTION_FILE = lazy.compile(r"(?<![\w./-])([\w./-]{1,200}\.(?:py|js|ts|sh|ya?ml|json|toml))\b")
+_LINE = lazy.compile(r"line (\d+)")
+_IN_PLACE = lazy.compile(r"\b(sed|perl)\b")
 _COMMAND = (r"(?-i:command not found: ?([^\s:]{1,100})|(?<![^\s:])([^\s:]{1,100}): "
             r"(?:command )?not found|'([^']{1,100})' is not recognized)")
-_COMMAND_RE = re.compile(_COMMAND)
-_PATH = re.compile(r"(?:can't open file|No such file or directory:?|cannot access) '([^']{1,200})'"
-                   r"|(?<![^\s:'])([^\s:']{1,200}): No such file|'([^']{1,200})'")
-_PERM_PATH = re.compile(r"'([^']{1,200})'|: ([^\s:]{1,200}): Permission denied")
-_SYSTEM = re.compile(r"site-packages|dist-packages|^/usr/|^/opt/")
-_HOST = re.compile(r"host='([^']+)'|https?://([^/\s'\"]+)|ENOTFOUND (\S+)|"
-                   r"resolve host:? '?([\w.-]+)|\b((?:localhost|\d+\.\d+\.\d+\.\d+):\d+)")
-_NODEID = re.compile(r"(?<![\w./-])([\w./-]{1,200}\.py::[\w\[\].:-]{1,200})")
-_EXPECTED = re.compile(r"Expected:? (.{1,40}?)\s+Received:? (.{1,40})(?:\s|$)")
-_CLAIM = re.compile(r"(assert .{1,90})|AssertionError:? (.{1,90})")
+_COMMAND_RE = lazy.compile(_COMMAND)
+_PATH = lazy.compile(
+    r"(?:can't open file|No such file or directory:?|cannot access) '([^']{1,200})'"
+    r"|(?<![^\s:'])([^\s:']{1,200}): No such file|'([^']{1,200})'")
+_PERM_PATH = lazy.compile(r"'([^']{1,200})'|: ([^\s:]{1,200}): Permission denied")
+_SYSTEM = lazy.compile(r"site-packages|dist-packages|^/usr/|^/opt/")
+_HOST = lazy.compile(r"host='([^']+)'|https?://([^/\s'\"]+)|ENOTFOUND (\S+)|"
+                     r"resolve host:? '?([\w.-]+)|\b((?:localhost|\d+\.\d+\.\d+\.\d+):\d+)")
+_NODEID = lazy.compile(r"(?<![\w./-])([\w./-]{1,200}\.py::[\w\[\].:-]{1,200})")
+_EXPECTED = lazy.compile(r"Expected:? (.{1,40}?)\s+Received:? (.{1,40})(?:\s|$)")
+_CLAIM = lazy.compile(r"(assert .{1,90})|AssertionError:? (.{1,90})")
 
 
 def _py_module(c: _Ctx) -> str:
@@ -159,8 +164,8 @@ def _syntax(c: _Ctx) -> str:
 
 # What a name taken from tool output must look like before a hint puts it in a command:
 # an attacker picks the "command" in `bash: $(curl …|sh): command not found`.
-_NAME_SHAPE = re.compile(r"[\w.+@-]{1,100}")
-_PATH_SHAPE = re.compile(r"[\w./~+@:-]{1,200}")  # a path, or host:port
+_NAME_SHAPE = lazy.compile(r"[\w.+@-]{1,100}")
+_PATH_SHAPE = lazy.compile(r"[\w./~+@:-]{1,200}")  # a path, or host:port
 
 
 def _shaped(value: str, shape: re.Pattern[str]) -> str:
@@ -228,8 +233,7 @@ def _text(text: str) -> Callable[[_Ctx], str]:
 # -- the table ----------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class _Rule:
+class _Rule(NamedTuple):
     category: str
     severity: str
     guide: Callable[[_Ctx], str]
@@ -244,7 +248,7 @@ class _Rule:
         if any(p and not p.search(t) for p, t in ((self.etype, c.etype), (self.phase, c.phase))):
             return None
         m = self.msg.search(c.text) if self.msg else None
-        return None if self.msg and m is None else replace(c, m=m)
+        return None if self.msg and m is None else c._replace(m=m)
 
 
 def _rule(category: str, severity: str, guide: Callable[[_Ctx], str] | str, *, etype: str = "",
@@ -252,7 +256,7 @@ def _rule(category: str, severity: str, guide: Callable[[_Ctx], str] | str, *, e
     """One row. Every pattern given must match: ``msg`` (case-insensitive) searches
     "ErrorType: message", ``etype`` the error type alone; ``codes`` the exit code."""
     def comp(p: str, flags: int = 0) -> re.Pattern[str] | None:
-        return re.compile(p, flags) if p else None
+        return lazy.compile(p, flags) if p else None
 
     return _Rule(category, severity, _text(guide) if isinstance(guide, str) else guide,
                  comp(etype), comp(msg, re.I), comp(phase, re.I), frozenset(codes))

@@ -34,6 +34,8 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from reflect import lazy
+
 __all__ = ["Scrubber", "repo_from_git_config"]
 
 _B64 = r"[A-Za-z0-9+/=]"
@@ -55,14 +57,14 @@ _NOT_A_VALUE = (r"(?!(?:None|null|nil|true|false|True|False|undefined)(?![\w-])"
 _KEY = r"[A-Za-z_][A-Za-z0-9_.-]*+"
 _ASSIGN = r"\\?[\"']?[ \t]*[:=](?![:=])[ \t]*"  # =, :, "key": but not ==, ::
 
-# The built-in rules are one alternation, compiled once, applied in one pass.
-# Each rule ends with an empty group named for it (match.lastgroup says which
-# rule matched) and may hold an empty group v_<rule> where the redacted part
-# starts: what comes before it is kept. Speed (~0.3 ms for 4 KB, on the capture
-# hot path): every rule starts with a literal or a character class (or a choice
-# of them), so the engine drops a position on its first character; lookbehinds
-# come after that character. The rules that start a word share one lookbehind,
-# which rejects the inside of a word at once and keeps every scan linear.
+# The built-in rules are one alternation (of the rules a text could trigger: see
+# _GATES), applied in one pass. Each rule ends with an empty group named for it
+# (match.lastgroup says which rule matched) and may hold an empty group v_<rule> where
+# the redacted part starts: what comes before it is kept. Speed (~0.3 ms for 4 KB, on
+# the capture hot path): every rule starts with a literal or a character class (or a
+# choice of them), so the engine drops a position on its first character; lookbehinds
+# come after that character. The rules that start a word share one lookbehind, which
+# rejects the inside of a word at once and keeps every scan linear.
 _ANYWHERE = {
     # The END is looked for up to the next BEGIN, so many unclosed blocks stay linear.
     "private_key": r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----"
@@ -160,14 +162,73 @@ _LABEL = {
 }
 
 
-def _alternatives(rules: dict[str, str]) -> str:
-    return "|".join(f"(?:{rx})(?P<{name}>)" for name, rx in rules.items())
 
 
-_BUILTIN = re.compile(
-    f"{_alternatives(_ANYWHERE)}|(?<![\\w.%+-])(?:{_alternatives(_WORD_START)})"
-)
-_PLACEHOLDER = re.compile(r"(\[(?:REDACTED(?::[a-z_]+)?|USER|REPO)\])")
+def _holds(*words: str) -> Callable[[str], bool]:
+    return lambda text: any(word in text for word in words)
+
+
+def _finds(pattern: re.Pattern[str]) -> Callable[[str], bool]:
+    return lambda text: pattern.search(text) is not None
+
+
+# A rule's gate: what a text holds wherever the rule matches in it (a word the rule
+# spells out, with the rule's own case rules). A text whose gate is shut is scanned
+# without that rule, which cannot change what the rules find in it; so a process
+# compiles only the rules its texts could trigger, not the whole alternation (~10 ms,
+# on every capture). A rule changed here changes its gate too; the rules without one
+# (encoded, card, ssn, email, ip) are always compiled.
+_GATES: dict[str, Callable[[str], bool]] = {
+    "private_key": _holds("-----BEGIN"),
+    "credentials": _holds("://"),
+    "home": _holds("/home/", "/Users/"),
+    "home_win": _holds("Users"),
+    "webhook": _holds("slack.com/", "com/api/webhooks/"),
+    "secret": _finds(lazy.compile("(?i:" + "|".join(_KEY_ENDS) + ")|" + "|".join(_ENV_ENDS))),
+    "authorization": _finds(lazy.compile(r"(?i:authorization)")),
+    "cookie": _finds(lazy.compile(r"(?i:cookie)")),
+    "cli_password": _holds("curl", "sshpass", "mysql", "redis-cli"),
+    "bearer": _finds(lazy.compile(r"[Bb](?i:earer)")),
+    "jwt": _holds("eyJ"),
+    # one word of each vendor's alternative, in their order
+    "api_key": _holds("sk-", "gh", "github_pat_", "AKIA", "ASIA", "xox", "xapp-", "k_live_",
+                      "k_test_", "gl", "AIza", "ya29.", "hf_", "npm_", "pypi-AgE", "SK", "SG.",
+                      "key-", "shp", "_v1_", "dapi", "gsk_", "r8_", "PMAK-", "AGE-SECRET-KEY-1",
+                      "hv", "dp.", "lin_api_", "sntry", "xai-", "secret_", "ATATT3", ":AA"),
+}
+
+
+def _alternatives(rules: dict[str, str], names: frozenset[str]) -> str:
+    return "|".join(f"(?:{rx})(?P<{name}>)" for name, rx in rules.items() if name in names)
+
+
+def _alternation(names: frozenset[str]) -> str:
+    """The built-in rules of ``names`` as one pattern, in the rules' order."""
+    anywhere = _alternatives(_ANYWHERE, names)
+    word_start = _alternatives(_WORD_START, names)
+    return "|".join([*([anywhere] if anywhere else []),
+                     *([f"(?<![\\w.%+-])(?:{word_start})"] if word_start else [])])
+
+
+ALL_RULES = frozenset({**_ANYWHERE, **_WORD_START})
+# The rules compiled so far and their pattern, replaced as one value: threads that
+# race compile twice, and each scans with a pattern that holds what its text needs.
+_compiled: tuple[frozenset[str], re.Pattern[str] | None] = (ALL_RULES - set(_GATES), None)
+
+
+def _rules(text: str) -> re.Pattern[str]:
+    """The built-in rules as one pattern that holds every rule that could match in
+    ``text``: the rules compiled so far, and those whose gates ``text`` opens."""
+    global _compiled
+    names, pattern = _compiled
+    opened = {name for name, gate in _GATES.items() if name not in names and gate(text)}
+    if opened or pattern is None:
+        names = names | opened
+        pattern = re.compile(_alternation(names))
+        _compiled = (names, pattern)
+    return pattern
+
+_PLACEHOLDER = lazy.compile(r"(\[(?:REDACTED(?::[a-z_]+)?|USER|REPO)\])")
 
 
 def _is_ip(text: str) -> bool:
@@ -192,7 +253,7 @@ def _is_ip(text: str) -> bool:
 # Bits per character of a random 40-character base64 string: about 4.9; words and paths
 # stay well under 4.5 (the limit detect-secrets uses for base64).
 AWS_SECRET_ENTROPY = 4.5
-_VERSIONED = re.compile(
+_VERSIONED = lazy.compile(
     r"(?i:python|pypy|version|ver|release|node|ruby|perl|php|java|go|gcc|clang|cmake"
     r"|pip|npm|yarn|rustc|cargo|dotnet|kernel)[ \t]+$")
 
@@ -215,7 +276,7 @@ def _encoded(text: str) -> bool:
         plain = decoded.decode("ascii")
     except (ValueError, UnicodeDecodeError):
         plain = ""
-    if plain.isprintable() and _subn(_BUILTIN, _builtin, plain)[1]:
+    if plain.isprintable() and _subn(_rules(plain), _builtin, plain)[1]:
         return True
     kinds = (str.isupper, str.islower, str.isdigit)
     return (len(text) == 40 and all(any(map(kind, text)) for kind in kinds)
@@ -223,7 +284,7 @@ def _encoded(text: str) -> bool:
 
 
 def _builtin(match: re.Match[str]) -> str:
-    kind = match.lastgroup or ""  # every alternative of _BUILTIN is a named group
+    kind = match.lastgroup or ""  # every alternative of the rules is a named group
     if kind == "ip" and (not _is_ip(match[0]) or _VERSIONED.search(
             match.string, max(0, match.start() - 12), match.start())):
         return match[0]
@@ -232,16 +293,16 @@ def _builtin(match: re.Match[str]) -> str:
     ):
         return match[0]
     keep = f"v_{kind}"
-    start = match.start(keep) if keep in _BUILTIN.groupindex else match.start()
+    start = match.start(keep) if keep in match.re.groupindex else match.start()
     kept = match.string[match.start() : start]
     if kind == "cli_password":  # the command line before the flag may hold other secrets
-        kept = _BUILTIN.sub(_builtin, kept)
+        kept = _rules(kept).sub(_builtin, kept)
     return kept + _LABEL[kind]
 
 
 # A terminal wraps a long line wherever its width ends, maybe inside a token: a full
 # line that runs straight into the next, no space either side, may hold half a secret.
-_JOINT = re.compile(r"(?<=[\w+/=.:@-])\r?\n(?=[\w+/=.:@-])")
+_JOINT = lazy.compile(r"(?<=[\w+/=.:@-])\r?\n(?=[\w+/=.:@-])")
 MIN_WRAP = 40  # columns: narrower lines ended for a reason of their own
 
 
@@ -267,10 +328,10 @@ def _unwrap(text: str) -> tuple[str, int]:
         lines = [text[a:b] for a, b in zip(pieces[::2], pieces[1::2], strict=True)]
         joined = "".join(lines)
         cuts = list(itertools.accumulate(len(line) for line in lines[:-1]))
-        for match in _BUILTIN.finditer(joined):
+        for match in _rules(joined).finditer(joined):
             kind = match.lastgroup or ""
             keep = f"v_{kind}"
-            cut_from = match.start(keep) if keep in _BUILTIN.groupindex else match.start()
+            cut_from = match.start(keep) if keep in match.re.groupindex else match.start()
             crossed = [k for k, cut in enumerate(cuts) if cut_from < cut < match.end()]
             # A private key block spans lines anyway: the main pass takes it whole.
             if not crossed or kind == "private_key" or _builtin(match) == match[0]:
@@ -337,7 +398,7 @@ class Scrubber:
             text = "".join(parts)
         text, n = _unwrap(text)
         total += n
-        text, n = _subn(_BUILTIN, _builtin, text)
+        text, n = _subn(_rules(text), _builtin, text)
         total += n
         # The substring test spares a regex pass over text that cannot match.
         if self._repo and self._repo_key in text.lower():
@@ -385,8 +446,8 @@ def _gitdir(dotgit: Path) -> Path:
     return gitdir
 
 
-_SECTION = re.compile(r'\s*\[\s*remote\s+"([^"]*)"\s*\]|\s*\[')
-_URL = re.compile(r"\s*url\s*=\s*(.*?)\s*$", re.IGNORECASE)
+_SECTION = lazy.compile(r'\s*\[\s*remote\s+"([^"]*)"\s*\]|\s*\[')
+_URL = lazy.compile(r"\s*url\s*=\s*(.*?)\s*$", re.IGNORECASE)
 
 
 def _repo_from_config(config: Path) -> tuple[str, str] | None:

@@ -5,7 +5,10 @@ import subprocess
 import time
 
 import pytest
+from secret_corpus import LOOK_ALIKES as PLANTED_LOOK_ALIKES
+from secret_corpus import SECRETS
 
+from reflect import scrub
 from reflect.scrub import Scrubber, repo_from_git_config
 
 SCRUB = Scrubber()
@@ -176,6 +179,28 @@ def test_repo_pair_is_redacted_but_not_its_words():
 
 def test_no_repo_leaves_pairs_alone():
     assert Scrubber(repo=None).scrub("github.com/acme/widget") == ("github.com/acme/widget", 0)
+
+
+def corpus() -> list[str]:
+    lines = [t for t, _, _ in PLANTED] + [line for _, line in SECRETS.values()]
+    lines += LOOK_ALIKES + PLANTED_LOOK_ALIKES
+    return lines + ["x" * 70 + " " + line[:30] + "\n" + line[30:] for line in lines]
+
+
+@pytest.mark.parametrize("rule", sorted(scrub._GATES))
+def test_a_rule_matches_only_in_a_text_its_gate_opens(rule):
+    alone = re.compile(scrub._alternation(frozenset({rule})))
+    found = [text for text in corpus() if alone.search(text)]
+    assert found, f"the corpus never triggers {rule}"
+    assert [text for text in found if not scrub._GATES[rule](text)] == []
+
+
+def test_scanning_with_the_gated_rules_finds_what_all_rules_find(monkeypatch):
+    for text in corpus():
+        monkeypatch.setattr(scrub, "_compiled", (scrub.ALL_RULES - set(scrub._GATES), None))
+        gated = Scrubber().scrub(text)
+        monkeypatch.setattr(scrub, "_compiled", (scrub.ALL_RULES, None))
+        assert Scrubber().scrub(text) == gated, text
 
 
 def test_pathological_inputs_stay_linear():
