@@ -8,23 +8,24 @@ breaks the agent loop.
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 import sys
 
 from reflect import config
-from reflect.cli_lessons import Memory, add_lesson_commands
+from reflect.cli_lessons import LESSON_COMMANDS, Memory
 from reflect.config import DEFAULT_MAX_TOKENS
 from reflect.eval.cli import add_eval_command
 from reflect.numbers import bounded, count, number
-from reflect.output import emit, first_line, when
+from reflect.output import emit, first_line, format_option, when
 
 LOOP_COMMANDS = {"capture", "recall", "outcome"}
+PER_STEP = {*LOOP_COMMANDS, "hook"}  # a process per agent step or tool call
 
 
 def main(argv: list[str] | None = None) -> int:
-    logging.basicConfig(format="reflect: warning: %(message)s", level=logging.WARNING)
-    args = parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    config.log_to_stderr(lazily=bool(argv) and argv[0] in PER_STEP)
+    args = parser(argv[0] if argv else None).parse_args(argv)
     if args.command in LOOP_COMMANDS and not config.enabled():
         return 0
     try:
@@ -37,26 +38,36 @@ def main(argv: list[str] | None = None) -> int:
         return 1
 
 
-def parser() -> argparse.ArgumentParser:
+def parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The command line. Given the ``command`` about to run, only its part is built: a
+    hook starts a process per tool call, and the ~40 parsers of all commands cost it
+    ~10 ms. Anything else (``--help``, a typo) gets every command."""
     p = argparse.ArgumentParser(prog="reflect", description="Failure memory for coding agents.")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name, add in COMMANDS.items():
+        if command not in COMMANDS or name == command:
+            add(sub)
+    return p
 
-    def command(name: str, handler, help: str) -> argparse.ArgumentParser:
-        c = sub.add_parser(name, help=help, description=help)
-        c.set_defaults(handler=handler)
-        return c
 
-    def fmt(c: argparse.ArgumentParser) -> None:
-        c.add_argument("--format", choices=["text", "json"], default="text")
+def command(sub: argparse._SubParsersAction, name: str, handler, help: str
+            ) -> argparse.ArgumentParser:
+    c = sub.add_parser(name, help=help, description=help)
+    c.set_defaults(handler=handler)
+    return c
 
-    def run(c: argparse.ArgumentParser, help: str = "run id (default: $REFLECT_RUN)") -> None:
-        c.add_argument("--run", help=help)
 
-    def model(c: argparse.ArgumentParser) -> None:
-        c.add_argument("--model", help="litellm model for lessons (default: $REFLECT_MODEL)")
+def run_option(c: argparse.ArgumentParser, help: str = "run id (default: $REFLECT_RUN)") -> None:
+    c.add_argument("--run", help=help)
 
-    c = command("capture", cmd_capture, "Record a failed iteration.")
-    run(c)
+
+def model_option(c: argparse.ArgumentParser) -> None:
+    c.add_argument("--model", help="litellm model for lessons (default: $REFLECT_MODEL)")
+
+
+def add_capture(sub: argparse._SubParsersAction) -> None:
+    c = command(sub, "capture", cmd_capture, "Record a failed iteration.")
+    run_option(c)
     c.add_argument("--iteration", type=number, help="default: the run's next number")
     c.add_argument("--goal", default="")
     c.add_argument("--phase", default="")
@@ -64,11 +75,13 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--exit-code", type=number)
     c.add_argument("--crash-file", metavar="F", help="a crash record (JSON) from the harness")
     c.add_argument("--error-file", metavar="F", help="error output to read, - for stdin")
-    model(c)
-    fmt(c)
+    model_option(c)
+    format_option(c)
 
-    c = command("recall", cmd_recall, "Print the block for the next iteration's prompt.")
-    run(c)
+
+def add_recall(sub: argparse._SubParsersAction) -> None:
+    c = command(sub, "recall", cmd_recall, "Print the block for the next iteration's prompt.")
+    run_option(c)
     c.add_argument("--goal", default="")
     c.add_argument("--phase", default="")
     c.add_argument("--iteration", type=number, help="the iteration about to run")
@@ -76,55 +89,71 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--semantic", choices=["cached", "wait"], default="cached",
                    help="cached: use vectors the worker made, queue the rest (default); "
                         "wait: load the embedding model here")
-    fmt(c)
+    format_option(c)
 
-    c = command("outcome", cmd_outcome, "Report how an iteration ended.")
-    run(c)
+
+def add_outcome(sub: argparse._SubParsersAction) -> None:
+    c = command(sub, "outcome", cmd_outcome, "Report how an iteration ended.")
+    run_option(c)
     c.add_argument("--iteration", type=number, required=True)
     ended = c.add_mutually_exclusive_group(required=True)
     ended.add_argument("--success", action="store_true")
     ended.add_argument("--failure", action="store_true")
     c.add_argument("--action", default="", help="the command that worked")
-    model(c)
-    fmt(c)
+    model_option(c)
+    format_option(c)
 
-    c = command("worker", cmd_worker, "Run queued jobs: model-written lessons, embeddings.")
-    model(c)
+
+def add_worker(sub: argparse._SubParsersAction) -> None:
+    c = command(sub, "worker", cmd_worker, "Run queued jobs: model-written lessons, embeddings.")
+    model_option(c)
     c.add_argument("--once", action="store_true", help="run the jobs due now, then exit")
     c.add_argument("--idle-exit", type=float, metavar="SECONDS", help="exit when idle this long")
     c.add_argument("--nice", type=int, default=0, help="lower this process's priority by N")
 
-    c = command("status", cmd_status, "Queue, worker, model and spend.")
-    fmt(c)
 
-    c = command("failures", None, "Inspect captured failures.")
+def add_status(sub: argparse._SubParsersAction) -> None:
+    format_option(command(sub, "status", cmd_status, "Queue, worker, model and spend."))
+
+
+def add_failures(sub: argparse._SubParsersAction) -> None:
+    c = command(sub, "failures", None, "Inspect captured failures.")
     what = c.add_subparsers(dest="what", required=True, metavar="list|show")
     ls = what.add_parser("list", help="the latest failures, newest first")
     ls.set_defaults(handler=cmd_failures_list)
-    run(ls, "only this run")
+    run_option(ls, "only this run")
     ls.add_argument("--limit", type=count, default=20)
     ls.add_argument("--all", action="store_true",
                     help="with the exits that answered a question (grep found nothing)")
-    fmt(ls)
+    format_option(ls)
     show = what.add_parser("show", help="one failure with its hint")
     show.set_defaults(handler=cmd_failures_show)
     show.add_argument("id", help="a failure id (F-...)")
-    fmt(show)
+    format_option(show)
 
-    c = command("stats", cmd_stats, "Counts by category, error type and run.")
-    run(c, "only this run")
-    fmt(c)
 
-    c = command("clear", cmd_clear, "Delete captured failures.")
+def add_stats(sub: argparse._SubParsersAction) -> None:
+    c = command(sub, "stats", cmd_stats, "Counts by category, error type and run.")
+    run_option(c, "only this run")
+    format_option(c)
+
+
+def add_clear(sub: argparse._SubParsersAction) -> None:
+    c = command(sub, "clear", cmd_clear, "Delete captured failures.")
     which = c.add_mutually_exclusive_group(required=True)
     which.add_argument("--run", help="delete this run's failures")
     which.add_argument("--all", action="store_true", help="delete everything (needs --yes)")
     c.add_argument("--yes", action="store_true")
 
-    c = command("hook", cmd_hook, "Answer one hook event (JSON on stdin) of an agent's client.")
+
+def add_hook(sub: argparse._SubParsersAction) -> None:
+    c = command(sub, "hook", cmd_hook,
+                "Answer one hook event (JSON on stdin) of an agent's client.")
     c.add_argument("client", choices=["claude-code", "codex"])
 
-    c = command("install", None, "Put reflect's hooks into an agent's settings.")
+
+def add_install(sub: argparse._SubParsersAction) -> None:
+    c = command(sub, "install", None, "Put reflect's hooks into an agent's settings.")
     client = c.add_subparsers(dest="client", required=True, metavar="claude-code|codex")
     for name, scopes in (("claude-code", ("project", "local", "user")),
                          ("codex", ("project", "user"))):
@@ -137,18 +166,19 @@ def parser() -> argparse.ArgumentParser:
             where.add_argument("--plugin", metavar="DIR", help="write a plugin there instead")
         i.add_argument("--uninstall", action="store_true", help="remove reflect's hooks")
 
-    command("mcp", cmd_mcp, "Serve the memory to an MCP client over stdio.")
 
-    c = command("run", cmd_run, "Run a test command; on failure capture it and print the block.")
-    run(c)
+def add_mcp(sub: argparse._SubParsersAction) -> None:
+    command(sub, "mcp", cmd_mcp, "Serve the memory to an MCP client over stdio.")
+
+
+def add_run(sub: argparse._SubParsersAction) -> None:
+    c = command(sub, "run", cmd_run,
+                "Run a test command; on failure capture it and print the block.")
+    run_option(c)
     c.add_argument("--goal", default="")
     c.add_argument("--phase", default="test")
     c.add_argument("argv", nargs=argparse.REMAINDER, metavar="-- CMD ARGS",
                    help="the command, after --")
-
-    add_lesson_commands(sub)
-    add_eval_command(sub)
-    return p
 
 
 def integration(name: str):
@@ -324,3 +354,12 @@ def cmd_clear(args) -> int:
         n = mem.clear(run=None if args.all else args.run)
     print(f"deleted {n} failure(s)")
     return 0
+
+
+# name -> what adds it to the parser, in the order ``reflect --help`` lists them
+COMMANDS = {
+    "capture": add_capture, "recall": add_recall, "outcome": add_outcome,
+    "worker": add_worker, "status": add_status, "failures": add_failures, "stats": add_stats,
+    "clear": add_clear, "hook": add_hook, "install": add_install, "mcp": add_mcp,
+    "run": add_run, **LESSON_COMMANDS, "eval": add_eval_command,
+}

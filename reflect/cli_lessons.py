@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from reflect.numbers import count
-from reflect.output import emit, first_line, when
+from reflect.output import emit, first_line, format_option, when
 
 
 def Memory(*args, **kwargs):  # named for the class it stands for
@@ -20,10 +20,7 @@ def Memory(*args, **kwargs):  # named for the class it stands for
     return Memory(*args, **kwargs)
 
 
-def add_lesson_commands(sub: argparse._SubParsersAction) -> None:
-    def fmt(c: argparse.ArgumentParser) -> None:
-        c.add_argument("--format", choices=["text", "json"], default="text")
-
+def add_lessons(sub: argparse._SubParsersAction) -> None:
     c = sub.add_parser("lessons", help="Inspect and steer lessons.")
     what = c.add_subparsers(dest="what", required=True,
                             metavar="list|show|search|pin|unpin|forget|quarantine|release|feedback")
@@ -33,15 +30,15 @@ def add_lesson_commands(sub: argparse._SubParsersAction) -> None:
     ls.add_argument("--ineffective", action="store_true",
                     help="only lessons that repeatedly failed to prevent their failure")
     ls.add_argument("--limit", type=count, default=50)
-    fmt(ls)
+    format_option(ls)
     ls.set_defaults(handler=cmd_list)
     show = what.add_parser("show", help="one lesson with its provenance")
     show.add_argument("id")
-    fmt(show)
+    format_option(show)
     show.set_defaults(handler=cmd_show)
     find = what.add_parser("search", help="lessons matching words")
     find.add_argument("text")
-    fmt(find)
+    format_option(find)
     find.set_defaults(handler=cmd_search)
     for name, handler, help in (("pin", cmd_pin, "keep it: never removed by upkeep"),
                                 ("unpin", cmd_unpin, "let upkeep judge it again"),
@@ -61,38 +58,52 @@ def add_lesson_commands(sub: argparse._SubParsersAction) -> None:
     verdict.add_argument("--bad", action="store_true")
     fb.set_defaults(handler=cmd_feedback)
 
+
+def add_teach(sub: argparse._SubParsersAction) -> None:
     t = sub.add_parser("teach", help='Teach a lesson: "when <trigger>: <guidance>".')
     t.add_argument("text")
     t.set_defaults(handler=cmd_teach)
 
+
+def add_injections(sub: argparse._SubParsersAction) -> None:
     inj = sub.add_parser("injections", help="What recall put into which prompt.")
     inj.add_argument("--run")
     inj.add_argument("--limit", type=count, default=50)
-    fmt(inj)
+    format_option(inj)
     inj.set_defaults(handler=cmd_injections)
 
+
+def add_consolidate(sub: argparse._SubParsersAction) -> None:
     con = sub.add_parser("consolidate", help="Decay, remove weak lessons and old history.")
-    fmt(con)
+    format_option(con)
     con.set_defaults(handler=cmd_consolidate)
 
+
+def add_doctor(sub: argparse._SubParsersAction) -> None:
     doc = sub.add_parser("doctor", help="What is wrong with the store and how to recover.")
     doc.add_argument("--repair", action="store_true",
                      help="keep a damaged store aside, start a new one, replay what was kept aside")
-    fmt(doc)
+    format_option(doc)
     doc.set_defaults(handler=cmd_doctor)
 
+
+def add_export(sub: argparse._SubParsersAction) -> None:
     ex = sub.add_parser("export", help="Write the confident lessons (markdown or jsonl).")
     ex.add_argument("--format", choices=["markdown", "jsonl"], default="markdown")
     ex.add_argument("-o", "--output", metavar="FILE", help="default: standard output")
     ex.set_defaults(handler=cmd_export)
 
+
+def add_import(sub: argparse._SubParsersAction) -> None:
     im = sub.add_parser("import", help="Read lessons exported from another store (jsonl).")
     im.add_argument("file")
     im.set_defaults(handler=cmd_import)
 
+
+def add_progress(sub: argparse._SubParsersAction) -> None:
     pr = sub.add_parser("progress", help="Is memory helping? Repeat rate over runs.")
     pr.add_argument("--min-runs", type=int, default=5)
-    fmt(pr)
+    format_option(pr)
     pr.set_defaults(handler=cmd_progress)
 
 
@@ -243,3 +254,11 @@ def cmd_progress(args) -> int:
         data = mem.progress(min_runs=args.min_runs)
     emit(args, data, render(data))
     return 0
+
+
+# name -> what adds it to the parser (``reflect.cli`` builds only the command that runs)
+LESSON_COMMANDS = {
+    "lessons": add_lessons, "teach": add_teach, "injections": add_injections,
+    "consolidate": add_consolidate, "doctor": add_doctor, "export": add_export,
+    "import": add_import, "progress": add_progress,
+}

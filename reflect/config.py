@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import logging
 import os
 import re
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from reflect.scrub import Scrubber, repo_from_git_config
-
-log = logging.getLogger("reflect")
 
 DEFAULT_RUN = "default"
 DEFAULT_MAX_TOKENS = 400  # the block's budget, four characters a token
@@ -18,9 +15,29 @@ DEFAULT_MAX_FAILURES = 20_000  # about 15 MB of store with its history (bench/st
 PATTERNS_FILE = "scrub-patterns"  # in the store directory: one extra regex a line
 
 
+_stderr_pending = False  # the CLI asked for stderr warnings, set up at the first one
+
+
+def log_to_stderr(lazily: bool = False) -> None:
+    """The CLI's warnings: ``reflect: warning: …`` lines on stderr. ``lazily``: at the
+    first warning, for the commands a hook runs per tool call: importing logging costs a
+    cold process ~5 ms, and most of them never warn."""
+    global _stderr_pending
+    _stderr_pending = lazily
+    if not lazily:
+        import logging
+
+        logging.basicConfig(format="reflect: warning: %(message)s", level=logging.WARNING)
+
+
 def warn(message: str) -> None:
-    """One line on stderr; the CLI prefixes it with ``reflect: warning:``."""
-    log.warning(message)
+    """One line on stderr (the logger ``reflect``); the CLI prefixes it with
+    ``reflect: warning:``."""
+    if _stderr_pending:
+        log_to_stderr()
+    import logging  # here, not at import: see log_to_stderr
+
+    logging.getLogger("reflect").warning(message)
 
 
 def enabled(env=os.environ) -> bool:
@@ -110,9 +127,10 @@ def scrubber(home: Path, extra: tuple[str, ...] = ()) -> Scrubber:
     return Scrubber((*extra, *read_patterns(home)), repo=repo_from_git_config(Path.cwd()))
 
 
-@dataclass(frozen=True)
-class ModelSettings:
-    """How reflection calls a model; absent (None) means no model is ever called."""
+class ModelSettings(NamedTuple):
+    """How reflection calls a model; absent (None) means no model is ever called. (A named
+    tuple: a hook imports this module, and importing dataclasses, with inspect, costs a cold
+    process ~8 ms.)"""
 
     model: str
     api_base: str | None = None

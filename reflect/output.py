@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 from datetime import UTC, datetime
 
 from reflect.text import clip
+
+
+def format_option(c: argparse.ArgumentParser) -> None:
+    """``--format json``: the API object's fields at the top level of one JSON object."""
+    c.add_argument("--format", choices=["text", "json"], default="text")
 
 
 def emit(args, data: dict, text: str) -> None:

@@ -3,8 +3,6 @@ and keying it."""
 
 from __future__ import annotations
 
-import hashlib
-
 
 def clip(text: str | None, limit: int) -> str:
     """``text`` cut to at most ``limit`` characters, an ellipsis marking the cut."""
@@ -14,4 +12,6 @@ def clip(text: str | None, limit: int) -> str:
 
 def text_key(text: str) -> str:
     """A short stable key for a text (cached vectors are looked up by it)."""
+    import hashlib  # here: a hook that only clips text spares loading OpenSSL
+
     return hashlib.sha256(text.encode()).hexdigest()[:32]

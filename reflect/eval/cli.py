@@ -13,6 +13,7 @@ import json
 import sys
 
 from reflect.config import DEFAULT_MAX_TOKENS
+from reflect.output import format_option
 
 FORMATS = ("mini-swe-agent", "reflexion", "debugbench")
 MODES = ("on", "recency", "off")
@@ -51,7 +52,7 @@ def add_eval_command(sub: argparse._SubParsersAction) -> None:
                    help="embedding model for mode on: off, hash, or a model name "
                    "(default: $REFLECT_EMBEDDINGS, else the bundled model)")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
-    p.add_argument("--format", choices=["text", "json"], default="text")
+    format_option(p)
 
     p = what.add_parser(
         "compare", help="replays side by side with bootstrap intervals over runs",
@@ -64,7 +65,7 @@ def add_eval_command(sub: argparse._SubParsersAction) -> None:
                    help="also draw a PNG chart (default compare.png; needs matplotlib)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--resamples", type=_positive, default=2000, metavar="N")
-    p.add_argument("--format", choices=["text", "json"], default="text")
+    format_option(p)
 
     p = what.add_parser(
         "ab", help="live A/B: run an agent command on tasks with memory on and off",

@@ -33,15 +33,13 @@ EXIT_LINE = re.compile(r"Exit code:? (-?\d+)")
 
 def parse(raw: dict) -> Event:
     event = base_event(raw, HOOKS)
-    name = event.name
-    if name == "PostToolUse":
-        event.failed = False
-    elif name == "PostToolUseFailure" and not raw.get("is_interrupt"):
-        event.failed = True
+    if event.name == "PostToolUse":
+        return event._replace(failed=False)
+    if event.name == "PostToolUseFailure" and not raw.get("is_interrupt"):
         first, _, rest = str(raw.get("error") or "").partition("\n")
         match = EXIT_LINE.fullmatch(first.strip())
-        event.exit_code = int(match[1]) if match else None
-        event.error_text = rest if match else f"{first}\n{rest}".strip()
+        return event._replace(failed=True, exit_code=int(match[1]) if match else None,
+                              error_text=rest if match else f"{first}\n{rest}".strip())
     return event
 
 

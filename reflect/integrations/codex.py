@@ -30,11 +30,10 @@ EXIT_CODE = re.compile(r"^(?:Exit code:?|Process exited with code) (-?\d+)\b", r
 
 def parse(raw: dict) -> Event:
     event = base_event(raw, HOOKS)
-    name, tool = event.name, event.tool
-    if name == "PostToolUse" and tool == "Bash":
-        event.exit_code, event.error_text = exit_status(raw.get("tool_response"))
-        if event.exit_code is not None:
-            event.failed = event.exit_code != 0
+    if event.name == "PostToolUse" and event.tool == "Bash":
+        code, text = exit_status(raw.get("tool_response"))
+        failed = None if code is None else code != 0
+        return event._replace(exit_code=code, error_text=text, failed=failed)
     return event
 
 

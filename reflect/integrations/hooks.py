@@ -15,8 +15,8 @@ import re
 import signal
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from reflect import config
 from reflect.text import clip
@@ -29,8 +29,9 @@ STALE_SECONDS = 7 * 86400  # session files unused this long are removed at a ses
 TARGET_KEYS = ("file_path", "notebook_path", "path", "url", "pattern", "query")
 
 
-@dataclass
-class Event:
+class Event(NamedTuple):
+    """One event as a client module reads it (a named tuple: see ``config.ModelSettings``)."""
+
     name: str  # SessionStart | UserPromptSubmit | PreToolUse | PostToolUse | PostToolUseFailure
     session: str
     tool: str = ""
