@@ -16,19 +16,25 @@ import re
 import time
 from collections.abc import Callable
 from pathlib import Path
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from reflect import config
-from reflect.index import Embedder, VectorIndex, from_blob, load_embedder, to_blob
+from reflect import index as dense  # its names load numpy on first use
 from reflect.store import Store
 from reflect.text import text_key
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from reflect.index import Embedder, VectorIndex
 
 BATCH = 64
 
 
 class Vectors:
-    """Dense search for one store; ``spec`` is the REFLECT_EMBEDDINGS value (None: off)."""
+    """Dense search for one store; ``spec`` is the REFLECT_EMBEDDINGS value (None: off).
+    numpy loads with the first vector used: a cold CLI recall that finds none (no worker
+    has embedded its goal yet) starts without it."""
 
     def __init__(self, store: Store, spec: str | None,
                  clock: Callable[[], float] = time.time):
@@ -50,7 +56,7 @@ class Vectors:
     def embedder(self) -> Embedder | None:
         """Load the model once (torch: seconds) and keep it warm."""
         if self._embedder is None and self.spec is not None:
-            self._embedder = load_embedder(self.spec, config.warn)
+            self._embedder = dense.load_embedder(self.spec, config.warn)
             if self._embedder is not None:
                 self.store.record_embedder(self.spec, self._embedder.name)
         return self._embedder
@@ -70,7 +76,7 @@ class Vectors:
                 break
             vectors = embedder.embed([text for _, text in texts])
             self.store.put_vectors(embedder.name, [
-                (key, to_blob(v)) for (key, _), v in zip(texts, vectors, strict=True)])
+                (key, dense.to_blob(v)) for (key, _), v in zip(texts, vectors, strict=True)])
             done += len(texts)
         return done
 
@@ -85,10 +91,11 @@ class Vectors:
         key, model = text_key(text), self.model_name()
         blob = self.store.text_vector(key, model or "")
         if blob is not None:
-            return from_blob(blob, len(blob) // 4)
+            return dense.from_blob(blob, len(blob) // 4)
         if embed and (embedder := self.embedder()) is not None:
             vector = embedder.embed([text])[0]
-            self.store.add_text_vector(key, text, embedder.name, to_blob(vector), self.clock())
+            self.store.add_text_vector(key, text, embedder.name, dense.to_blob(vector),
+                                       self.clock())
             return vector
         self.store.queue_texts([text], self.clock())
         return None
@@ -120,11 +127,13 @@ class Vectors:
         path = self._path(model)
         index = self._index
         if index is None or (index.model, index.dim) != (model, dim):
-            index = VectorIndex.load(path, model, dim, None)
+            index = dense.VectorIndex.load(path, model, dim, None)
         since = _synced(index, removals) if index is not None else None
         if index is None or since is None:
-            index, since = VectorIndex(model, dim), -1
+            index, since = dense.VectorIndex(model, dim), -1
         if since < latest:
+            import numpy as np
+
             rows = self.store.run_goal_vectors(model, since)
             index.add([r[0] for r in rows],
                       np.frombuffer(b"".join(r[1] for r in rows), "<f4").reshape(len(rows), -1))

@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING
 
 from reflect import benign, config, controls, numbers, pending, queue, resolution, upkeep
 from reflect.capture import MAX_FIELD, Parsed, entry_rows, parse, synthesize
-from reflect.recall.predict import Predictor
 from reflect.records import ErrorEntry, Recall
 from reflect.store import Rejected, Store, StoreUnavailable, open_store
 from reflect.store import store_url as store_url_of
@@ -21,6 +20,7 @@ from reflect.text import clip
 
 if TYPE_CHECKING:
     from reflect.exchange import ImportReport
+    from reflect.recall.predict import Predictor
 
 DEFAULT_MAX_TOKENS = config.DEFAULT_MAX_TOKENS
 LOG_WAIT = 0.2  # seconds recall waits to log what it injected; the block never waits
@@ -63,7 +63,7 @@ class Memory:
         self.close_timeout = close_timeout
         self.semantic = semantic
         self.credit = credit
-        self.predictor = predictor or Predictor()
+        self.predictor = predictor  # None: the default, made by the first recall
         self.scrubber = config.scrubber(self.home, scrub_patterns)
         self.benign_exits = benign.rules(self.home)
         self.model = config.model_settings(model) if self.enabled else None
@@ -214,7 +214,7 @@ class Memory:
             embed=self.semantic == "wait", escalate_after=config.escalate_after())
         try:
             query = replace(query, scope=self.scope)
-            rec = block.build(self.store, self.vectors, query, self.predictor)
+            rec = block.build(self.store, self.vectors, query, self.predictor or block.Predictor())
             try:  # the log is best effort: it must not cost the agent its block
                 self.store.register_run(run, goal, self.scope, now, wait=LOG_WAIT)
                 if rec.items:  # what the agent saw, for credit and people

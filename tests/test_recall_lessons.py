@@ -191,9 +191,9 @@ def test_offline_is_recency_only(monkeypatch):
 
 
 def test_cached_mode_never_embeds_and_queues_the_goal(monkeypatch):
-    import reflect.embedding as embedding
+    import reflect.index
 
-    monkeypatch.setattr(embedding, "load_embedder",
+    monkeypatch.setattr(reflect.index, "load_embedder",
                         lambda *a: pytest.fail("a cached-mode recall loaded a model"))
     with Memory(semantic="cached") as m:
         fill(m)
