@@ -7,7 +7,8 @@ import re
 from pathlib import Path
 from typing import NamedTuple
 
-from reflect.scrub import Scrubber, repo_from_git_config
+from reflect.gitconfig import repo_from_git_config
+from reflect.scrub import Scrubber
 
 DEFAULT_RUN = "default"
 DEFAULT_MAX_TOKENS = 400  # the block's budget, four characters a token

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from reflect.config import repo_root
 from reflect.fingerprint import cause
+from reflect.gitconfig import repo_from_git_config
 from reflect.records import RecallItem
-from reflect.scrub import repo_from_git_config
 from reflect.store.base import Row, Tx, insert, marks
 from reflect.store.credit import CreditQueries
 from reflect.store.jobs import JobQueries
