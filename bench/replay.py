@@ -21,9 +21,10 @@ from pathlib import Path
 from figures import DATA, emit
 
 from reflect import Memory
+from reflect.choices import REPLAY_MODES as MODES
 from reflect.eval.compare import compare, load, table
 from reflect.eval.convert import convert
-from reflect.eval.replay import MODES, replay
+from reflect.eval.replay import replay
 from reflect.eval.trace import read_trace, write_trace
 
 TARGET_SECONDS = 120

@@ -8,6 +8,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from reflect.choices import EXPORT_FORMATS
 from reflect.numbers import count
 from reflect.output import emit, first_line, format_option, when
 
@@ -89,7 +90,7 @@ def add_doctor(sub: argparse._SubParsersAction) -> None:
 
 def add_export(sub: argparse._SubParsersAction) -> None:
     ex = sub.add_parser("export", help="Write the confident lessons (markdown or jsonl).")
-    ex.add_argument("--format", choices=["markdown", "jsonl"], default="markdown")
+    ex.add_argument("--format", choices=EXPORT_FORMATS, default="markdown")
     ex.add_argument("-o", "--output", metavar="FILE", help="default: standard output")
     ex.set_defaults(handler=cmd_export)
 

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import cast
 
+from reflect.choices import EXPORT_FORMATS
 from reflect.heuristics import CATEGORIES, SEVERITIES
 from reflect.lessons import KIND_RANK
 from reflect.review import GUIDANCE_MAX, TRIGGER_MAX, hostile_reason, trim
@@ -43,7 +44,7 @@ from reflect.store import Store
 
 __all__ = ["FORMATS", "ImportReport", "export_lessons", "import_lessons", "write_atomically"]
 
-FORMATS = ("markdown", "jsonl")
+FORMATS = EXPORT_FORMATS  # defined with the CLI's other choices
 TEXT_MAX = 1000  # resolution and error text: a line, not a log
 LINE_MAX = 20_000  # characters of one JSON line: bounds the work on a hostile file
 _FINGERPRINT = re.compile(r"(?:taught:)?[0-9a-f]{16}")  # taught lessons: by trigger

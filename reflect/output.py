@@ -6,12 +6,13 @@ import argparse
 import json
 from datetime import UTC, datetime
 
+from reflect.choices import OUTPUT_FORMATS
 from reflect.text import clip
 
 
 def format_option(c: argparse.ArgumentParser) -> None:
     """``--format json``: the API object's fields at the top level of one JSON object."""
-    c.add_argument("--format", choices=["text", "json"], default="text")
+    c.add_argument("--format", choices=OUTPUT_FORMATS, default="text")
 
 
 def emit(args, data: dict, text: str) -> None:

@@ -41,8 +41,9 @@ from pathlib import Path
 from typing import Any
 
 from reflect.capture import decode_tail
+from reflect.choices import REPLAY_MODES
 from reflect.eval.metrics import summarize
-from reflect.eval.replay import ITERATIONS_FILE, MODES, SUMMARY_FILE, Injector
+from reflect.eval.replay import ITERATIONS_FILE, SUMMARY_FILE, Injector
 from reflect.eval.trace import TraceRecord, write_json, write_jsonl, write_text, write_trace
 from reflect.memory import DEFAULT_MAX_TOKENS, Memory
 
@@ -159,8 +160,8 @@ def run_ab(  # noqa: C901 - one A/B from its checks to its report, step by step
     out = Path(out)
     if trials < 1:
         raise ABError("--trials must be at least 1")
-    if len(set(arms)) != len(arms) or not set(arms) <= set(MODES):
-        raise ABError(f"arms must be distinct modes among {', '.join(MODES)}")
+    if len(set(arms)) != len(arms) or not set(arms) <= set(REPLAY_MODES):
+        raise ABError(f"arms must be distinct modes among {', '.join(REPLAY_MODES)}")
     if "{prompt_file}" not in agent:
         raise ABError("the agent command must contain {prompt_file}, e.g. "
                       "--agent 'my-agent --prompt {prompt_file}'")

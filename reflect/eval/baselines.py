@@ -28,6 +28,7 @@ block within the same ``max_tokens``).
 from __future__ import annotations
 
 from reflect import config
+from reflect.choices import BASELINE_MODES
 from reflect.memory import Memory
 from reflect.recall.block import Query, recent_item, recent_items
 from reflect.recall.predict import Predictor
@@ -87,4 +88,4 @@ def _logged(mem: Memory, run: str, iteration: int, block: Recall) -> Recall:
     return block
 
 
-BASELINES = {"last3": last3, "popular": popular}
+BASELINES = dict(zip(BASELINE_MODES, (last3, popular), strict=True))

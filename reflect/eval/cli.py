@@ -12,12 +12,9 @@ import argparse
 import json
 import sys
 
+from reflect.choices import MEMORY_MODES, REPLAY_MODES, TRACE_FORMATS
 from reflect.config import DEFAULT_MAX_TOKENS
 from reflect.output import format_option
-
-FORMATS = ("mini-swe-agent", "reflexion", "debugbench")
-MODES = ("on", "recency", "off")
-REPLAY_MODES = (*MODES, "last3", "popular")  # baselines: replay only
 
 
 def add_eval_command(sub: argparse._SubParsersAction) -> None:
@@ -30,7 +27,8 @@ def add_eval_command(sub: argparse._SubParsersAction) -> None:
         description="Convert published agent logs into a trace: JSONL, one record per "
         "iteration with run, iteration, goal, phase, action, exit_code, error_text, success, ts.")
     p.set_defaults(handler=cmd_convert)
-    p.add_argument("source", choices=FORMATS, metavar="FORMAT", help=" | ".join(FORMATS))
+    p.add_argument("source", choices=TRACE_FORMATS, metavar="FORMAT",
+                   help=" | ".join(TRACE_FORMATS))
     p.add_argument("paths", nargs="+", metavar="PATH", help="data files or directories")
     p.add_argument("-o", "--output", required=True, metavar="TRACE", help="the trace to write")
 
@@ -100,9 +98,9 @@ def _positive(text: str) -> int:
 
 def _arms(text: str) -> tuple[str, ...]:
     arms = tuple(a.strip() for a in text.split(",") if a.strip())
-    if len(arms) < 2 or len(set(arms)) != len(arms) or not set(arms) <= set(MODES):
+    if len(arms) < 2 or len(set(arms)) != len(arms) or not set(arms) <= set(MEMORY_MODES):
         raise argparse.ArgumentTypeError(
-            f"give two or three distinct modes among {','.join(MODES)}, e.g. on,off")
+            f"give two or three distinct modes among {','.join(MEMORY_MODES)}, e.g. on,off")
     return arms
 
 

@@ -46,6 +46,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
+from reflect.choices import TRACE_FORMATS
 from reflect.eval.trace import TraceRecord
 
 _RETURNCODE = re.compile(r"\s*<returncode>(-?\d+)</returncode>")
@@ -261,11 +262,8 @@ def _verdict(judged: dict) -> str:
     return verdict
 
 
-CONVERTERS: dict[str, Callable[[Iterable[str | Path]], Iterator[TraceRecord]]] = {
-    "mini-swe-agent": mini_swe_agent,
-    "reflexion": reflexion,
-    "debugbench": debugbench,
-}
+CONVERTERS: dict[str, Callable[[Iterable[str | Path]], Iterator[TraceRecord]]] = dict(
+    zip(TRACE_FORMATS, (mini_swe_agent, reflexion, debugbench), strict=True))
 
 
 def convert(kind: str, paths: Iterable[str | Path]) -> list[TraceRecord]:

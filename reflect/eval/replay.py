@@ -30,6 +30,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from reflect.choices import REPLAY_MODES
 from reflect.details import foreign
 from reflect.eval.baselines import BASELINES
 from reflect.eval.metrics import summarize
@@ -39,7 +40,6 @@ from reflect.memory import DEFAULT_MAX_TOKENS, Memory
 from reflect.recall.predict import Predictor
 from reflect.records import Recall
 
-MODES = ("on", "recency", "off", *BASELINES)
 ITERATIONS_FILE = "iterations.jsonl"
 SUMMARY_FILE = "summary.json"
 
@@ -57,8 +57,8 @@ class Injector:
     """
 
     def __init__(self, mem: Memory, mode: str, max_tokens: int = DEFAULT_MAX_TOKENS):
-        if mode not in MODES:
-            raise ReplayError(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}")
+        if mode not in REPLAY_MODES:
+            raise ReplayError(f"unknown mode {mode!r}; choose one of {', '.join(REPLAY_MODES)}")
         if not mem.enabled:
             raise ReplayError("failure memory is switched off (REFLECT_FAILURE_MEMORY=0); "
                               "unset it to evaluate")
@@ -153,8 +153,8 @@ def replay(
     options: dict = {"embeddings": embeddings} if embeddings is not None else {}
     if predictor is not None:
         options["predictor"] = predictor
-    if mode not in MODES:
-        raise ReplayError(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}")
+    if mode not in REPLAY_MODES:
+        raise ReplayError(f"unknown mode {mode!r}; choose one of {', '.join(REPLAY_MODES)}")
     if store is not None:
         store = Path(store)
         if store.exists():
