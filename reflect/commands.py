@@ -48,7 +48,7 @@ def brief(action: str, limit: int = MAX_BRIEF) -> str:
     for word in " ; ".join(lines).split():
         if not words and word.startswith("/") and "/bin/" in word:
             word = word.rsplit("/", 1)[-1]  # an interpreter by its full path: its name says it
-        words.append(word if len(word) <= MAX_ARG else word[: MAX_ARG - 1] + "…")
+        words.append(clip(word, MAX_ARG))
     return clip(" ".join(words).replace("; ;", ";"), limit)
 
 

@@ -39,8 +39,9 @@ from typing import cast
 from reflect.choices import EXPORT_FORMATS
 from reflect.heuristics import CATEGORIES, SEVERITIES
 from reflect.lessons import KIND_RANK
-from reflect.review import GUIDANCE_MAX, TRIGGER_MAX, hostile_reason, trim
+from reflect.review import GUIDANCE_MAX, TRIGGER_MAX, hostile_reason
 from reflect.store import Store
+from reflect.text import clip
 
 __all__ = ["FORMATS", "ImportReport", "export_lessons", "import_lessons", "write_atomically"]
 
@@ -248,4 +249,4 @@ def _unit(value: float, key: str) -> float:
 
 def _clean(text: str, scrub: Callable[[str], tuple[str, int]], limit: int) -> str:
     # Scrub the whole text before trimming, so a cut cannot split a secret past a rule.
-    return trim(_line(scrub(text)[0]), limit)
+    return clip(_line(scrub(text)[0]), limit, at_word=True)

@@ -30,8 +30,10 @@ CATEGORIES = ("syntax", "import", "type", "test", "timeout", "resource", "permis
               "network", "environment", "general")
 SEVERITIES = ("low", "medium", "high")
 
-TRIGGER_MAX = 200  # hard caps; the texts aim for ~160 and ~200 characters
-GUIDANCE_MAX = 300
+# The caps of every lesson's trigger and guidance, whoever writes it: these rules, a
+# model (reflect.review), a person (teach) or another store (import).
+TRIGGER_MAX = 160
+GUIDANCE_MAX = 300  # the rules' texts aim for ~200
 _SCAN_MAX = 4000  # characters of a message the rules look at (head and tail)
 
 
@@ -48,14 +50,14 @@ class Heuristic:
 _WS = lazy.compile(r"\s+")
 
 
-def _clip(text: str, limit: int) -> str:
-    """Collapse whitespace and cut to ``limit`` characters (with an ellipsis)."""
+def _one_line(text: str, limit: int) -> str:
+    """Whitespace collapsed, cut to ``limit`` characters (with an ellipsis)."""
     return clip(_WS.sub(" ", text or "").strip(), limit)
 
 
 def _q(text: str, limit: int = 80) -> str:
     """Quote an identifier from the error with backticks, bounded."""
-    return "`" + _clip(text.replace("`", "'"), limit) + "`"
+    return "`" + _one_line(text.replace("`", "'"), limit) + "`"
 
 
 # The two internal records below are named tuples, not frozen dataclasses: a cold
@@ -158,7 +160,7 @@ def _syntax(c: _Ctx) -> str:
                 f"it and rewrite them whole (a Python script or a heredoc) instead of `{tool}`.")
     if not path:
         return ""  # no file to look at: the error line says all there is
-    what = _clip(_SRC_PATH.sub("", c.message), 60)  # without its "(file, line N)"
+    what = _one_line(_SRC_PATH.sub("", c.message), 60)  # without its "(file, line N)"
     return f"Fix the syntax at {where} ({what}): view the lines around it first."
 
 
@@ -174,7 +176,7 @@ def _shaped(value: str, shape: re.Pattern[str]) -> str:
 
 
 def _command(c: _Ctx) -> str:
-    cmd = _shaped(_clip(_first(_COMMAND_RE, c.message) or c.cmd, 40), _NAME_SHAPE)
+    cmd = _shaped(_one_line(_first(_COMMAND_RE, c.message) or c.cmd, 40), _NAME_SHAPE)
     q = _q(cmd or "the command")
     if cmd in _PY_TOOLS:
         return (f"{q} is not on PATH: run it as `python -m {cmd}` (if that fails, "
@@ -195,8 +197,8 @@ def _permission(c: _Ctx) -> str:
                 "(`python -m venv .venv`) or with `pip install --user`, not with sudo.")
     if c.exit_code == 126 or path == c.cmd:
         path = path or c.cmd or "the script"
-        return (f"{_q(path)} is not executable: `chmod +x {_clip(path, 80)}` or run it with its "
-                "interpreter (`bash`, `python`); do not reach for sudo.")
+        return (f"{_q(path)} is not executable: `chmod +x {_one_line(path, 80)}` or run it "
+                "with its interpreter (`bash`, `python`); do not reach for sudo.")
     return (f"Check the modes and owner of {_q(path or 'the target')} (`ls -l`) and write "
             "somewhere you own (the working tree or /tmp) instead of using sudo blindly.")
 
@@ -206,7 +208,7 @@ def _test(c: _Ctx) -> str:
     ev = _EXPECTED.search(c.message)
     claim = (f"expected {ev.group(1)}, received {ev.group(2)}" if ev
              else _first(_CLAIM, c.message) or c.detail)
-    rerun = f"`python -m pytest {_clip(node, 90)}`" if node else c.act
+    rerun = f"`python -m pytest {_one_line(node, 90)}`" if node else c.act
     return (f"Compare expected and actual in {_q(claim or '?', 70)}; fix the code, not the "
             f"test; rerun {rerun}.")
 
@@ -344,14 +346,14 @@ RULES: tuple[_Rule, ...] = (
 
 def _trigger(c: _Ctx) -> str:
     when = (f"running {c.act}" if c.action.strip()
-            else f"the {_clip(c.phase, 30)} step" if c.phase.strip() else "a step")
+            else f"the {_one_line(c.phase, 30)} step" if c.phase.strip() else "a step")
     code = "" if c.exit_code is None else f"exit code {c.exit_code}"
     if c.etype == "Synthesized" or not (c.etype or c.message.strip()):
         return f"{when} fails with {code or 'no error text'}{_EXIT_LABELS.get(c.exit_code, '')}"
     if not c.message.strip():
-        return f"{when} fails with {_clip(c.etype, 40)}" + (f" ({code})" if code else "")
-    head = f"{when} fails with {_clip(c.etype, 40) or 'an error'}: "
-    return head + _clip(c.message, max(40, 160 - len(head)))
+        return f"{when} fails with {_one_line(c.etype, 40)}" + (f" ({code})" if code else "")
+    head = f"{when} fails with {_one_line(c.etype, 40) or 'an error'}: "
+    return head + _one_line(c.message, max(40, TRIGGER_MAX - len(head)))
 
 
 def _general(c: _Ctx) -> str:
@@ -370,7 +372,7 @@ def heuristic_lesson(error_type: str, message: str, action: str = "", phase: str
     etype = (error_type or "").strip()[:100]
     ctx = _Ctx(etype, message, action, (phase or "")[:100], exit_code,
                _q(action, 60) if action.strip() else "the command", words[0] if words else "",
-               _clip(message, 90), f"{etype}: {message}")
+               _one_line(message, 90), f"{etype}: {message}")
     guide: Callable[[_Ctx], str]
     category, severity, guide = "general", "medium", _general
     for rule in RULES:
@@ -378,6 +380,6 @@ def heuristic_lesson(error_type: str, message: str, action: str = "", phase: str
         if matched is not None:
             category, severity, guide, ctx = rule.category, rule.severity, rule.guide, matched
             break
-    guidance = _clip(guide(ctx), GUIDANCE_MAX)  # "" when no rule knows the error
-    return Heuristic(category, severity, _clip(_trigger(ctx), TRIGGER_MAX),
+    guidance = _one_line(guide(ctx), GUIDANCE_MAX)  # "" when no rule knows the error
+    return Heuristic(category, severity, _one_line(_trigger(ctx), TRIGGER_MAX),
                      guidance[:1].upper() + guidance[1:])

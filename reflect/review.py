@@ -17,15 +17,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from reflect.details import foreign
-from reflect.heuristics import CATEGORIES
+from reflect.heuristics import CATEGORIES, GUIDANCE_MAX, TRIGGER_MAX
+from reflect.text import clip
 
 __all__ = ["HOSTILE", "KINDS", "MalformedLesson", "Reviewed", "review"]
 
 KINDS = ("fix", "avoid", "check")  # do this instead / do not do this again / verify first
 DEFAULT_KIND = "fix"
 DEFAULT_CONFIDENCE = 0.5
-TRIGGER_MAX = 160
-GUIDANCE_MAX = 300
 MAX_ANSWER = 20_000  # characters of an answer searched for the JSON object
 MAX_CANDIDATES = 50  # "{" positions tried: bounds the work on an answer full of braces
 
@@ -63,8 +62,8 @@ def review(text: str, scrub: Callable[[str], tuple[str, int]],
     category = str(data.get("category", "")).strip().lower()
     kind = str(data.get("kind", "")).strip().lower()
     return Reviewed(
-        trigger=trim(trigger, TRIGGER_MAX),
-        guidance=trim(guidance, GUIDANCE_MAX),
+        trigger=clip(trigger, TRIGGER_MAX, at_word=True),
+        guidance=clip(guidance, GUIDANCE_MAX, at_word=True),
         kind=kind if kind in KINDS else DEFAULT_KIND,
         category=category if category in CATEGORIES else "general",
         confidence=_confidence(data.get("confidence")),
@@ -110,15 +109,6 @@ def _confidence(value: object) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) or math.isnan(value):
         return DEFAULT_CONFIDENCE
     return min(1.0, max(0.0, float(value)))
-
-
-def trim(text: str, limit: int) -> str:
-    """Cut at the last word boundary that fits, with an ellipsis."""
-    if len(text) <= limit:
-        return text
-    cut = text[: limit - 1]
-    head = cut.rsplit(" ", 1)[0] if " " in cut else cut
-    return head.rstrip(" ,;:-") + "…"
 
 
 # -- hostile lessons ----------------------------------------------------------

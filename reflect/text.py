@@ -4,10 +4,17 @@ and keying it."""
 from __future__ import annotations
 
 
-def clip(text: str | None, limit: int) -> str:
-    """``text`` cut to at most ``limit`` characters, an ellipsis marking the cut."""
+def clip(text: str | None, limit: int, *, at_word: bool = False) -> str:
+    """``text`` cut to at most ``limit`` characters, an ellipsis marking the cut;
+    ``at_word``: at the last word boundary that fits (a lesson's trigger and guidance)."""
     text = text or ""
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 1]
+    if not at_word:
+        return cut.rstrip() + "…"
+    head = cut.rsplit(" ", 1)[0] if " " in cut else cut
+    return head.rstrip(" ,;:-") + "…"
 
 
 def text_key(text: str) -> str:
