@@ -42,7 +42,7 @@ class Hang(BaseHTTPRequestHandler):
 def in_process(home: Path, model: str | None) -> float:
     errors = [traceback_4kb(i) for i in range(SAMPLES)]
     samples = []
-    with Memory(home, model=model, reflect=model is not None, close_timeout=0.5) as mem:
+    with Memory(home, model=model, worker_thread=model is not None, close_timeout=0.5) as mem:
         mem.capture(run="r", exit_code=1, error_text="KeyError: 'first'")
         time.sleep(SETTLE)  # the worker thread imports litellm, then hangs in its call
         for i, error in enumerate(errors):

@@ -245,7 +245,7 @@ def cmd_capture(args) -> int:
 
 
 def cmd_recall(args) -> int:
-    with Memory(semantic=args.semantic) as mem:
+    with Memory(embed_here=args.semantic == "wait") as mem:
         max_tokens = bounded(args.max_tokens, "--max-tokens", 0)
         rec = mem.recall(run=args.run, goal=args.goal, phase=args.phase,
                          iteration=bounded(args.iteration, "iteration", 0),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import fields, replace
 from pathlib import Path
@@ -35,20 +36,22 @@ class Memory:
         run: str | None = None,
         scrub_patterns: tuple[str, ...] = (),
         model: str | None = None,
-        reflect: bool = False,
+        worker_thread: bool = False,
         embeddings: str | None = None,
-        semantic: str = "wait",
+        embed_here: bool = True,
         credit: bool = True,
         predictor: Predictor | None = None,
         busy_timeout: float = 5.0,
         close_timeout: float = 2.0,
         clock: Callable[[], float] = time.time,
+        reflect: bool | None = None,
     ):
         """``model`` (else ``REFLECT_MODEL``) names the litellm model that writes lessons.
         ``embeddings`` (else ``REFLECT_EMBEDDINGS``) names the embedding model; "off"
-        forbids it. ``semantic="wait"`` loads it lazily, once, on the first recall that
-        needs it; ``"cached"`` never loads it here: cached vectors are used and the rest
-        is queued for a worker. ``reflect=True`` runs the worker in a daemon thread.
+        forbids it. ``embed_here`` loads it lazily, once, on the first recall whose goal
+        has no cached vector; ``embed_here=False`` never loads it here: cached vectors are
+        used and the rest is queued for a worker. ``worker_thread=True`` runs the worker
+        in a daemon thread (``reflect=True``, its first name, still does).
         ``credit=False`` keeps the injection log but never credits outcomes to lessons:
         for replays of recorded agents, which never saw what was injected. ``predictor``
         holds the thresholds of the prediction of lessons from earlier runs.
@@ -61,7 +64,7 @@ class Memory:
         self.clock = clock
         self.busy_timeout = busy_timeout
         self.close_timeout = close_timeout
-        self.semantic = semantic
+        self.embed_here = embed_here
         self.credit = credit
         self.predictor = predictor  # None: the default, made by the first recall
         self.scrubber = config.scrubber(self.home, scrub_patterns)
@@ -72,7 +75,11 @@ class Memory:
         self._vectors = None
         self._scope: str | None = None
         self._worker = None
-        if reflect and (self.model is not None or self.embeddings is not None):
+        if reflect is not None:
+            warnings.warn("Memory(reflect=...) is now Memory(worker_thread=...)",
+                          DeprecationWarning, stacklevel=2)
+            worker_thread = reflect
+        if worker_thread and (self.model is not None or self.embeddings is not None):
             from reflect.worker import start_thread
 
             self._worker = start_thread(self.home, self.store_url, self.model,
@@ -211,7 +218,7 @@ class Memory:
         query = block.Query(
             run=run, goal=goal, phase=phase, iteration=iteration, scope="global",
             now=now, max_tokens=max_tokens, sections=sections,
-            embed=self.semantic == "wait", escalate_after=config.escalate_after())
+            embed=self.embed_here, escalate_after=config.escalate_after())
         try:
             query = replace(query, scope=self.scope)
             rec = block.build(self.store, self.vectors, query, self.predictor or block.Predictor())

@@ -126,6 +126,11 @@ def test_kill_switch_makes_capture_and_recall_no_ops(monkeypatch, own_store):
     assert not own_store.exists()
 
 
+def test_reflect_the_first_name_of_worker_thread_still_works_and_says_so(own_store):
+    with pytest.warns(DeprecationWarning, match="worker_thread"), Memory(reflect=False) as mem:
+        assert mem.capture(run="r", exit_code=1, error_text="boom").failure_id
+
+
 def test_a_rerun_that_passes_resolves_the_failure_with_what_changed(mem):
     a = mem.capture(run="r", iteration=1, action="python app.py", exit_code=1,
                     error_text=TRACEBACK)

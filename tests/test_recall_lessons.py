@@ -195,7 +195,7 @@ def test_cached_mode_never_embeds_and_queues_the_goal(monkeypatch):
 
     monkeypatch.setattr(reflect.index, "load_embedder",
                         lambda *a: pytest.fail("a cached-mode recall loaded a model"))
-    with Memory(semantic="cached") as m:
+    with Memory(embed_here=False) as m:
         fill(m)
         assert lesson_items(m.recall(run="new", goal=DJANGO_GOAL))  # the goals' words
         queued = [text for _, text in m.store.texts_to_embed(m.vectors.model_name() or "", 100)]

@@ -408,7 +408,7 @@ def test_a_hung_provider_neither_slows_capture_nor_holds_close(api, monkeypatch)
         raise httpx.ReadTimeout("the provider did not answer", request=request)
 
     api.script(then=hang)
-    mem = Memory(model=MODEL, reflect=True, close_timeout=0.5)
+    mem = Memory(model=MODEL, worker_thread=True, close_timeout=0.5)
     try:
         first = capture(mem, 1)
         assert started.wait(20), "the worker thread never called the model"

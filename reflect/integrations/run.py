@@ -64,7 +64,7 @@ def report(argv: list[str], code: int, output: str, run: str | None, goal: str,
     from reflect import Memory
 
     action = shlex.join(argv)
-    with Memory(run=run, semantic="cached") as mem:
+    with Memory(run=run, embed_here=False) as mem:
         if code != 0:
             mem.capture(goal=goal, phase=phase, action=action, exit_code=code,
                         error_text=output)
