@@ -15,5 +15,5 @@ def trigger_match(lesson: dict, query_words: set[str]) -> bool:
 def matching(store, query: str, scope: str) -> list[dict]:
     """Taught and imported lessons whose trigger the query matches, oldest first."""
     query_words = set(words(query))
-    return [lesson for lesson in store.elsewhere_lessons(scope)
+    return [lesson for lesson in store.taught_and_imported_lessons(scope)
             if trigger_match(lesson, query_words)]

@@ -129,7 +129,7 @@ class RunQueries(Backend):
         return [r[0] for r in self._rows(
             "SELECT id FROM failures WHERE cause = ? ORDER BY seq DESC LIMIT ?", (cause, per))]
 
-    def elsewhere_lessons(self, scope: str) -> list[Row]:
+    def taught_and_imported_lessons(self, scope: str) -> list[Row]:
         """Active taught and imported lessons in ``scope`` (or global)."""
         return [dict(r) for r in self._rows(
             "SELECT * FROM lessons WHERE origin != 'here' AND status = 'active'"
