@@ -1,7 +1,7 @@
 """What every backend gives the shared queries: rows, transactions, one error.
 
-The queries (``reflect/store/*_queries``-style mixins: failures, runs, jobs, lessons…) are
-written once, in the SQL both SQLite and PostgreSQL speak: ``?`` and ``:name``
+The queries (mixins of ``SQLStore`` in reflect/store/: failures.py, runs.py, jobs.py,
+lessons.py…) are written once, in the SQL both SQLite and PostgreSQL speak: ``?`` and ``:name``
 placeholders, ``INSERT … ON CONFLICT``, ``RETURNING``, ``GREATEST``/``LEAST``. A backend
 supplies the primitives below and the few statements that differ (keyword search,
 locking); domain modules call the store's methods and never see a connection.
