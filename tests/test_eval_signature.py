@@ -2,7 +2,7 @@ import textwrap
 
 import pytest
 
-from reflect.eval.signature import signature, template
+from reflect.eval.signature import group, signature, template
 
 
 @pytest.mark.parametrize(
@@ -70,3 +70,22 @@ def test_signature_does_not_use_the_store_fingerprint(monkeypatch):
     monkeypatch.setattr(reflect.fingerprint, "fingerprint", refuse)
     monkeypatch.setattr(reflect.fingerprint, "message_template", refuse)
     assert signature("ValueError: bad value 3") == "ValueError: bad value <n>"
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("ModuleNotFoundError: No module named 'yaml'", "ModuleNotFoundError: No module named <q>"),
+    ("django.db.utils.OperationalError: no such table: auth_user",
+     "OperationalError: no such table: <q>"),
+    ("AttributeError: 'Foo' object has no attribute 'bar'",
+     "AttributeError: <q> object has no attribute <q>"),
+    ("KeyError: 'DJANGO_SETTINGS_MODULE'", "KeyError: <q>"),
+])
+def test_group_masks_the_subject_the_signature_keeps(text, expected):
+    assert group(signature(text)) == expected
+    assert signature(text) != expected
+
+
+def test_missing_modules_share_a_group_not_a_signature():
+    a, b = (signature(f"ModuleNotFoundError: No module named '{m}'") for m in ("yaml", "six"))
+    assert a != b and group(a) == group(b)
+    assert group(None) is None

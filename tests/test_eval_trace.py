@@ -20,7 +20,8 @@ def write(tmp_path, *lines: str):
 def test_round_trip_keeps_every_field(tmp_path):
     records = [
         TraceRecord(run="r1", iteration=1, goal="g", phase="test", action="pytest",
-                    exit_code=1, error_text="E: boom", success=False, ts=1700000000.5),
+                    exit_code=1, error_text="E: boom", success=False, ts=1700000000.5,
+                    project="acme/app"),
         TraceRecord(run="r1", iteration=2, exit_code=0, success=True),
         TraceRecord(run="r2", iteration=1, exit_code=None, success=False),
     ]
@@ -28,7 +29,8 @@ def test_round_trip_keeps_every_field(tmp_path):
     assert write_trace(path, records) == 3
     assert read_trace(path) == records
     assert set(json.loads(path.read_text().splitlines()[0])) == {
-        "run", "iteration", "goal", "phase", "action", "exit_code", "error_text", "success", "ts"}
+        "run", "iteration", "goal", "phase", "action", "exit_code", "error_text", "success", "ts",
+        "project"}
     assert [p.name for p in path.parent.iterdir()] == ["t.jsonl"]  # no temporary file left
 
 

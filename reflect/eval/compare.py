@@ -74,6 +74,7 @@ def compare_summaries(loaded: Sequence[tuple[str, dict]], seed: int = 0,
             "metrics": metrics,
             "recall_ms": summary.get("recall_ms") or {},
             "wall_seconds": summary.get("wall_seconds"),
+            "matched": summary.get("matched"),
         })
     return {"seed": seed, "resamples": resamples, "arms": arms}
 
@@ -132,7 +133,28 @@ def table(result: dict) -> str:
             for row in lines]
     note = (f"95% intervals: bootstrap over runs, {result['resamples']} resamples, "
             f"seed {result['seed']}")
-    return "\n".join([*text, note])
+    return "\n".join([*text, *(line for a in arms for line in matched_lines(a)), note])
+
+
+def matched_lines(arm: dict) -> list[str]:
+    """The arm's cross-run coverage and lesson precision beside the popularity baselines
+    shown with as many lesson items as the arm showed (``matched.py``), by each key."""
+    found = arm.get("matched")
+    if not found:
+        return []
+    lines = [f"{arm['label']}: cross-run repeats covered, at {found['lesson_items']} lesson "
+             "items in all (each baseline shows as many, block by block):"]
+    for key, figures in found["keys"].items():
+        cells = [f"{arm['label']} {_share(figures['mode'])}"]
+        cells += [f"popular/{pool} {_share(t)}" for pool, t in figures["matched"].items()]
+        lines.append(f"  by {key:<9} " + "  ".join(cells))
+    return lines
+
+
+def _share(t: dict) -> str:
+    coverage = "-" if t["coverage"] is None else f"{100 * t['coverage']:.1f}%"
+    precision = "-" if t["precision"] is None else f"{100 * t['precision']:.1f}%"
+    return f"{t['covered']}/{t['repeats']} {coverage} (precision {precision})"
 
 
 def _latency(ms: dict) -> str:

@@ -52,6 +52,7 @@ from reflect.eval.trace import TraceRecord
 _RETURNCODE = re.compile(r"\s*<returncode>(-?\d+)</returncode>")
 _BASH = re.compile(r"```bash[^\n]*\n(.*?)```", re.DOTALL)
 _PR = re.compile(r"<pr_description>(.*?)</pr_description>", re.DOTALL)
+_INSTANCE = re.compile(r"([\w.-]+)__([\w.-]+)-\d+")  # SWE-bench: owner__repo-number
 _PR_PREFIX = re.compile(r"^\s*Consider the following PR description:\s*")
 
 
@@ -95,10 +96,17 @@ def mini_swe_agent(paths: Iterable[str | Path]) -> Iterator[TraceRecord]:
             raise ConvertError(f"{path}: no 'messages' list; is it a mini-swe-agent "
                                "trajectory (*.traj.json)?")
         run = str(data.get("instance_id") or path.name.removesuffix(".traj.json"))
-        yield from _trajectory(run, data["messages"])
+        yield from _trajectory(run, data["messages"], swe_bench_repository(run))
 
 
-def _trajectory(run: str, messages: list) -> Iterator[TraceRecord]:
+def swe_bench_repository(instance_id: str) -> str:
+    """The repository of a SWE-bench instance id (``django__django-11099``: django/django),
+    or "" for an id of another form."""
+    m = _INSTANCE.fullmatch(instance_id)
+    return f"{m[1]}/{m[2]}" if m else ""
+
+
+def _trajectory(run: str, messages: list, project: str = "") -> Iterator[TraceRecord]:
     goal = ""
     iteration = 0
     for index, message in enumerate(messages):
@@ -123,6 +131,7 @@ def _trajectory(run: str, messages: list) -> Iterator[TraceRecord]:
             exit_code=code,
             error_text=_output(observed) if code else "",
             success=code == 0,
+            project=project,
             ts=_created(message),
         )
 

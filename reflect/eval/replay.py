@@ -33,8 +33,9 @@ from pathlib import Path
 from reflect.choices import REPLAY_MODES
 from reflect.details import foreign
 from reflect.eval.baselines import BASELINES
+from reflect.eval.matched import matched
 from reflect.eval.metrics import summarize
-from reflect.eval.signature import signature
+from reflect.eval.signature import group, signature
 from reflect.eval.trace import TraceRecord, write_json, write_jsonl
 from reflect.memory import DEFAULT_MAX_TOKENS, Memory
 from reflect.recall.predict import Predictor
@@ -89,6 +90,9 @@ class Injector:
                 "signatures": sorted({
                     s for f in item.source_failure_ids if (s := self.signatures.get(f))
                 }),
+                "groups": sorted({
+                    g for f in item.source_failure_ids if (g := group(self.signatures.get(f)))
+                }),
                 "text": item.text,
                 "foreign": sorted(foreign(item.text, [
                     f for i in item.source_failure_ids if (f := self.mem.store.failure(i))])),
@@ -103,7 +107,7 @@ class Injector:
         if success:
             if run in self.failed_runs:  # a harness reports each success once a run failed
                 self.mem.outcome(run=run, iteration=iteration, success=True, action=action)
-            return {"signature": None, "failure_id": None, "capture_ms": None}
+            return {"signature": None, "group": None, "failure_id": None, "capture_ms": None}
         start = time.perf_counter()
         entry = self.mem.capture(run=run, iteration=iteration, goal=goal, phase=phase,
                                  action=action, exit_code=exit_code,
@@ -115,7 +119,7 @@ class Injector:
         self.signatures[entry.failure_id] = sig
         if entry.source != "benign":
             self.failed_runs.add(run)
-        return {"signature": sig, "failure_id": entry.failure_id,
+        return {"signature": sig, "group": group(sig), "failure_id": entry.failure_id,
                 "capture_ms": round(elapsed, 3)}
 
     def verify(self) -> None:
@@ -181,15 +185,16 @@ def _replay(records, mode, out, home, max_tokens, seed, trace, options, progress
             _, injected = injector.recall(r.run, r.goal, r.phase, r.iteration)
             outcome = injector.report(r.run, r.iteration, r.goal, r.phase, r.action,
                                       r.exit_code, r.error_text, r.success)
-            rows.append({"index": index, "run": r.run, "iteration": r.iteration,
-                         "success": r.success, **outcome, **injected})
+            rows.append({"index": index, "run": r.run, "project": r.project,
+                         "iteration": r.iteration, "success": r.success, **outcome,
+                         **injected})
             if progress is not None:
                 progress(index + 1, len(records))
         injector.verify()
     wall = time.perf_counter() - started
     summary = {"mode": mode, "trace": trace, "records": len(records),
                "embeddings": options.get("embeddings"), "wall_seconds": round(wall, 3),
-               "blocks": blocks(rows), **summarize(rows, seed=seed)}
+               "blocks": blocks(rows), "matched": matched(rows), **summarize(rows, seed=seed)}
     if out is not None:
         out = Path(out)
         write_jsonl(out / ITERATIONS_FILE, rows)

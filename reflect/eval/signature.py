@@ -26,6 +26,12 @@ first line of the message, and rules written separately.
 A failure with no error text has no signature (``None``): nothing says
 whether it is the same mistake as another, so it counts as a failure but
 never as a repeat.
+
+``group(sig)`` is coarser: the signature with every quoted value and every
+dotted or snake_case name masked as ``<q>`` (``ModuleNotFoundError: No module
+named <q>``), how a plain system would group failures. Coverage is counted by
+both: a lesson about one missing module is not one about another, but it is
+about the same kind of mistake.
 """
 
 from __future__ import annotations
@@ -46,6 +52,8 @@ _EXT = r"(?:py|pyc|js|json|ya?ml|toml|cfg|ini|txt|rst|c|h|cpp|java|sh|html|csv|l
 _PATH = re.compile(rf"(?<![\w<>/.~-])(?:(?:~|\.{{1,2}})?/[\w.\-~/]+|[\w.\-]+(?:/[\w.\-]+){{2,}}/?"
                    rf"|[\w\-]+(?:[/.][\w\-]+)*\.{_EXT}\b)")
 _NUMBER = re.compile(r"(?<![\w<])[-+]?\d+(?:\.\d+)?")
+_GROUP_QUOTED = re.compile(r"'[^'\n]*'")
+_GROUP_NAME = re.compile(r"(?<![\w<])(?:[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+|[A-Za-z]\w*_\w*)(?![\w>])")
 
 
 def signature(error_text: str | None) -> str | None:
@@ -57,6 +65,13 @@ def signature(error_text: str | None) -> str | None:
         return None
     kind = found.error_type.strip().rsplit(".", 1)[-1] or "Error"
     return f"{kind}: {template(found.message)}"
+
+
+def group(sig: str | None) -> str | None:
+    """The signature's group: its quoted values and dotted or snake_case names masked."""
+    if sig is None:
+        return None
+    return _GROUP_NAME.sub("<q>", _GROUP_QUOTED.sub("<q>", sig))
 
 
 def template(message: str) -> str:

@@ -13,6 +13,9 @@ Fields (every line a JSON object):
 - ``success`` (boolean): whether the iteration succeeded; must agree with a
   non-null ``exit_code`` (success exactly when it is 0).
 - ``ts`` (number or null): Unix time in seconds, null when the source has none.
+- ``project`` (string, optional): what the run worked on (for SWE-bench, the
+  instance's repository); a replay gives each project a scope of its own, as a
+  store scoped by project would have it. "" or absent: one scope for all.
 
 Unknown fields are an error (a misspelt field would otherwise be dropped in
 silence). Outputs are written atomically: a temporary file, then a rename.
@@ -29,7 +32,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 FIELDS = ("run", "iteration", "goal", "phase", "action", "exit_code", "error_text", "success",
-          "ts")
+          "ts", "project")
 REQUIRED = ("run", "iteration", "success")
 
 
@@ -48,6 +51,7 @@ class TraceRecord:
     error_text: str = ""
     success: bool = False
     ts: float | None = None
+    project: str = ""
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -72,7 +76,7 @@ def record_from_dict(data: object) -> TraceRecord:  # noqa: C901 - a check per f
     if not isinstance(success, bool):
         raise ValueError(f"'success' must be true or false, got {success!r}")
     texts = {}
-    for name in ("goal", "phase", "action", "error_text"):
+    for name in ("goal", "phase", "action", "error_text", "project"):
         value = data.get(name)
         if value is not None and not isinstance(value, str):
             raise ValueError(f"'{name}' must be a string, got {type(value).__name__}")

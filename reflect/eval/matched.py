@@ -1,0 +1,172 @@
+"""Baselines read at the number of items a mode showed: popularity lists rebuilt from a
+replay's own rows, after the fact, so a mode is never compared with a list of another
+length (a list of 6 against one of 2 proves nothing).
+
+For each block the mode injected with n lesson-section items, each baseline shows the n
+keys that the most earlier runs failed with, leaving out the keys this run has already
+failed with (the recent section shows those). A key is a failure's ``signature`` or its
+``group`` (``signature.group``: quoted values and names masked). The pools:
+
+- ``global``: every earlier run;
+- ``scope``: the earlier runs of the same project (the trace's ``project``) first, then
+  every earlier run, as a store scoped by project would rank them;
+- ``recent``: the last ``window`` earlier runs.
+
+Ties go to more failures, then the latest. A cross-run repeat by a key (its key failed in
+an earlier run, not yet in this one) is covered when the key was in the list before it;
+precision is, of the distinct keys a run was shown, the share that then failed in it (at
+or after the iteration first shown), as lesson precision is for the mode.
+
+``curve`` is each baseline at a fixed length (1 to ``longest`` items in every block), for
+the coverage-vs-items chart; the mode's own point is its coverage at its mean items.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+KEYS = ("signature", "group")
+POOLS = ("global", "scope", "recent")
+WINDOW = 50  # runs in the recent pool
+LONGEST = 8  # the curve's last length
+
+
+@dataclass
+class _Pool:
+    """The earlier runs' failures by key, and the tallies of one baseline."""
+
+    runs: Counter[str] = field(default_factory=Counter)  # key -> earlier runs with it
+    failures: Counter[str] = field(default_factory=Counter)
+    last: dict[str, int] = field(default_factory=dict)  # key -> its latest row
+
+    def ranked(self, exclude: set[str], first: Counter[str] | None = None) -> list[str]:
+        keys = [k for k in self.runs if k not in exclude]
+        return sorted(keys, key=lambda k: ((first or {}).get(k, 0), self.runs[k],
+                                           self.failures[k], self.last[k]), reverse=True)
+
+
+@dataclass
+class _Tally:
+    covered: int = 0
+    repeats: int = 0
+    items: int = 0
+    shown: int = 0
+    borne: int = 0
+
+    def summary(self) -> dict:
+        return {"covered": self.covered, "repeats": self.repeats,
+                "coverage": self.covered / self.repeats if self.repeats else None,
+                "items": self.items, "shown": self.shown, "borne": self.borne,
+                "precision": self.borne / self.shown if self.shown else None}
+
+
+def matched(rows: Sequence[dict], window: int = WINDOW, longest: int = LONGEST) -> dict:
+    """The mode's own cross-run coverage by each key beside each baseline at its length,
+    and the fixed-length curves."""
+    by_run: dict[str, list[int]] = defaultdict(list)
+    for index, row in enumerate(rows):
+        by_run[row["run"]].append(index)
+    out: dict = {"window": window, "lesson_items": _lesson_items(rows), "keys": {}}
+    for key in KEYS:
+        out["keys"][key] = _for_key(rows, by_run, key, window, longest)
+    return out
+
+
+def _lesson_items(rows: Sequence[dict]) -> int:
+    return sum(item.get("section") != "recent" for row in rows for item in row.get("items", ()))
+
+
+def _for_key(rows: Sequence[dict], by_run: dict[str, list[int]], key: str, window: int,
+             longest: int) -> dict:
+    """One key's figures: the mode, the matched baselines and the curves."""
+    tallies = {"mode": [_Tally()],
+               **{pool: [_Tally() for _ in range(longest + 1)] for pool in POOLS}}
+    everyone, per_project = _Pool(), defaultdict(_Pool)
+    finished: list[tuple[str, set[str]]] = []  # (run, keys) of each run, in order
+    for run, indexes in by_run.items():
+        project = rows[indexes[0]].get("project") or ""
+        pools = {"global": (everyone, None), "scope": (everyone, per_project[project].runs),
+                 "recent": (_pool_of(rows, by_run, finished[-window:], key), None)}
+        own = _run(rows, indexes, key, pools, tallies)
+        for k in own:
+            everyone.runs[k] += 1
+            per_project[project].runs[k] += 1
+        for index in indexes:
+            if not rows[index]["success"] and (value := rows[index].get(key)) is not None:
+                everyone.failures[value] += 1
+                everyone.last[value] = index
+        finished.append((run, own))
+    return {"mode": tallies["mode"][0].summary(),
+            "matched": {pool: tallies[pool][0].summary() for pool in POOLS},
+            "curve": {pool: [t.summary() for t in tallies[pool][1:]] for pool in POOLS}}
+
+
+def _run(rows: Sequence[dict], indexes: list[int], key: str,
+         pools: dict[str, tuple[_Pool, Counter[str] | None]],
+         tallies: dict[str, list[_Tally]]) -> set[str]:
+    """Tally one run's blocks: the mode's (slot 0) and each pool's, at the mode's length
+    (slot 0) and at each fixed length (slot k); returns the keys the run failed with."""
+    own: set[str] = set()
+    later = _later(rows, indexes, key)
+    shown: dict[tuple[str, int], set[str]] = defaultdict(set)
+    for position, index in enumerate(indexes):
+        row = rows[index]
+        lessons = [item for item in row.get("items", ()) if item.get("section") != "recent"]
+        value = row.get(key)
+        cross = (not row["success"] and value is not None and value not in own
+                 and pools["global"][0].runs[value] > 0)
+        mode = tallies["mode"][0]
+        mode.items += len(lessons)
+        _show(shown["mode", 0], {k for i in lessons for k in i.get(key + "s", ())},
+              later[position], mode)
+        if cross:
+            mode.repeats += 1
+            mode.covered += any(value in i.get(key + "s", ()) for i in row.get("items", ()))
+        for pool, (source, first) in pools.items():
+            ranked = source.ranked(own, first)
+            for slot, tally in enumerate(tallies[pool]):
+                chosen = set(ranked[:slot or len(lessons)])
+                tally.items += len(chosen)
+                _show(shown[pool, slot], chosen, later[position], tally)
+                if cross:
+                    tally.repeats += 1
+                    tally.covered += value in chosen
+        if not row["success"] and value is not None:
+            own.add(value)
+    return own
+
+
+def _show(before: set[str], keys: set[str], later: set[str], tally: _Tally) -> None:
+    """Count the keys a run is shown for the first time, and those then borne out."""
+    for k in keys - before:
+        tally.shown += 1
+        tally.borne += k in later
+    before |= keys
+
+
+def _later(rows: Sequence[dict], indexes: list[int], key: str) -> list[set[str]]:
+    """For each of a run's rows, the keys failing at it or later in the run."""
+    out: list[set[str]] = []
+    ahead: set[str] = set()
+    for index in reversed(indexes):
+        row = rows[index]
+        if not row["success"] and (value := row.get(key)) is not None:
+            ahead = ahead | {value}
+        out.append(ahead)
+    return out[::-1]
+
+
+def _pool_of(rows: Sequence[dict], by_run: dict[str, list[int]],
+             runs: list[tuple[str, set[str]]], key: str) -> _Pool:
+    """The pool of the given earlier runs."""
+    pool = _Pool()
+    for run, keys in runs:
+        for k in keys:
+            pool.runs[k] += 1
+        for index in by_run[run]:
+            if not rows[index]["success"] and (value := rows[index].get(key)) is not None:
+                pool.failures[value] += 1
+                pool.last[value] = index
+    return pool
