@@ -77,6 +77,9 @@ _LABELS = {
     "path": "<path>",
     "num": "<n>",
 }
+# In a template: a kept quoted literal, or a dotted or snake_case name (``auth_user``).
+_SUBJECT = lazy.compile(
+    r"'[^'\n]*'|(?<![\w<])(?:[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+|[A-Za-z]\w*_\w*)(?![\w>])")
 _DID_YOU_MEAN = lazy.compile(r"[.,]?\s*Did you mean\b[^?\n]{0,200}\?")
 
 
@@ -96,6 +99,17 @@ def fingerprint(error_type: str, message: str, frames: Sequence[str] = ()) -> st
 def cause(error_type: str, message: str) -> str:
     """16 hex characters identifying the mistake whatever code it happened in."""
     return fingerprint(error_type, message)
+
+
+def family(error_type: str, message: str) -> str:
+    """16 hex characters naming the kind of mistake: the cause with its subject masked
+    (every kept quoted name, and unquoted dotted or snake_case names, become ``<x>``), so
+    ``No module named 'yaml'`` and ``No module named 'six'`` are one family. Evidence is
+    pooled across a family when each of its causes is too rare to predict alone."""
+    kind = error_type.strip().rsplit(".", 1)[-1]
+    subject = _SUBJECT.sub("<x>", message_template(message))
+    return hashlib.sha256(f"family\x1f{kind}\x1f{subject}".encode("utf-8", "replace")
+                          ).hexdigest()[:16]
 
 
 def _mask(m: re.Match[str]) -> str:

@@ -42,7 +42,7 @@ class Query:
 
 def build(store: Store, vectors: Vectors, q: Query, predictor: Predictor) -> Recall:
     # The window is read lean: whole rows only for the failures an item shows.
-    rows = store.recent_failures(q.run, q.iteration, RECENT_WINDOW, "id, fingerprint, cause")
+    rows = store.recent_failures(q.run, q.iteration, RECENT_WINDOW, "id, fingerprint, family")
     recent = recent_items(store, q, rows) if "recent" in q.sections else []
     earlier = []
     if "lessons" in q.sections:
@@ -106,8 +106,10 @@ def recent_item(failure: dict, group: list[str], lesson: dict | None, shown_fail
 def neighbourhood(store: Store, vectors: Vectors, q: Query, predictor: Predictor,
                   seen: set[str]) -> Neighbourhood:
     """Earlier runs like this one: by goal vector where this goal has one (else by the
-    goal's words), and those that hit a cause this run has hit."""
-    near = Neighbourhood(following=store.causes_after(seen, q.run))
+    goal's words), and those that hit a family this run has hit."""
+    latest, hits = store.recent_families(q.run, q.scope, predictor.window)
+    near = Neighbourhood(following=store.families_after(seen, q.run), latest=latest,
+                         latest_hits=hits)
     if q.goal:
         vector = vectors.query_vector(q.goal, q.embed) if vectors.spec is not None else None
         if vector is not None:
@@ -120,8 +122,8 @@ def neighbourhood(store: Store, vectors: Vectors, q: Query, predictor: Predictor
 def lesson_items(store: Store, vectors: Vectors, q: Query, predictor: Predictor,
                  rows: list[dict]) -> list[RecallItem]:
     """Taught and imported lessons the query's words call for, then the lessons of the
-    causes this run is most likely to hit; none of a cause this run already has."""
-    seen = {row["cause"] for row in rows}
+    mistakes this run is most likely to make; none of a family this run already has."""
+    seen = {row["family"] for row in rows}
     latest = store.failures_by_id([rows[0]["id"]])[rows[0]["id"]] if rows else None
     query = "\n".join([q.goal, q.phase, *(
         (error_query(latest), latest["action"]) if latest else ())])
@@ -138,20 +140,20 @@ def lesson_items(store: Store, vectors: Vectors, q: Query, predictor: Predictor,
         return items  # nothing to predict from: no reason to load a model
     near = neighbourhood(store, vectors, q, predictor, seen)
     estimates: list[Estimate] = estimate(store, predictor, near, q.run, earlier, seen)
-    wanted = [e.cause for e in estimates[:2 * predictor.max_items]]
-    lessons = store.cause_lessons(wanted, q.run, q.scope)
+    wanted = [e.family for e in estimates[:2 * predictor.max_items]]
+    lessons = store.family_lessons(wanted, q.run, q.scope)
     for e in estimates:
         if len(items) >= predictor.max_items:
             break
-        if e.cause not in lessons:
+        if e.family not in lessons:
             continue
-        lesson, failure = lessons[e.cause]
+        lesson, failure = lessons[e.family]
         if any(i.id == lesson["id"] for i in items):
             continue  # an imported lesson its trigger already brought in
         items.append(RecallItem(
             section="lesson", id=lesson["id"],
             text=lesson_item_text(lesson, failure, e.why()),
             fingerprint=lesson["fingerprint"],
-            source_failure_ids=store.cause_failure_ids(e.cause), score=e.p,
+            source_failure_ids=store.family_failure_ids(e.family), score=e.p,
         ))
     return items

@@ -1,24 +1,29 @@
-"""Across runs: the causes this run is likely to fail with, from earlier runs in scope.
+"""Across runs: the kinds of mistake this run is likely to make, from earlier runs in scope.
 
-One estimate per cause, the probability that this run fails with it:
+Evidence is counted by family (``fingerprint.family``: a cause with its subject masked,
+so ten runs each missing another module are ten runs of one mistake), and one estimate
+per family is made, the probability that this run fails with it:
 
-    p(c) = (sum_n w_n y_nc + sum_f v y'_fc + prior * base(c)) / (sum_n w_n + sum_f v + prior)
+    p(f) = (sum_n w_n y_nf + sum_g v y'_gf + prior * base(f)) / (sum_n w_n + sum_g v + prior)
 
 - ``n`` ranges over the ``k`` earlier runs whose goals are most like this one, ``w_n``
   their similarity (the goal vectors' cosine; before a vector exists, as in the CLI
   before the worker has embedded, the FTS5 match of the goal's rarest words, scaled
-  so the best match weighs 1), ``y_nc`` whether run n failed with c;
-- ``f`` ranges over earlier runs that failed with a cause this run has already hit,
-  each of weight ``follow``, and ``y'_fc`` says whether c came after it there: what
+  so the best match weighs 1), ``y_nf`` whether run n failed with f;
+- ``g`` ranges over earlier runs that failed with a family this run has already hit,
+  each of weight ``follow``, and ``y'_gf`` says whether f came after it there: what
   this run has done so far moves the estimate;
-- the base rate, the share of earlier runs that failed with c (itself shrunk by
-  ``prior`` runs that did not), is a Beta prior worth ``prior`` runs: one neighbour
-  out of two does not outrank 60 runs of 400.
+- the base rate is the share of the latest ``window`` runs that failed with f, shrunk
+  toward the share of all earlier runs (itself shrunk by ``prior`` runs that did not)
+  with ``recent_prior`` runs (in a store of no more runs than that, the share of all):
+  what a store's recent runs hit is what its next run is likely to hit (a project's
+  runs come together). It is a Beta prior worth ``prior``
+  runs: one neighbour out of two does not outrank 60 runs of 400.
 
-A cause seen in fewer than ``min_runs`` earlier runs is not predicted.
+A family seen in fewer than ``min_runs`` earlier runs is not predicted.
 
-A cause this run already has is left out (the recent section shows it). A lesson
-enters when its cause's p passes ``threshold``, at most ``max_items``, most probable
+A family this run already has is left out (the recent section shows it). A lesson
+enters when its family's p passes ``threshold``, at most ``max_items``, most probable
 first. The rule is one value, ``Predictor``, that benches pass in and tune.
 """
 
@@ -38,7 +43,7 @@ STOPWORDS = frozenset(
 )
 _WORD = re.compile(r"[a-z][a-z0-9]{2,}")  # as FTS5 unicode61 splits: "auth_user" is two
 MAX_TERMS = 12  # a goal is an issue text of hundreds of words: keep its rarest terms
-CANDIDATE_CAUSES = 20  # the most widespread causes always get an estimate
+CANDIDATE_FAMILIES = 20  # the most widespread families always get an estimate
 
 
 @dataclass(frozen=True)
@@ -47,23 +52,25 @@ class Predictor:
 
     k: int = 10  # similar earlier runs
     prior: float = 10.0  # the base rate's weight, in runs
-    follow: float = 0.5  # weight of an earlier run that shared a cause with this one
-    threshold: float = 0.06  # p a cause needs for its lesson to enter
-    min_runs: int = 1  # earlier runs a cause must have failed in
+    follow: float = 0.5  # weight of an earlier run that shared a family with this one
+    threshold: float = 0.08  # p a family needs for its lesson to enter
+    min_runs: int = 1  # earlier runs a family must have failed in
     max_items: int = 6
+    window: int = 50  # the latest runs whose rate the base rate starts from
+    recent_prior: float = 10.0  # the weight, in runs, of all earlier runs' rate in it
 
 
 @dataclass
 class Estimate:
-    cause: str
+    family: str
     p: float
     similar: int = 0  # neighbours that failed with it
     neighbours: int = 0
     share: float = 0.0  # the similarity-weighted share of neighbours that failed with it
     runs: int = 0  # earlier runs that failed with it
     earlier: int = 0  # earlier runs in scope
-    followed: int = 0  # runs where it came after a cause this run hit
-    sharing: int = 0  # runs that shared a cause with this one
+    followed: int = 0  # runs where it came after a family this run hit
+    sharing: int = 0  # runs that shared a family with this one
 
     def why(self) -> str:
         """A few words on why the lesson is shown."""
@@ -79,7 +86,9 @@ class Neighbourhood:
     """The earlier runs this run is compared with, and the weights they get."""
 
     similar: list[tuple[str, float]] = field(default_factory=list)  # (run, w)
-    following: dict[str, set[str]] = field(default_factory=dict)  # run -> causes after
+    following: dict[str, set[str]] = field(default_factory=dict)  # run -> families after
+    latest: int = 0  # the latest runs (at most ``window``)
+    latest_hits: dict[str, int] = field(default_factory=dict)  # family -> those that hit it
 
 
 def words(text: str) -> list[str]:
@@ -101,16 +110,16 @@ def similar_by_words(store, goal: str, run: str, scope: str, k: int
 
 def estimate(store, predictor: Predictor, near: Neighbourhood, run: str, earlier: int,
              exclude: set[str]) -> list[Estimate]:
-    """The causes whose probability passes the threshold, most probable first;
+    """The families whose probability passes the threshold, most probable first;
     ``earlier``: the runs in scope other than ``run``."""
-    incidence = store.run_causes([r for r, _ in near.similar])
-    candidates = set(store.widespread_causes(CANDIDATE_CAUSES))
-    for causes in (*incidence.values(), *near.following.values()):
-        candidates |= causes
+    incidence = store.run_families([r for r, _ in near.similar])
+    candidates = set(store.widespread_families(CANDIDATE_FAMILIES))
+    for families in (*incidence.values(), *near.following.values(), near.latest_hits):
+        candidates |= set(families)
     candidates -= exclude
     if not candidates:
         return []
-    base_runs = store.cause_runs(sorted(candidates))
+    base_runs = store.family_runs(sorted(candidates))
     near_weight = sum(w for _, w in near.similar)
     weight = near_weight + predictor.follow * len(near.following)
     mass: defaultdict[str, float] = defaultdict(float)  # weighted neighbours that hit it
@@ -125,7 +134,11 @@ def estimate(store, predictor: Predictor, near: Neighbourhood, run: str, earlier
         runs = min(base_runs.get(c, 0), earlier)
         if runs < predictor.min_runs:
             continue
-        base = runs / (earlier + predictor.prior)  # few runs say little: shrunk toward 0
+        overall = runs / (earlier + predictor.prior)  # few runs say little: shrunk toward 0
+        base = overall  # a store no larger than the window: its latest runs are all of it
+        if near.latest < earlier:
+            base = ((near.latest_hits.get(c, 0) + predictor.recent_prior * overall)
+                    / (near.latest + predictor.recent_prior))
         followed = came_after[c]
         p = ((mass[c] + predictor.follow * followed + predictor.prior * base)
              / (weight + predictor.prior))

@@ -7,7 +7,7 @@ import hashlib
 from pathlib import Path
 
 from reflect.config import repo_root
-from reflect.fingerprint import cause
+from reflect.fingerprint import cause, family
 from reflect.gitconfig import repo_from_git_config
 from reflect.records import RecallItem
 from reflect.store.base import Row, Tx, insert, marks
@@ -52,6 +52,7 @@ class FailureQueries(CreditQueries, JobQueries, RunQueries):
         # Derived here, the one place a failure enters the store (pending files kept by
         # an older version have no cause).
         failure["cause"] = cause(failure["error_type"], failure["message"])
+        failure["family"] = family(failure["error_type"], failure["message"])
         with self.write() as tx:
             self._lock(tx, "run:" + failure["run"])
             self._lock(tx, "lessons:" + fp)
@@ -65,10 +66,10 @@ class FailureQueries(CreditQueries, JobQueries, RunQueries):
                 row = self._active_lesson(tx, fp)
                 assert row is not None  # inserted just now
             failure["lesson_id"] = row["id"]
-            new_run = tx.execute(
-                "SELECT 1 FROM failures WHERE cause = ? AND run = ? LIMIT 1",
-                (failure["cause"], failure["run"]),
-            ).fetchone() is None
+            new_run, new_family_run = (tx.execute(
+                f"SELECT 1 FROM failures WHERE {key} = ? AND run = ? LIMIT 1",
+                (failure[key], failure["run"]),
+            ).fetchone() is None for key in ("cause", "family"))
             stored = dict(insert(tx, "failures", failure, returning="*").fetchone())
             tx.execute("INSERT INTO fingerprints VALUES (?, ?) ON CONFLICT DO NOTHING",
                        (fp, failure["cause"]))
@@ -77,6 +78,12 @@ class FailureQueries(CreditQueries, JobQueries, RunQueries):
                    DO UPDATE SET runs = causes.runs + ?, failures = causes.failures + 1,
                    last_seen = ?""",
                 (failure["cause"], failure["ts"], int(new_run), failure["ts"]),
+            )
+            tx.execute(
+                """INSERT INTO families VALUES (?, 1, 1, ?) ON CONFLICT (family)
+                   DO UPDATE SET runs = families.runs + ?, failures = families.failures + 1,
+                   last_seen = ?""",
+                (failure["family"], failure["ts"], int(new_family_run), failure["ts"]),
             )
             if credit_outcome:
                 self._credit_failure(tx, failure["run"], failure["iteration"], fp)
@@ -217,9 +224,10 @@ class FailureQueries(CreditQueries, JobQueries, RunQueries):
             tx.execute("DELETE FROM fingerprints")
             tx.execute("INSERT INTO fingerprints SELECT DISTINCT fingerprint, cause"
                        " FROM failures")
-            tx.execute("DELETE FROM causes")
-            tx.execute("INSERT INTO causes SELECT cause, COUNT(DISTINCT run), COUNT(*),"
-                       " MAX(ts) FROM failures GROUP BY cause")
+            for key, table in (("cause", "causes"), ("family", "families")):
+                tx.execute(f"DELETE FROM {table}")
+                tx.execute(f"INSERT INTO {table} SELECT {key}, COUNT(DISTINCT run), COUNT(*),"
+                           f" MAX(ts) FROM failures GROUP BY {key}")
             if run is None:
                 tx.execute("DELETE FROM query_vectors")
         self.purge()

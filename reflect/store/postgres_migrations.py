@@ -354,7 +354,26 @@ def create_schema(tx: Any) -> None:
         tx.execute(script)
 
 
-MIGRATIONS: list[Callable[[Any], None]] = [create_schema]
+def pool_families(tx: Any) -> None:
+    """As SQLite's migration of the same name: families beside causes, the failures stored
+    before counted as a family of their own cause."""
+    tx.execute("""
+        ALTER TABLE failures ADD COLUMN family TEXT NOT NULL DEFAULT '';
+        UPDATE failures SET family = cause;
+        CREATE INDEX failures_family_run ON failures (family, run);
+        CREATE INDEX failures_family_seq ON failures (family, seq);
+        CREATE TABLE families (
+            family TEXT PRIMARY KEY,
+            runs BIGINT NOT NULL,
+            failures BIGINT NOT NULL,
+            last_seen DOUBLE PRECISION NOT NULL
+        );
+        INSERT INTO families SELECT cause, runs, failures, last_seen FROM causes;
+        CREATE INDEX families_runs ON families (runs)
+    """)
+
+
+MIGRATIONS: list[Callable[[Any], None]] = [create_schema, pool_families]
 
 
 class NewerSchema(StoreUnavailable):

@@ -62,56 +62,77 @@ class RunQueries(Backend):
             (model,))
         return None if size is None else int(size) // 4
 
-    # -- causes by run -------------------------------------------------------------------
+    # -- causes and families by run ------------------------------------------------------
 
-    def run_causes(self, runs: list[str]) -> dict[str, set[str]]:
-        """The causes each of ``runs`` failed with."""
+    def run_families(self, runs: list[str]) -> dict[str, set[str]]:
+        """The families of causes each of ``runs`` failed with."""
         found: dict[str, set[str]] = {r: set() for r in runs}
         if runs:
-            for run, cause in self._rows(
-                    f"SELECT DISTINCT run, cause FROM failures WHERE run IN ({marks(runs)})",
+            for run, family in self._rows(
+                    f"SELECT DISTINCT run, family FROM failures WHERE run IN ({marks(runs)})",
                     runs):
-                found[run].add(cause)
+                found[run].add(family)
         return found
 
-    def causes_after(self, causes: set[str], run: str) -> dict[str, set[str]]:
-        """Earlier runs that failed with one of ``causes`` (the latest ``FOLLOW_RUNS`` for
-        each), each with the causes it failed with after its first such failure."""
-        if not causes:
+    def recent_families(self, run: str, scope: str, limit: int) -> tuple[int, dict[str, int]]:
+        """The latest ``limit`` runs in ``scope`` (or global) other than ``run``: how many
+        there are, and in how many of them each family failed."""
+        latest = [r[0] for r in self._rows(
+            "SELECT run FROM runs WHERE run != ? AND scope IN (?, 'global')"
+            " ORDER BY seq DESC LIMIT ?", (run, scope, limit))]
+        counts: dict[str, int] = {}
+        for families in self.run_families(latest).values():
+            for f in families:
+                counts[f] = counts.get(f, 0) + 1
+        return len(latest), counts
+
+    def families_after(self, families: set[str], run: str) -> dict[str, set[str]]:
+        """Earlier runs that failed with one of ``families`` (the latest ``FOLLOW_RUNS`` for
+        each), each with the families it failed with after its first such failure."""
+        if not families:
             return {}
-        wanted = list(causes)
+        wanted = list(families)
         firsts = self._rows(
-            f"""SELECT run, MIN(seq) FROM failures WHERE cause IN ({marks(wanted)})
+            f"""SELECT run, MIN(seq) FROM failures WHERE family IN ({marks(wanted)})
                 AND run != ? GROUP BY run ORDER BY MAX(seq) DESC LIMIT ?""",
             [*wanted, run, FOLLOW_RUNS * len(wanted)])
         after: dict[str, set[str]] = {}
         for other, first in firsts:
             after[other] = {r[0] for r in self._rows(
-                "SELECT DISTINCT cause FROM failures WHERE run = ? AND seq > ?", (other, first))}
+                "SELECT DISTINCT family FROM failures WHERE run = ? AND seq > ?",
+                (other, first))}
         return after
 
     def cause_runs(self, causes: list[str]) -> dict[str, int]:
         """Runs each cause failed in (kept when old failures are pruned)."""
-        if not causes:
+        return self._counted("causes", "cause", causes)
+
+    def family_runs(self, families: list[str]) -> dict[str, int]:
+        """Runs each family failed in (kept when old failures are pruned)."""
+        return self._counted("families", "family", families)
+
+    def _counted(self, table: str, key: str, keys: list[str]) -> dict[str, int]:
+        if not keys:
             return {}
         return {r[0]: int(r[1]) for r in self._rows(
-            f"SELECT cause, runs FROM causes WHERE cause IN ({marks(causes)})", causes)}
+            f"SELECT {key}, runs FROM {table} WHERE {key} IN ({marks(keys)})", keys)}
 
-    def widespread_causes(self, limit: int) -> list[str]:
+    def widespread_families(self, limit: int) -> list[str]:
         return [r[0] for r in self._rows(
-            "SELECT cause FROM causes ORDER BY runs DESC, last_seen DESC LIMIT ?", (limit,))]
+            "SELECT family FROM families ORDER BY runs DESC, last_seen DESC LIMIT ?",
+            (limit,))]
 
-    def cause_lessons(self, causes: list[str], run: str, scope: str
-                      ) -> dict[str, tuple[Row, Row]]:
-        """For each cause, its latest failure in another run and that failure's active
-        lesson in ``scope`` (or global), as (lesson, failure)."""
+    def family_lessons(self, families: list[str], run: str, scope: str
+                       ) -> dict[str, tuple[Row, Row]]:
+        """For each family, its latest failure in another run that has an active lesson in
+        ``scope`` (or global), as (lesson, failure)."""
         found = {}
-        for c in causes:
+        for f in families:
             row = self._row(
                 """SELECT f.seq FROM failures f JOIN lessons l ON l.fingerprint = f.fingerprint
-                   WHERE f.cause = ? AND f.run != ? AND l.status = 'active'
+                   WHERE f.family = ? AND f.run != ? AND l.status = 'active'
                    AND l.scope IN (?, 'global') ORDER BY f.seq DESC LIMIT 1""",
-                (c, run, scope))
+                (f, run, scope))
             if row is None:
                 continue
             failure = self._row("SELECT * FROM failures WHERE seq = ?", (row[0],))
@@ -121,13 +142,19 @@ class RunQueries(Backend):
                 "SELECT * FROM lessons WHERE fingerprint = ? AND status = 'active'"
                 " ORDER BY seq DESC LIMIT 1", (failure["fingerprint"],))
             if lesson is not None:
-                found[c] = (dict(lesson), dict(failure))
+                found[f] = (dict(lesson), dict(failure))
         return found
 
     def cause_failure_ids(self, cause: str, per: int = 5) -> list[str]:
-        """The latest failures of a cause: a predicted lesson's provenance."""
+        """The latest failures of a cause: a popular lesson's provenance."""
         return [r[0] for r in self._rows(
             "SELECT id FROM failures WHERE cause = ? ORDER BY seq DESC LIMIT ?", (cause, per))]
+
+    def family_failure_ids(self, family: str, per: int = 5) -> list[str]:
+        """The latest failures of a family: a predicted lesson's provenance."""
+        return [r[0] for r in self._rows(
+            "SELECT id FROM failures WHERE family = ? ORDER BY seq DESC LIMIT ?",
+            (family, per))]
 
     def taught_and_imported_lessons(self, scope: str) -> list[Row]:
         """Active taught and imported lessons in ``scope`` (or global)."""

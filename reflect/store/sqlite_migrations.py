@@ -418,9 +418,32 @@ def sequence_run_vector_changes(conn: sqlite3.Connection) -> None:
     )
 
 
+def pool_families(conn: sqlite3.Connection) -> None:
+    """Count recurrence by family too (``fingerprint.family``: the cause with its subject
+    masked). Failures stored before count as a family of their own cause: the rule is not
+    run here, so what this migration writes never changes with it."""
+    _script(
+        conn,
+        """
+    ALTER TABLE failures ADD COLUMN family TEXT NOT NULL DEFAULT '';
+    UPDATE failures SET family = cause;
+    CREATE INDEX failures_family_run ON failures (family, run);
+    CREATE INDEX failures_family_seq ON failures (family, seq);
+    CREATE TABLE families (
+        family TEXT PRIMARY KEY,
+        runs INTEGER NOT NULL,
+        failures INTEGER NOT NULL,
+        last_seen REAL NOT NULL
+    );
+    INSERT INTO families SELECT cause, runs, failures, last_seen FROM causes;
+    CREATE INDEX families_runs ON families (runs)
+    """,
+    )
+
+
 MIGRATIONS = [create_failures_and_lessons, add_jobs_and_model_lessons, add_search,
               add_credit_and_controls, count_causes, add_runs_and_steps,
-              mark_origins_and_run_vectors, sequence_run_vector_changes]
+              mark_origins_and_run_vectors, sequence_run_vector_changes, pool_families]
 
 
 def _script(conn: sqlite3.Connection, sql: str) -> None:
