@@ -232,3 +232,15 @@ def test_newlines_in_fields_cannot_write_the_blocks_structure(mem):
     lines = text.splitlines()
     assert lines.count(RECENT_HEADER) == 1 and lines[0] == RECENT_HEADER
     assert not [line for line in lines if line.startswith("- [L-0000000000]")]
+
+
+def test_ten_missing_modules_teach_what_one_lesson_about_missing_modules_says(mem):
+    for i in range(10):  # each run misses another module: ten causes of one family
+        mem.capture(run=f"r{i}", action="python repro.py", exit_code=1,
+                    error_text=f"ModuleNotFoundError: No module named 'mod{i}'")
+    for i in range(10):
+        mem.capture(run=f"s{i}", exit_code=1, error_text=f"Error{i}: boom")
+    (item,) = [i for i in lesson_items(mem.recall(run="new", goal=FRONTEND_GOAL))
+               if "No module named" in i.text]
+    assert "in 10 of 20 earlier runs" in item.text and item.score > 0.3
+    assert len(item.source_failure_ids) == 5  # the family's latest failures
