@@ -1,144 +1,182 @@
-"""Tune the predictor of lessons from earlier runs by leave-runs-out, beside the baselines.
+"""Tune the predictor of lessons from earlier runs by a proper score, in time order, and
+read each point's blocks beside the popularity baselines shown with as many items.
 
-Run: .venv/bin/python bench/predictor.py [DATA_DIR]   (several minutes: one replay per
-grid point and data set, with the bundled embedding model)
+Run: .venv/bin/python bench/predictor.py [DATA_DIR] [--embeddings NAME]
+(about a minute a grid point and data set with the default `hash` embeddings)
 
-For mini-swe-agent and DebugBench from the shared data: every grid point of
-`Predictor` (k, prior, follow, threshold) replays the whole trace in mode `on` through
-the product's own `replay` (the value is passed in; nothing is patched). The runs are
-split in two halves (alternating in order of first appearance). The point chosen on
-one half is reported on the other (held out), and the other way round. The choice: the
-most cross-run coverage (then the best lesson precision, then the fewest items) among
-the points that show no more lesson items per iteration than `popular` and have at
-least its lesson precision on that half; failing that, the best F1 of the two.
-`popular` and `last3` are replayed beside and measured on the same halves, and the
-product's default `Predictor()` on all runs.
+For mini-swe-agent-dev and DebugBench from the shared data, every grid point of
+`Predictor` replays the trace in task order through the product's own `replay` (mode
+`on`; the value is passed in, nothing is patched). Before a run's first iteration, and
+again after each of its failures, the point's estimate of every family the store knows
+(`recall.block.predicted`, with every family a candidate) is scored
+against whether the run then fails with it: log loss and Brier score, each run predicted
+only from the runs before it. The prior is the same rule with no signal: a `Predictor`
+whose base rate is that of all earlier runs (no window), with no neighbours and nothing
+followed. The runs are split in two halves in time order: the point with the lowest log
+loss on the first half is chosen and reported on the second, where it must not score
+worse than the prior. Each point's blocks are also graded by `reflect.eval.matched`:
+cross-run coverage and precision by signature and by group, beside the popularity lists
+(global, the run's project first, the last 50 runs) shown with as many lesson items,
+block by block.
 """
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import itertools
+import math
 import sys
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 from figures import DATA, emit
 
+from reflect import Memory
 from reflect.eval.convert import convert
-from reflect.eval.metrics import bootstrap
 from reflect.eval.replay import replay
-from reflect.eval.trace import read_trace, write_trace
+from reflect.eval.trace import TraceRecord
+from reflect.recall.block import predicted
 from reflect.recall.predict import Predictor
 
-GRID = {"k": (10, 20), "prior": (2.0, 10.0, 50.0), "follow": (0.5,),
-        "threshold": (0.01, 0.03, 0.06), "min_runs": (1,)}
-SETS = {"mini-swe-agent": "mini-swe-agent", "debugbench": "debugbench"}
+GRID = {"window": (25, 50, 100), "recent_prior": (5.0, 20.0), "prior": (10.0,),
+        "follow": (0.5,)}
+PRIOR = Predictor(window=10**9, k=0, follow=0.0)  # the base rate of all earlier runs alone
+SETS = {"mini-swe-agent-dev": "mini-swe-agent", "debugbench": "debugbench"}
+EVERY = 10**9  # candidates: every family the store knows gets an estimate
+P_FLOOR = 1e-4
 
 
-def halves(runs: list[dict]) -> tuple[set[str], set[str]]:
-    order = [r["run"] for r in runs]  # in order of first appearance
-    return set(order[0::2]), set(order[1::2])
+class Scorer:
+    """The estimates made before a run's first iteration and after each of its failures,
+    kept until the run's failures are known: (run, iteration, {family: p})."""
+
+    def __init__(self, predictor: Predictor):
+        self.predictor = replace(predictor, candidates=EVERY)
+        self.made: list[tuple[str, int, dict[str, float]]] = []
+        self.failures: dict[str, int] = {}  # each run's failures so far
+        self.scored: dict[str, int] = {}  # each run's failures when last scored
+
+    def observe(self, mem: Memory, r: TraceRecord) -> None:
+        """Score before ``r`` when the run is new or failed since; then count ``r``."""
+        failures = self.failures.get(r.run, 0)
+        if self.scored.get(r.run) != failures:
+            self.scored[r.run] = failures
+            q = replace(mem.query(r.run, r.goal, r.phase, r.iteration), scope=mem.scope)
+            rows = mem.store.recent_failures(r.run, r.iteration, 200, "id, family")
+            estimates = predicted(mem.store, mem.vectors, q, self.predictor,
+                                  {row["family"] for row in rows})
+            self.made.append((r.run, r.iteration, {e.family: e.p for e in estimates}))
+        self.failures[r.run] = failures + (not r.success)
 
 
-def measure(runs: list[dict], keep: set[str]) -> dict:
-    """Cross-run coverage, lesson precision and lesson items per iteration on ``keep``."""
-    chosen = [r for r in runs if r["run"] in keep]
-    m = bootstrap([chosen], resamples=200)[0]
-    iterations = sum(r["iterations"] for r in chosen)
-    return {"coverage": m["coverage_cross"], "precision": m["lesson_precision"],
-            "items": sum(r["lesson_items"] for r in chosen) / max(iterations, 1),
-            "foreign": m["foreign"]["num"]}
+def score(made: list[tuple[str, int, dict[str, float]]], hits: dict[str, list[tuple[int, str]]],
+          keep: set[str]) -> dict:
+    """Log loss and Brier score over every (recall, family) estimate of the runs ``keep``:
+    the outcome is whether the run failed with the family at or after that iteration."""
+    loss = brier = 0.0
+    n = events = 0
+    for run, iteration, estimates in made:
+        if run not in keep:
+            continue
+        later = {family for it, family in hits.get(run, ()) if it >= iteration}
+        for family, p in estimates.items():
+            y = family in later
+            p = min(max(p, P_FLOOR), 1 - P_FLOOR)
+            loss -= math.log(p if y else 1 - p)
+            brier += (p - y) ** 2
+            n += 1
+            events += y
+    return {"log_loss": loss / n if n else None, "brier": brier / n if n else None,
+            "estimates": n, "events": events}
 
 
-def f1(m: dict) -> float:
-    c, p = m["coverage"]["value"] or 0.0, m["precision"]["value"] or 0.0
-    return 2 * c * p / (c + p) if c + p else 0.0
+def point_run(records: list[TraceRecord], point: Predictor, embeddings: str,
+              tmp: Path) -> tuple[dict, list, dict]:
+    """One replay of ``point``: its summary, its scored estimates and each run's families
+    by iteration (from the replay's store, kept for it)."""
+    scorer = Scorer(point)
+    store = Path(tempfile.mkdtemp(dir=tmp)) / "store"
+    summary = replay(records, "on", store=store, embeddings=embeddings, predictor=point,
+                     observe=scorer.observe)
+    hits: dict[str, list[tuple[int, str]]] = {}
+    with Memory(home=store, store_url="", embeddings="off") as mem:
+        for row in mem.store.failures(None, 10**9):
+            hits.setdefault(row["run"], []).append((row["iteration"], row["family"]))
+    return summary, scorer.made, hits
 
 
-def choose(results, half: set[str], base: dict):
-    """The point to use, judged on ``half`` against popular's figures there."""
-    def value(m: dict, name: str) -> float:
-        return m[name]["value"] or 0.0
-
-    judged = [(measure(runs, half), point, runs) for point, runs in results]
-    fair = [j for j in judged if j[0]["items"] <= base["items"]
-            and value(j[0], "precision") >= value(base, "precision")]
-    if fair:
-        _, point, runs = max(fair, key=lambda j: (value(j[0], "coverage"),
-                                                  value(j[0], "precision"), -j[0]["items"]))
-    else:
-        _, point, runs = max(judged, key=lambda j: f1(j[0]))
-    return point, runs
+def halves(records: list[TraceRecord]) -> tuple[set[str], set[str]]:
+    order = list(dict.fromkeys(r.run for r in records))
+    return set(order[: len(order) // 2]), set(order[len(order) // 2:])
 
 
-def share(m: dict) -> str:
-    return f"{m['num']}/{m['den']}" + (f" {100 * m['value']:.1f}%" if m["value"] is not None
-                                       else "")
+def coverage_line(label: str, summary: dict) -> str:
+    """Cross-run coverage by group and by signature beside the matched baselines."""
+    cells = []
+    for key, figures in summary["matched"]["keys"].items():
+        mode = figures["mode"]
+        best = max(figures["matched"].items(), key=lambda kv: kv[1]["coverage"] or 0)
+        cells.append(f"{key} {mode['covered']}/{mode['repeats']} (precision "
+                     f"{_pct(mode['precision'])}) vs popular/{best[0]} {best[1]['covered']} "
+                     f"(precision {_pct(best[1]['precision'])})")
+    items = summary["blocks"]["lesson_items"]["mean"]
+    return f"  {label:<44} items/block {items:.2f}  " + "; ".join(cells)
 
 
-def line(label: str, m: dict) -> str:
-    return (f"  {label:<34} cross-run {share(m['coverage']):<14} precision "
-            f"{share(m['precision']):<14} lesson items/iter {m['items']:.2f}  foreign "
-            f"{m['foreign']}")
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{100 * x:.1f}%"
 
 
-def tune(name: str, records) -> dict:
-    """Prints the choice on each half and its figures on the other; returns them."""
-    runs_of = {}
-    for mode in ("popular", "last3"):
-        runs_of[mode] = _runs(records, mode, None)
-    points = [Predictor(**dict(zip(GRID, values, strict=True)))
+def tune(name: str, records: list[TraceRecord], embeddings: str, tmp: Path) -> dict:
+    first, second = halves(records)
+    points = [replace(Predictor(), **dict(zip(GRID, values, strict=True)))
               for values in itertools.product(*GRID.values())]
     results = []
-    for point in points:
-        results.append((point, _runs(records, "on", point)))
-    a, b = halves(runs_of["popular"])
-    print(f"\n== {name}: {len(records)} iterations, {len(a) + len(b)} runs, "
-          f"{len(points)} grid points")
-    figures: dict = {"iterations": len(records), "runs": len(a) + len(b),
-                     "points": len(points), "halves": []}
-    for tuned_on, held_out, label in ((a, b, "A"), (b, a, "B")):
-        base = measure(runs_of["popular"], tuned_on)
-        best, runs = choose(results, tuned_on, base)
-        print(f" tuned on half {label}: {best}")
-        half = {"tuned_on": label.lower(), "held_out": "b" if label == "A" else "a",
-                "point": dataclasses.asdict(best), "on": measure(runs, held_out)}
-        print(line("on, held out", half["on"]))
-        for mode in ("popular", "last3"):
-            half[mode] = measure(runs_of[mode], held_out)
-            print(line(f"{mode}, same half", half[mode]))
-        figures["halves"].append(half)
-    default = next((runs for point, runs in results if point == Predictor()), None)
-    default = default or _runs(records, "on", Predictor())
-    everyone = a | b
-    print(" the product's default, all runs:", Predictor())
-    figures["default"] = {"point": dataclasses.asdict(Predictor()),
-                          "on": measure(default, everyone)}
-    print(line("on (default)", figures["default"]["on"]))
-    for mode in ("popular", "last3"):
-        figures["default"][mode] = measure(runs_of[mode], everyone)
-        print(line(mode, figures["default"][mode]))
+    for point in [PRIOR, Predictor(), *points]:
+        summary, made, hits = point_run(records, point, embeddings, tmp)
+        results.append((point, summary, score(made, hits, first), score(made, hits, second)))
+        print(f"  {_brief(point)}: log loss {results[-1][2]['log_loss']:.4f} (first half)"
+              f" {results[-1][3]['log_loss']:.4f} (second)", flush=True)
+    prior, default = results[0], results[1]
+    chosen = min(results[2:], key=lambda r: r[2]["log_loss"])
+    print(f"\n== {name}: {len(records)} iterations, {len(first) + len(second)} runs, "
+          f"{len(points)} grid points, embeddings {embeddings}")
+    print(f" chosen on the first half: {_brief(chosen[0])}")
+    figures: dict = {"iterations": len(records), "runs": len(first) + len(second),
+                     "points": len(points), "embeddings": embeddings, "rows": []}
+    for label, (point, summary, one, two) in (("prior (base rate alone)", prior),
+                                              ("default Predictor()", default),
+                                              ("chosen", chosen)):
+        print(f"  {label:<26} log loss {two['log_loss']:.4f}  Brier {two['brier']:.5f}"
+              f"  (second half: {two['estimates']} estimates, {two['events']} events)")
+        print(coverage_line(label + ", all runs", summary))
+        figures["rows"].append({"label": label, "point": dataclasses.asdict(point),
+                                "first": one, "second": two, "matched": summary["matched"],
+                                "blocks": summary["blocks"]})
     return figures
 
 
-def _runs(records, mode: str, predictor: Predictor | None) -> list[dict]:
-    """Per-run counts of one replay (its summary holds them)."""
-    return replay(records, mode, predictor=predictor)["runs"]
+def _brief(point: Predictor) -> str:
+    fields = {f.name: getattr(point, f.name) for f in dataclasses.fields(point)}
+    return ", ".join(f"{k}={v}" for k, v in fields.items() if k in (*GRID, "k"))
 
 
 def main() -> int:
-    data = Path(sys.argv[1]) if len(sys.argv) > 1 else DATA
+    parser = argparse.ArgumentParser()
+    parser.add_argument("data", nargs="?", type=Path, default=DATA)
+    parser.add_argument("--embeddings", default="hash")
+    args = parser.parse_args()
     figures: dict = {"sets": {}}
     with tempfile.TemporaryDirectory(prefix="reflect-bench-") as tmp:
-        for name, folder in SETS.items():
-            source = data / folder
+        for name, kind in SETS.items():
+            source = args.data / name
             if not source.is_dir():
                 print(f"no data at {source}; pass the shared data directory as the argument")
                 return 1
-            trace = Path(tmp) / f"{name}.jsonl"
-            write_trace(trace, convert(name, [source]))
-            figures["sets"][name] = tune(name, read_trace(trace))
+            records = convert(kind, [source])
+            figures["sets"][name] = tune(name, records, args.embeddings, Path(tmp))
     emit(figures)
     return 0
 

@@ -1,14 +1,16 @@
-"""Replay mini-swe-agent and DebugBench from ../shared/data with memory on, recency-only,
-off and the two baselines (last3: the run's last three failures; popular: the recent
-section and the lessons of the causes seen in the most earlier runs).
+"""Replay mini-swe-agent-dev (239 SWE-bench runs) and DebugBench from ../shared/data with
+memory on, recency-only, off and the two baselines (last3: the run's last three failures;
+popular: the recent section and the lessons of the causes seen in the most earlier runs).
 
 Run: .venv/bin/python bench/replay.py [DATA_DIR]
-Target: the `on` replay of mini-swe-agent finishes in under two minutes. Prints, per
+Target: the `on` replay of mini-swe-agent-dev finishes in under two minutes. Prints, per
 data set, the conversion time, the wall time per mode, the figures side by side (the
-same table as `reflect eval compare`), then counts per mode: coverage as k/n with its
-interval, lesson precision, items naming a foreign detail, items and lesson-section
-items per block (mean over iterations, max), tokens, recall latency and wall time.
-Outputs go to a temporary directory. Held-out halves: bench/predictor.py.
+same table as `reflect eval compare`, with each mode's matched baselines), then counts
+per mode: coverage as k/n with its interval, lesson precision, items naming a foreign
+detail, items and lesson-section items per block (mean over iterations, max), tokens,
+recall latency and wall time; then mode on's coverage-vs-items curve beside the
+popularity baselines at 1 to 8 items a block, drawn to docs/figures/curve-SET-KEY.png.
+Outputs go to a temporary directory. The predictor's tuning: bench/predictor.py.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from figures import DATA, emit
 
 from reflect import Memory
 from reflect.choices import REPLAY_MODES as MODES
-from reflect.eval.compare import compare, load, table
+from reflect.eval.compare import compare, curve_chart, load, table
 from reflect.eval.convert import convert
 from reflect.eval.replay import replay
 from reflect.eval.trace import read_trace, write_trace
@@ -30,7 +32,8 @@ from reflect.eval.trace import read_trace, write_trace
 TARGET_SECONDS = 120
 
 
-SETS = ("mini-swe-agent", "debugbench")
+SETS = {"mini-swe-agent-dev": "mini-swe-agent", "debugbench": "debugbench"}  # folder: format
+CURVES = Path(__file__).resolve().parents[1] / "docs" / "figures"
 
 
 def data_set(name: str) -> Path | None:
@@ -46,14 +49,14 @@ def data_set(name: str) -> Path | None:
 def main() -> int:
     slow = False
     figures: dict = {"sets": {}}
-    for name in SETS:
+    for name, kind in SETS.items():
         source = data_set(name)
         if source is None:
             return 1
         with tempfile.TemporaryDirectory(prefix="reflect-bench-") as tmp:
             trace = Path(tmp) / f"{name}.jsonl"
             start = time.perf_counter()
-            write_trace(trace, convert(name, [source]))
+            write_trace(trace, convert(kind, [source]))
             records = read_trace(trace)
             print(f"== {name}: convert + read {time.perf_counter() - start:.2f} s, "
                   f"{len({r.run for r in records})} runs, {len(records)} iterations")
@@ -63,7 +66,7 @@ def main() -> int:
                 store = Path(tmp) / "store-off" if mode == "off" else None
                 replay(records, mode, Path(tmp) / mode, trace=str(trace), store=store)
                 seconds = time.perf_counter() - start
-                slow |= name == "mini-swe-agent" and mode == "on" and seconds > TARGET_SECONDS
+                slow |= kind == "mini-swe-agent" and mode == "on" and seconds > TARGET_SECONDS
                 print(f"replay --mode {mode:<8} {seconds:7.2f} s")
             with Memory(home=Path(tmp) / "store-off", embeddings="off") as mem:
                 stats = mem.stats()
@@ -74,13 +77,39 @@ def main() -> int:
             print()
             print(side_by_side(dirs))
             print()
+            _, on = load(Path(tmp) / "on")
+            print(curve_table(on))
+            for key in ("group", "signature"):
+                if curve_chart(on, CURVES / f"curve-{name}-{key}.png", key):
+                    print(f"chart: {CURVES / f'curve-{name}-{key}.png'}")
+            print()
             figures["sets"][name] = {"runs": len({r.run for r in records}),
                                      "iterations": len(records), "failures": stats["failures"],
                                      "benign": stats["benign"], "modes": per_mode(dirs)}
     if slow:
-        print(f"SLOW: mode on took over {TARGET_SECONDS} s on mini-swe-agent")
+        print(f"SLOW: mode on took over {TARGET_SECONDS} s on mini-swe-agent-dev")
     emit(figures)
     return 0
+
+
+def curve_table(summary: dict) -> str:
+    """Mode on's cross-run coverage beside each baseline at 1..8 items a block, by key."""
+    lines = []
+    for key, figures in summary["matched"]["keys"].items():
+        mode = figures["mode"]
+        items = summary["blocks"]["lesson_items"]["mean"]
+        lines.append(f"by {key}: on covers {mode['covered']}/{mode['repeats']} at "
+                     f"{items:.2f} lesson items a block (precision "
+                     f"{_pct(mode['precision'])}); matched baselines: " + ", ".join(
+                         f"{pool} {t['covered']}" for pool, t in figures["matched"].items()))
+        for pool, points in figures["curve"].items():
+            lines.append(f"  popular/{pool:<7} at 1..{len(points)} items: "
+                         + " ".join(f"{p['covered']}" for p in points))
+    return "\n".join(lines)
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{100 * x:.1f}%"
 
 
 def per_mode(dirs: list[Path], seed: int = 0) -> dict:
@@ -95,7 +124,8 @@ def per_mode(dirs: list[Path], seed: int = 0) -> dict:
             "tokens_per_iteration": m["tokens_per_iteration"]["value"],
             "lesson_items": loaded[arm["label"]]["blocks"]["lesson_items"],
             "items": loaded[arm["label"]]["blocks"]["items"],
-            "recall_ms": arm["recall_ms"], "wall_seconds": arm["wall_seconds"]}
+            "recall_ms": arm["recall_ms"], "wall_seconds": arm["wall_seconds"],
+            "matched": loaded[arm["label"]].get("matched")}
     return out
 
 

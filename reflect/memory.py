@@ -194,6 +194,19 @@ class Memory:
             row = {"id": "", **row, "iteration": iteration or 0}
         return benign_entry(row)
 
+    def query(self, run: str | None = None, goal: str = "", phase: str = "",
+              iteration: int | None = None, max_tokens: int = DEFAULT_MAX_TOKENS,
+              sections: tuple[str, ...] = ("recent", "lessons")):
+        """What a recall asks the store (``recall.block.Query``): the goal scrubbed, the
+        clock read; the scope is the store's, filled in by the caller that can read it."""
+        from reflect.recall import block
+
+        return block.Query(
+            run=run or self.run, goal=clip(self.scrubber.scrub(goal)[0], MAX_GOAL_CHARS),
+            phase=phase, iteration=iteration, scope="global", now=self.clock(),
+            max_tokens=max_tokens, sections=sections, embed=self.embed_here,
+            escalate_after=config.escalate_after())
+
     def recall(
         self,
         run: str | None = None,
@@ -212,13 +225,8 @@ class Memory:
 
         if config.offline():  # recency only: this run's failures and hints, from SQL
             sections = tuple(s for s in sections if s == "recent")
-        run = run or self.run
-        goal = clip(self.scrubber.scrub(goal)[0], MAX_GOAL_CHARS)
-        now = self.clock()
-        query = block.Query(
-            run=run, goal=goal, phase=phase, iteration=iteration, scope="global",
-            now=now, max_tokens=max_tokens, sections=sections,
-            embed=self.embed_here, escalate_after=config.escalate_after())
+        query = self.query(run, goal, phase, iteration, max_tokens, sections)
+        run, goal, now = query.run, query.goal, query.now
         try:
             query = replace(query, scope=self.scope)
             rec = block.build(self.store, self.vectors, query, self.predictor or block.Predictor())

@@ -65,13 +65,16 @@ def test_the_base_rate_alone_predicts_what_most_runs_hit(mem):
     assert "in 5 of 6 earlier runs" in item.text and "python -m pytest" in item.text
 
 
-def test_a_cause_of_one_earlier_run_fades_as_runs_without_it_accumulate(mem):
-    mem.capture(run="a", exit_code=1, error_text=NO_TABLE)
-    (item,) = lesson_items(mem.recall(run="b", goal=DJANGO_GOAL))
-    assert "in 1 of 1 earlier runs" in item.text and item.score == pytest.approx(1 / 11, abs=1e-4)
-    for run in "cdefghijkl":  # ten more runs, none of them with it
-        mem.capture(run=run, exit_code=1, error_text=f"KeyError: 'k{run}'")
-    assert not [i for i in lesson_items(mem.recall(run="m", goal=DJANGO_GOAL))
+def test_a_mistake_of_one_earlier_run_needs_a_similar_goal(mem):
+    mem.capture(run="a", exit_code=1, error_text=NO_TABLE)  # a run of no known goal
+    assert lesson_items(mem.recall(run="b", goal=DJANGO_GOAL)) == []
+    mem.recall(run="c", goal=DJANGO_GOAL)
+    mem.capture(run="c", goal=DJANGO_GOAL, exit_code=1, error_text=NO_TABLE)
+    (item,) = lesson_items(mem.recall(run="d", goal=DJANGO_GOAL))
+    assert "no such table" in item.text and len(item.source_failure_ids) == 2
+    for i in range(20):  # twenty more runs, none of them with it
+        mem.capture(run=f"later{i}", exit_code=1, error_text=f"Error{i}: boom")
+    assert not [i for i in lesson_items(mem.recall(run="o", goal=FRONTEND_GOAL))
                 if "no such table" in i.text]
 
 
@@ -244,3 +247,20 @@ def test_ten_missing_modules_teach_what_one_lesson_about_missing_modules_says(me
                if "No module named" in i.text]
     assert "in 10 of 20 earlier runs" in item.text and item.score > 0.3
     assert len(item.source_failure_ids) == 5  # the family's latest failures
+
+
+def test_a_small_store_stays_quiet_for_an_unrelated_goal(mem):
+    """Four earlier runs, one of them Django's missing table: a front-end goal is not
+    told about it, a Django goal is."""
+    mem.recall(run="dj", goal=DJANGO_GOAL)
+    mem.capture(run="dj", goal=DJANGO_GOAL, action="python repro.py", exit_code=1,
+                error_text=NO_TABLE)
+    for i, goal in enumerate(("Tune the webpack build of the landing page",
+                              "Fix the Rust borrow checker error in the parser",
+                              "Make the Go HTTP handler return 404 for missing users")):
+        mem.recall(run=f"other{i}", goal=goal)
+        mem.capture(run=f"other{i}", goal=goal, exit_code=1, error_text=f"Error{i}: boom")
+    quiet = mem.recall(run="css", goal="Fix CSS flexbox layout of the React navbar")
+    assert not [i for i in lesson_items(quiet) if "no such table" in i.text]
+    told = mem.recall(run="dj2", goal="Django admin changelist crashes for the auth user")
+    assert [i for i in lesson_items(told) if "no such table" in i.text]

@@ -197,6 +197,39 @@ def chart(result: dict, path: str | Path) -> bool:
     return True
 
 
+def curve_chart(summary: dict, path: str | Path, key: str = "group") -> bool:
+    """A PNG of cross-run coverage by ``key`` against lesson items per block: each
+    popularity baseline at fixed lengths (``matched.py``'s curve) and the mode's own point
+    at its mean items; False (nothing written) when matplotlib is not installed."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    figures = summary["matched"]["keys"][key]
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    for k, (pool, points) in enumerate(figures["curve"].items()):
+        xs = range(1, len(points) + 1)
+        ax.plot(xs, [100 * (p["coverage"] or 0) for p in points], "o-", color=f"C{k}",
+                label=f"popular/{pool}", markersize=4)
+    items = summary["blocks"]["lesson_items"]["mean"]
+    mode = figures["mode"]
+    ax.plot([items], [100 * (mode["coverage"] or 0)], "*", color="black", markersize=14,
+            label=f"{summary.get('mode', 'mode')} ({mode['covered']}/{mode['repeats']})")
+    ax.set_xlabel("lesson items per block")
+    ax.set_ylabel(f"cross-run repeats covered, by {key} (%)")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=120)
+    plt.close(fig)
+    write_bytes(path, buffer.getvalue())
+    return True
+
+
 def _bars(arm: dict, names: Sequence[str], scale: float) -> tuple[list, list]:
     values: list[float] = []
     errors: list[list[float]] = [[], []]

@@ -146,13 +146,16 @@ def replay(
     embeddings: str | None = None,
     progress: Callable[[int, int], None] | None = None,
     predictor: Predictor | None = None,
+    observe: Callable[[Memory, TraceRecord], None] | None = None,
 ) -> dict:
     """Replay ``records`` in order; returns the summary (also written under ``out``).
 
     ``store`` keeps the store in that directory, which must not exist yet;
     by default it lives in a temporary directory removed afterwards.
     ``embeddings`` is handed to ``Memory`` (None: its default, ``REFLECT_EMBEDDINGS``),
-    and so is ``predictor`` (None: the product's default).
+    and so is ``predictor`` (None: the product's default). ``observe`` is called with the
+    memory and the record after each recall, before the record is captured (a bench reads
+    the predictor's estimates there).
     """
     options: dict = {"embeddings": embeddings} if embeddings is not None else {}
     if predictor is not None:
@@ -164,13 +167,15 @@ def replay(
         if store.exists():
             raise ReplayError(f"store {store} already exists; a replay needs a fresh store: "
                               "remove it or choose another directory")
-        return _replay(records, mode, out, store, max_tokens, seed, trace, options, progress)
+        return _replay(records, mode, out, store, max_tokens, seed, trace, options, progress,
+                       observe)
     with tempfile.TemporaryDirectory(prefix="reflect-replay-") as tmp:
         return _replay(records, mode, out, Path(tmp) / "store", max_tokens, seed, trace,
-                       options, progress)
+                       options, progress, observe)
 
 
-def _replay(records, mode, out, home, max_tokens, seed, trace, options, progress) -> dict:
+def _replay(records, mode, out, home, max_tokens, seed, trace, options, progress,
+            observe) -> dict:
     now = [0.0]
     rows = []
     started = time.perf_counter()
@@ -183,6 +188,8 @@ def _replay(records, mode, out, home, max_tokens, seed, trace, options, progress
         for index, r in enumerate(records):
             now[0] = max(r.ts, now[0]) if r.ts is not None else now[0] + 1.0
             _, injected = injector.recall(r.run, r.goal, r.phase, r.iteration)
+            if observe is not None:
+                observe(mem, r)
             outcome = injector.report(r.run, r.iteration, r.goal, r.phase, r.action,
                                       r.exit_code, r.error_text, r.success)
             rows.append({"index": index, "run": r.run, "project": r.project,

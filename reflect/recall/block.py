@@ -9,8 +9,10 @@ from reflect.embedding import Vectors
 from reflect.recall import taught
 from reflect.recall.predict import Estimate, Neighbourhood, Predictor, estimate, similar_by_words
 from reflect.recall.render import (
+    LESSON_ITEM_TOKENS,
     LESSONS_HEADER,
     RECENT_HEADER,
+    estimate_tokens,
     fit,
     lesson_item_text,
     recent_item_text,
@@ -113,10 +115,24 @@ def neighbourhood(store: Store, vectors: Vectors, q: Query, predictor: Predictor
     if q.goal:
         vector = vectors.query_vector(q.goal, q.embed) if vectors.spec is not None else None
         if vector is not None:
-            near.similar = vectors.similar_runs(vector, q.run, predictor.k)
+            near.similar = vectors.similar_runs(vector, q.run, predictor.k,
+                                                predictor.min_similarity)
         else:
             near.similar = similar_by_words(store, q.goal, q.run, q.scope, predictor.k)
     return near
+
+
+def predicted(store: Store, vectors: Vectors, q: Query, predictor: Predictor,
+              seen: set[str]) -> list[Estimate]:
+    """The families of mistakes this run is likely to make, most probable first, none of
+    ``seen`` (the families it already has)."""
+    earlier = store.earlier_runs(q.run, q.scope)
+    if earlier == 0:  # nothing to predict from, but later runs will look for this one
+        if q.goal and vectors.spec is not None:
+            vectors.query_vector(q.goal, q.embed)
+        return []
+    near = neighbourhood(store, vectors, q, predictor, seen)
+    return estimate(store, predictor, near, q.run, earlier, seen)
 
 
 def lesson_items(store: Store, vectors: Vectors, q: Query, predictor: Predictor,
@@ -135,25 +151,22 @@ def lesson_items(store: Store, vectors: Vectors, q: Query, predictor: Predictor,
         for lesson in taught.matching(store, query, q.scope)
         if lesson["fingerprint"] not in {row["fingerprint"] for row in rows}
     ][:predictor.max_items]
-    earlier = store.earlier_runs(q.run, q.scope)
-    if earlier == 0:
-        return items  # nothing to predict from: no reason to load a model
-    near = neighbourhood(store, vectors, q, predictor, seen)
-    estimates: list[Estimate] = estimate(store, predictor, near, q.run, earlier, seen)
+    estimates = predicted(store, vectors, q, predictor, seen)
     wanted = [e.family for e in estimates[:2 * predictor.max_items]]
     lessons = store.family_lessons(wanted, q.run, q.scope)
-    for e in estimates:
-        if len(items) >= predictor.max_items:
-            break
+    offered = []
+    for e in estimates[:2 * predictor.max_items]:
         if e.family not in lessons:
             continue
         lesson, failure = lessons[e.family]
         if any(i.id == lesson["id"] for i in items):
             continue  # an imported lesson its trigger already brought in
-        items.append(RecallItem(
-            section="lesson", id=lesson["id"],
-            text=lesson_item_text(lesson, failure, e.why()),
-            fingerprint=lesson["fingerprint"],
-            source_failure_ids=store.family_failure_ids(e.family), score=e.p,
-        ))
-    return items
+        text = lesson_item_text(lesson, failure, e.why())
+        value = e.p * LESSON_ITEM_TOKENS / estimate_tokens(text)  # per a full item's tokens
+        if value >= predictor.threshold:
+            offered.append((value, RecallItem(
+                section="lesson", id=lesson["id"], text=text,
+                fingerprint=lesson["fingerprint"],
+                source_failure_ids=store.family_failure_ids(e.family), score=e.p)))
+    offered.sort(key=lambda pair: pair[0], reverse=True)
+    return [*items, *(item for _, item in offered)][:predictor.max_items]

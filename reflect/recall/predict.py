@@ -20,11 +20,16 @@ per family is made, the probability that this run fails with it:
   runs come together). It is a Beta prior worth ``prior``
   runs: one neighbour out of two does not outrank 60 runs of 400.
 
-A family seen in fewer than ``min_runs`` earlier runs is not predicted.
+A family seen in fewer than ``min_runs`` earlier runs is predicted only when a similar
+run had it: in a small store, one unrelated run's mistake is not this run's business.
+A run is similar when its goal vector's cosine passes ``min_similarity`` (unrelated
+goals still share a little: "the", "fix").
 
-A family this run already has is left out (the recent section shows it). A lesson
-enters when its family's p passes ``threshold``, at most ``max_items``, most probable
-first. The rule is one value, ``Predictor``, that benches pass in and tune.
+A family this run already has is left out (the recent section shows it). What is shown
+is chosen by expected value per token: a lesson enters when its family's p, per
+``LESSON_ITEM_TOKENS`` of its text, passes ``threshold`` (a short item needs less), at
+most ``max_items``, the most valuable first (``recall.block``). The rule is one value,
+``Predictor``, that benches pass in and tune.
 """
 
 from __future__ import annotations
@@ -43,7 +48,6 @@ STOPWORDS = frozenset(
 )
 _WORD = re.compile(r"[a-z][a-z0-9]{2,}")  # as FTS5 unicode61 splits: "auth_user" is two
 MAX_TERMS = 12  # a goal is an issue text of hundreds of words: keep its rarest terms
-CANDIDATE_FAMILIES = 20  # the most widespread families always get an estimate
 
 
 @dataclass(frozen=True)
@@ -53,11 +57,13 @@ class Predictor:
     k: int = 10  # similar earlier runs
     prior: float = 10.0  # the base rate's weight, in runs
     follow: float = 0.5  # weight of an earlier run that shared a family with this one
-    threshold: float = 0.08  # p a family needs for its lesson to enter
-    min_runs: int = 1  # earlier runs a family must have failed in
+    threshold: float = 0.1  # p per LESSON_ITEM_TOKENS a lesson needs to enter
+    min_runs: int = 2  # earlier runs a family needs, unless a similar run had it
+    min_similarity: float = 0.25  # the cosine a goal needs to count as similar
     max_items: int = 6
     window: int = 50  # the latest runs whose rate the base rate starts from
     recent_prior: float = 10.0  # the weight, in runs, of all earlier runs' rate in it
+    candidates: int = 20  # the most widespread families, which always get an estimate
 
 
 @dataclass
@@ -110,10 +116,10 @@ def similar_by_words(store, goal: str, run: str, scope: str, k: int
 
 def estimate(store, predictor: Predictor, near: Neighbourhood, run: str, earlier: int,
              exclude: set[str]) -> list[Estimate]:
-    """The families whose probability passes the threshold, most probable first;
-    ``earlier``: the runs in scope other than ``run``."""
+    """Every candidate family's estimate, most probable first; ``earlier``: the runs in
+    scope other than ``run``."""
     incidence = store.run_families([r for r, _ in near.similar])
-    candidates = set(store.widespread_families(CANDIDATE_FAMILIES))
+    candidates = set(store.widespread_families(predictor.candidates))
     for families in (*incidence.values(), *near.following.values(), near.latest_hits):
         candidates |= set(families)
     candidates -= exclude
@@ -132,7 +138,7 @@ def estimate(store, predictor: Predictor, near: Neighbourhood, run: str, earlier
     found = []
     for c in candidates:
         runs = min(base_runs.get(c, 0), earlier)
-        if runs < predictor.min_runs:
+        if runs < predictor.min_runs and not hits[c]:
             continue
         overall = runs / (earlier + predictor.prior)  # few runs say little: shrunk toward 0
         base = overall  # a store no larger than the window: its latest runs are all of it
@@ -142,11 +148,10 @@ def estimate(store, predictor: Predictor, near: Neighbourhood, run: str, earlier
         followed = came_after[c]
         p = ((mass[c] + predictor.follow * followed + predictor.prior * base)
              / (weight + predictor.prior))
-        if p >= predictor.threshold:
-            found.append(Estimate(
-                c, round(p, 4), similar=hits[c], neighbours=len(near.similar),
-                share=mass[c] / near_weight if near_weight else 0.0,
-                runs=runs, earlier=earlier, followed=followed,
-                sharing=len(near.following)))
+        found.append(Estimate(
+            c, round(p, 4), similar=hits[c], neighbours=len(near.similar),
+            share=mass[c] / near_weight if near_weight else 0.0,
+            runs=runs, earlier=earlier, followed=followed,
+            sharing=len(near.following)))
     found.sort(key=lambda e: (e.p, e.runs), reverse=True)
     return found
