@@ -43,11 +43,24 @@ def parser(command: str | None = None) -> argparse.ArgumentParser:
     hook starts a process per tool call, and the ~40 parsers of all commands cost it
     ~10 ms. Anything else (``--help``, a typo) gets every command."""
     p = argparse.ArgumentParser(prog="reflect", description="Failure memory for coding agents.")
-    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND",
+                           parser_class=CommandParser)
     for name, add in COMMANDS.items():
         if command not in COMMANDS or name == command:
             add(sub)
     return p
+
+
+class CommandParser(argparse.ArgumentParser):
+    """A command's parser says what it did not understand itself, with its own usage
+    (``reflect capture --bogus`` shows capture's, not the list of commands). Its
+    subcommands' parsers are of this class too (argparse gives them the parent's)."""
+
+    def parse_known_args(self, args=None, namespace=None):
+        namespace, extras = super().parse_known_args(args, namespace)
+        if extras:
+            self.error(f"unrecognized arguments: {' '.join(extras)}")
+        return namespace, extras
 
 
 def command(sub: argparse._SubParsersAction, name: str, handler, help: str
@@ -204,7 +217,7 @@ def cmd_mcp(args) -> int:
         from reflect.integrations import mcp
     except ImportError as e:
         print(f"reflect: error: `reflect mcp` needs the MCP SDK ({e}); "
-              "install it with `pip install 'reflect[mcp]'`", file=sys.stderr)
+              "install it with `pip install 'reflect-memory[mcp]'`", file=sys.stderr)
         return 1
     return mcp.serve()
 

@@ -108,10 +108,16 @@ def add_progress(sub: argparse._SubParsersAction) -> None:
     pr.set_defaults(handler=cmd_progress)
 
 
+def tally(credit: float) -> str:
+    """Wins and losses are shared among the lessons of one block (a third of a win each):
+    a tenth is as fine as a person reads them."""
+    return f"{round(credit, 1):g}"
+
+
 def line(lesson: dict) -> str:
     flags = " [pinned]" if lesson["pinned"] else ""
     return (f"{lesson['id']}  {lesson['kind']:<9} conf {lesson['confidence']:.2f}  "
-            f"won {lesson['wins']:g} lost {lesson['losses']}{flags}  "
+            f"won {tally(lesson['wins'])} lost {tally(lesson['losses'])}{flags}  "
             f"when {first_line(lesson['trigger'], 60)}: {first_line(lesson['guidance'], 70)}")
 
 
@@ -129,7 +135,8 @@ def cmd_show(args) -> int:
     fields = ("id", "status", "kind", "trigger", "guidance", "resolution", "category",
               "confidence", "wins", "losses", "injected", "pinned", "quarantine", "model",
               "cost_usd", "scope")
-    text = [f"{k:>10}: {lesson[k]}" for k in fields if lesson.get(k) not in ("", None)]
+    shown = {**lesson, "wins": tally(lesson["wins"]), "losses": tally(lesson["losses"])}
+    text = [f"{k:>10}: {shown[k]}" for k in fields if shown.get(k) not in ("", None)]
     text.append(f"{'created':>10}: {when(lesson['created'])}")
     text.append(f"{'outcomes':>10}: {lesson['outcomes'] or '-'}")
     text += [f"   failure: {f['id']} {f['run']}#{f['iteration']} {f['error_type']}: "
@@ -146,34 +153,33 @@ def cmd_search(args) -> int:
     return 0
 
 
-def _act(args, action: str) -> int:
+def _act(args, action: str, done: str, **options) -> int:
+    """A person's control, then one line that says what it did (silence reads as nothing
+    done)."""
     with Memory() as mem:
-        getattr(mem, action)(args.id)
+        getattr(mem, action)(args.id, **options)
+    print(f"{args.id} {done}")
     return 0
 
 
 def cmd_pin(args) -> int:
-    return _act(args, "pin")
+    return _act(args, "pin", "pinned: upkeep never removes it")
 
 
 def cmd_unpin(args) -> int:
-    with Memory() as mem:
-        mem.pin(args.id, pinned=False)
-    return 0
+    return _act(args, "pin", "unpinned: upkeep judges it again", pinned=False)
 
 
 def cmd_forget(args) -> int:
-    return _act(args, "forget")
+    return _act(args, "forget", "forgotten: its text is deleted from the store")
 
 
 def cmd_release(args) -> int:
-    return _act(args, "release")
+    return _act(args, "release", "released: back in recall")
 
 
 def cmd_quarantine(args) -> int:
-    with Memory() as mem:
-        mem.quarantine(args.id, args.why)
-    return 0
+    return _act(args, "quarantine", "quarantined: out of recall", why=args.why)
 
 
 def cmd_feedback(args) -> int:

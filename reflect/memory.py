@@ -297,8 +297,7 @@ class Memory:
         if not self.enabled or not success:
             return []  # a failed iteration is credited when it is captured
         if not self.store.has_run(run) and not self.store.injections(run, 1):
-            config.warn(f"run {run!r} has no captured failures; nothing to resolve")
-            return []
+            return []  # nothing failed: the usual success, not worth a warning
         if iteration is None:
             iteration = self.store.next_iteration(run)
         action = clip(self.scrubber.scrub(action)[0], MAX_FIELD)
