@@ -116,9 +116,12 @@ def test_unwritable_store_keeps_the_failure_in_a_fallback_file(tmp_path):
 def test_kill_switch_prints_nothing_and_creates_nothing(own_store):
     off = {"REFLECT_FAILURE_MEMORY": "0"}
     for args in (["capture", "--exit-code", "1"], ["recall"], ["outcome", "--iteration", "1",
-                                                              "--success"]):
+                                                              "--success"],
+                 ["run", "--", "true"]):
         out = run_cli(*args, env=off)
         assert (out.returncode, out.stdout, out.stderr) == (0, b"", b"")
+    # the test command still runs, and its exit code stands
+    assert run_cli("run", "--", "sh", "-c", "echo ran; exit 3", env=off).returncode == 3
     assert not own_store.exists()
 
 
