@@ -246,7 +246,7 @@ def cmd_capture(args) -> int:
         problems += more
     for problem in problems:
         config.warn(problem)
-    with Memory(model=args.model) as mem:
+    with Memory(model=args.model, busy_timeout=config.STEP_BUSY_TIMEOUT) as mem:
         entry = mem.capture(
             run=args.run, iteration=args.iteration, goal=args.goal, phase=args.phase,
             action=args.action, exit_code=args.exit_code, error_text=error_text, crash=crash,
