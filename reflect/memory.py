@@ -192,7 +192,9 @@ class Memory:
         if failure["iteration"] is None:
             failure = {**failure, "iteration": self._next_iteration_aside(failure["run"])}
         path = pending.keep(self.home, failure, lesson)
-        config.warn(f"store {self.home} not writable ({why}); failure kept in {path}")
+        # One line: a PostgreSQL error goes on with the statement it stopped.
+        said = str(why).splitlines()[0] if str(why) else repr(why)
+        config.warn(f"store {self.home} not writable ({said}); failure kept in {path}")
         return _entry({**failure, "seq": 0, "lesson_id": lesson["id"]}, lesson)
 
     def _next_iteration_aside(self, run: str) -> int:
