@@ -8,8 +8,10 @@ CONSTRAINTS := .ci/constraints.txt
 PIP := python -m pip install --quiet --disable-pip-version-check
 # A second venv at the declared lower bounds (.ci/oldest.txt), without the heavy extras.
 OLDEST := .venv-oldest
+# The pages whose samples of output cog writes (docs/samples.py).
+DOCS := README.md docs/*.md
 
-.PHONY: install demo test bench lint clean test-oldest figures
+.PHONY: install demo test bench lint clean test-oldest figures docs
 
 $(STAMP): pyproject.toml $(CONSTRAINTS)
 	$(PYTHON) -m venv $(VENV)
@@ -49,10 +51,16 @@ bench: $(STAMP)
 figures: $(STAMP)
 	$(BIN)/python bench/figures.py
 
-# ruff, then mypy (strict for reflect.index, records and the store; .ci/typecheck).
+# ruff, then mypy (strict for reflect.index, records and the store; .ci/typecheck), then
+# whether every sample of output in the README and docs/ is what its command prints now.
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	MYPY=$(BIN)/mypy .ci/typecheck
+	$(BIN)/cog --check --verbosity=1 -I docs $(DOCS)
+
+# Rewrites those samples by running their commands (docs/samples.py).
+docs: $(STAMP)
+	$(BIN)/cog -r -I docs $(DOCS)
 
 $(OLDEST)/.installed: pyproject.toml .ci/oldest.txt
 	rm -rf $(OLDEST)

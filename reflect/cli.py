@@ -43,11 +43,24 @@ def parser(command: str | None = None) -> argparse.ArgumentParser:
     hook starts a process per tool call, and the ~40 parsers of all commands cost it
     ~10 ms. Anything else (``--help``, a typo) gets every command."""
     p = argparse.ArgumentParser(prog="reflect", description="Failure memory for coding agents.")
-    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND",
+                           parser_class=CommandParser)
     for name, add in COMMANDS.items():
         if command not in COMMANDS or name == command:
             add(sub)
     return p
+
+
+class CommandParser(argparse.ArgumentParser):
+    """A command's parser says what it did not understand itself, with its own usage
+    (``reflect capture --bogus`` shows capture's, not the list of commands). Its
+    subcommands' parsers are of this class too (argparse gives them the parent's)."""
+
+    def parse_known_args(self, args=None, namespace=None):
+        namespace, extras = super().parse_known_args(args, namespace)
+        if extras:
+            self.error(f"unrecognized arguments: {' '.join(extras)}")
+        return namespace, extras
 
 
 def command(sub: argparse._SubParsersAction, name: str, handler, help: str
@@ -69,10 +82,10 @@ def add_capture(sub: argparse._SubParsersAction) -> None:
     c = command(sub, "capture", cmd_capture, "Record a failed iteration.")
     run_option(c)
     c.add_argument("--iteration", type=number, help="default: the run's next number")
-    c.add_argument("--goal", default="")
-    c.add_argument("--phase", default="")
+    c.add_argument("--goal", default="", help="what the run is trying to do")
+    c.add_argument("--phase", default="", help="where in the iteration it failed (test, build…)")
     c.add_argument("--action", default="", help="the command that failed")
-    c.add_argument("--exit-code", type=number)
+    c.add_argument("--exit-code", type=number, help="its exit code")
     c.add_argument("--crash-file", metavar="F", help="a crash record (JSON) from the harness")
     c.add_argument("--error-file", metavar="F", help="error output to read, - for stdin")
     model_option(c)
@@ -82,10 +95,12 @@ def add_capture(sub: argparse._SubParsersAction) -> None:
 def add_recall(sub: argparse._SubParsersAction) -> None:
     c = command(sub, "recall", cmd_recall, "Print the block for the next iteration's prompt.")
     run_option(c)
-    c.add_argument("--goal", default="")
-    c.add_argument("--phase", default="")
+    c.add_argument("--goal", default="", help="what the run is trying to do: lessons that fit")
+    c.add_argument("--phase", default="", help="the phase about to run")
     c.add_argument("--iteration", type=number, help="the iteration about to run")
-    c.add_argument("--max-tokens", type=number, default=DEFAULT_MAX_TOKENS)
+    c.add_argument("--max-tokens", type=number, default=DEFAULT_MAX_TOKENS,
+                   help=f"the block's budget, four characters a token "
+                        f"(default {DEFAULT_MAX_TOKENS})")
     c.add_argument("--semantic", choices=["cached", "wait"], default="cached",
                    help="cached: use vectors the worker made, queue the rest (default); "
                         "wait: load the embedding model here")
@@ -95,10 +110,12 @@ def add_recall(sub: argparse._SubParsersAction) -> None:
 def add_outcome(sub: argparse._SubParsersAction) -> None:
     c = command(sub, "outcome", cmd_outcome, "Report how an iteration ended.")
     run_option(c)
-    c.add_argument("--iteration", type=number, required=True)
+    c.add_argument("--iteration", type=number, required=True, help="the iteration that ended")
     ended = c.add_mutually_exclusive_group(required=True)
-    ended.add_argument("--success", action="store_true")
-    ended.add_argument("--failure", action="store_true")
+    ended.add_argument("--success", action="store_true",
+                       help="it worked: credit what was shown, resolve what it re-ran")
+    ended.add_argument("--failure", action="store_true",
+                       help="it failed (credited when its failure is captured)")
     c.add_argument("--action", default="", help="the command that worked")
     model_option(c)
     format_option(c)
@@ -122,7 +139,8 @@ def add_failures(sub: argparse._SubParsersAction) -> None:
     ls = what.add_parser("list", help="the latest failures, newest first")
     ls.set_defaults(handler=cmd_failures_list)
     run_option(ls, "only this run")
-    ls.add_argument("--limit", type=count, default=20)
+    ls.add_argument("--limit", type=count, default=20, help="at most N (default 20)",
+                    metavar="N")
     ls.add_argument("--all", action="store_true",
                     help="with the exits that answered a question (grep found nothing)")
     format_option(ls)
@@ -143,13 +161,14 @@ def add_clear(sub: argparse._SubParsersAction) -> None:
     which = c.add_mutually_exclusive_group(required=True)
     which.add_argument("--run", help="delete this run's failures")
     which.add_argument("--all", action="store_true", help="delete everything (needs --yes)")
-    c.add_argument("--yes", action="store_true")
+    c.add_argument("--yes", action="store_true", help="confirm --all")
 
 
 def add_hook(sub: argparse._SubParsersAction) -> None:
     c = command(sub, "hook", cmd_hook,
                 "Answer one hook event (JSON on stdin) of an agent's client.")
-    c.add_argument("client", choices=["claude-code", "codex"])
+    c.add_argument("client", choices=["claude-code", "codex"],
+                   help="whose event it is: claude-code or codex")
 
 
 def add_install(sub: argparse._SubParsersAction) -> None:
@@ -161,10 +180,20 @@ def add_install(sub: argparse._SubParsersAction) -> None:
         i.set_defaults(handler=cmd_install)
         where = i.add_mutually_exclusive_group()
         for scope in scopes:
-            where.add_argument(f"--{scope}", dest="scope", action="store_const", const=scope)
+            where.add_argument(f"--{scope}", dest="scope", action="store_const", const=scope,
+                               help=SCOPE_HELP[name, scope])
         if name == "claude-code":
             where.add_argument("--plugin", metavar="DIR", help="write a plugin there instead")
         i.add_argument("--uninstall", action="store_true", help="remove reflect's hooks")
+
+
+SCOPE_HELP = {
+    ("claude-code", "project"): ".claude/settings.json, committed with the project (default)",
+    ("claude-code", "local"): ".claude/settings.local.json, this clone only",
+    ("claude-code", "user"): "~/.claude/settings.json, every project",
+    ("codex", "project"): ".codex/hooks.json (loaded for trusted projects; default)",
+    ("codex", "user"): "~/.codex/hooks.json, every project",
+}
 
 
 def add_mcp(sub: argparse._SubParsersAction) -> None:
@@ -175,8 +204,8 @@ def add_run(sub: argparse._SubParsersAction) -> None:
     c = command(sub, "run", cmd_run,
                 "Run a test command; on failure capture it and print the block.")
     run_option(c)
-    c.add_argument("--goal", default="")
-    c.add_argument("--phase", default="test")
+    c.add_argument("--goal", default="", help="what the run is trying to do")
+    c.add_argument("--phase", default="test", help="the phase of a failure (default test)")
     c.add_argument("argv", nargs=argparse.REMAINDER, metavar="-- CMD ARGS",
                    help="the command, after --")
 
@@ -204,7 +233,7 @@ def cmd_mcp(args) -> int:
         from reflect.integrations import mcp
     except ImportError as e:
         print(f"reflect: error: `reflect mcp` needs the MCP SDK ({e}); "
-              "install it with `pip install 'reflect[mcp]'`", file=sys.stderr)
+              "install it with `pip install 'reflect-memory[mcp]'`", file=sys.stderr)
         return 1
     return mcp.serve()
 
@@ -233,7 +262,7 @@ def cmd_capture(args) -> int:
         problems += more
     for problem in problems:
         config.warn(problem)
-    with Memory(model=args.model) as mem:
+    with Memory(model=args.model, busy_timeout=config.STEP_BUSY_TIMEOUT) as mem:
         entry = mem.capture(
             run=args.run, iteration=args.iteration, goal=args.goal, phase=args.phase,
             action=args.action, exit_code=args.exit_code, error_text=error_text, crash=crash,

@@ -21,24 +21,29 @@ def Memory(*args, **kwargs):  # named for the class it stands for
     return Memory(*args, **kwargs)
 
 
+LESSON_ID = "a lesson id (L-...)"
+
+
 def add_lessons(sub: argparse._SubParsersAction) -> None:
     c = sub.add_parser("lessons", help="Inspect and steer lessons.")
     what = c.add_subparsers(dest="what", required=True,
                             metavar="list|show|search|pin|unpin|forget|quarantine|release|feedback")
     ls = what.add_parser("list", help="lessons, newest first")
     ls.add_argument("--status", default="active",
-                    choices=["active", "superseded", "quarantined", "all"])
+                    choices=["active", "superseded", "quarantined", "all"],
+                    help="which lessons (default active)")
     ls.add_argument("--ineffective", action="store_true",
                     help="only lessons that repeatedly failed to prevent their failure")
-    ls.add_argument("--limit", type=count, default=50)
+    ls.add_argument("--limit", type=count, default=50, metavar="N",
+                    help="at most N (default 50)")
     format_option(ls)
     ls.set_defaults(handler=cmd_list)
     show = what.add_parser("show", help="one lesson with its provenance")
-    show.add_argument("id")
+    show.add_argument("id", help=LESSON_ID)
     format_option(show)
     show.set_defaults(handler=cmd_show)
     find = what.add_parser("search", help="lessons matching words")
-    find.add_argument("text")
+    find.add_argument("text", help="words of its trigger or guidance")
     format_option(find)
     find.set_defaults(handler=cmd_search)
     for name, handler, help in (("pin", cmd_pin, "keep it: never removed by upkeep"),
@@ -46,30 +51,31 @@ def add_lessons(sub: argparse._SubParsersAction) -> None:
                                 ("forget", cmd_forget, "delete it everywhere it lives"),
                                 ("release", cmd_release, "back into recall")):
         p = what.add_parser(name, help=help)
-        p.add_argument("id")
+        p.add_argument("id", help=LESSON_ID)
         p.set_defaults(handler=handler)
     q = what.add_parser("quarantine", help="out of recall, with the reason")
-    q.add_argument("id")
-    q.add_argument("--why", required=True)
+    q.add_argument("id", help=LESSON_ID)
+    q.add_argument("--why", required=True, help="the reason, kept with it")
     q.set_defaults(handler=cmd_quarantine)
     fb = what.add_parser("feedback", help="a person's verdict moves its confidence")
-    fb.add_argument("id")
+    fb.add_argument("id", help=LESSON_ID)
     verdict = fb.add_mutually_exclusive_group(required=True)
-    verdict.add_argument("--good", action="store_true")
-    verdict.add_argument("--bad", action="store_true")
+    verdict.add_argument("--good", action="store_true", help="it helped: more confident")
+    verdict.add_argument("--bad", action="store_true", help="it misled: less confident")
     fb.set_defaults(handler=cmd_feedback)
 
 
 def add_teach(sub: argparse._SubParsersAction) -> None:
     t = sub.add_parser("teach", help='Teach a lesson: "when <trigger>: <guidance>".')
-    t.add_argument("text")
+    t.add_argument("text", help='"when <trigger>: <guidance>"')
     t.set_defaults(handler=cmd_teach)
 
 
 def add_injections(sub: argparse._SubParsersAction) -> None:
     inj = sub.add_parser("injections", help="What recall put into which prompt.")
-    inj.add_argument("--run")
-    inj.add_argument("--limit", type=count, default=50)
+    inj.add_argument("--run", help="only this run")
+    inj.add_argument("--limit", type=count, default=50, metavar="N",
+                     help="at most N (default 50)")
     format_option(inj)
     inj.set_defaults(handler=cmd_injections)
 
@@ -90,28 +96,37 @@ def add_doctor(sub: argparse._SubParsersAction) -> None:
 
 def add_export(sub: argparse._SubParsersAction) -> None:
     ex = sub.add_parser("export", help="Write the confident lessons (markdown or jsonl).")
-    ex.add_argument("--format", choices=EXPORT_FORMATS, default="markdown")
+    ex.add_argument("--format", choices=EXPORT_FORMATS, default="markdown",
+                    help="markdown: a house-rules file to commit (default); jsonl: for "
+                         "reflect import")
     ex.add_argument("-o", "--output", metavar="FILE", help="default: standard output")
     ex.set_defaults(handler=cmd_export)
 
 
 def add_import(sub: argparse._SubParsersAction) -> None:
     im = sub.add_parser("import", help="Read lessons exported from another store (jsonl).")
-    im.add_argument("file")
+    im.add_argument("file", help="a file of reflect export --format jsonl")
     im.set_defaults(handler=cmd_import)
 
 
 def add_progress(sub: argparse._SubParsersAction) -> None:
     pr = sub.add_parser("progress", help="Is memory helping? Repeat rate over runs.")
-    pr.add_argument("--min-runs", type=int, default=5)
+    pr.add_argument("--min-runs", type=int, default=5, metavar="N",
+                    help="runs needed before early and recent runs are compared (default 5)")
     format_option(pr)
     pr.set_defaults(handler=cmd_progress)
+
+
+def tally(credit: float) -> str:
+    """Wins and losses are shared among the lessons of one block (a third of a win each):
+    a tenth is as fine as a person reads them."""
+    return f"{round(credit, 1):g}"
 
 
 def line(lesson: dict) -> str:
     flags = " [pinned]" if lesson["pinned"] else ""
     return (f"{lesson['id']}  {lesson['kind']:<9} conf {lesson['confidence']:.2f}  "
-            f"won {lesson['wins']:g} lost {lesson['losses']}{flags}  "
+            f"won {tally(lesson['wins'])} lost {tally(lesson['losses'])}{flags}  "
             f"when {first_line(lesson['trigger'], 60)}: {first_line(lesson['guidance'], 70)}")
 
 
@@ -129,7 +144,8 @@ def cmd_show(args) -> int:
     fields = ("id", "status", "kind", "trigger", "guidance", "resolution", "category",
               "confidence", "wins", "losses", "injected", "pinned", "quarantine", "model",
               "cost_usd", "scope")
-    text = [f"{k:>10}: {lesson[k]}" for k in fields if lesson.get(k) not in ("", None)]
+    shown = {**lesson, "wins": tally(lesson["wins"]), "losses": tally(lesson["losses"])}
+    text = [f"{k:>10}: {shown[k]}" for k in fields if shown.get(k) not in ("", None)]
     text.append(f"{'created':>10}: {when(lesson['created'])}")
     text.append(f"{'outcomes':>10}: {lesson['outcomes'] or '-'}")
     text += [f"   failure: {f['id']} {f['run']}#{f['iteration']} {f['error_type']}: "
@@ -146,34 +162,33 @@ def cmd_search(args) -> int:
     return 0
 
 
-def _act(args, action: str) -> int:
+def _act(args, action: str, done: str, **options) -> int:
+    """A person's control, then one line that says what it did (silence reads as nothing
+    done)."""
     with Memory() as mem:
-        getattr(mem, action)(args.id)
+        getattr(mem, action)(args.id, **options)
+    print(f"{args.id} {done}")
     return 0
 
 
 def cmd_pin(args) -> int:
-    return _act(args, "pin")
+    return _act(args, "pin", "pinned: upkeep never removes it")
 
 
 def cmd_unpin(args) -> int:
-    with Memory() as mem:
-        mem.pin(args.id, pinned=False)
-    return 0
+    return _act(args, "pin", "unpinned: upkeep judges it again", pinned=False)
 
 
 def cmd_forget(args) -> int:
-    return _act(args, "forget")
+    return _act(args, "forget", "forgotten: its text is deleted from the store")
 
 
 def cmd_release(args) -> int:
-    return _act(args, "release")
+    return _act(args, "release", "released: back in recall")
 
 
 def cmd_quarantine(args) -> int:
-    with Memory() as mem:
-        mem.quarantine(args.id, args.why)
-    return 0
+    return _act(args, "quarantine", "quarantined: out of recall", why=args.why)
 
 
 def cmd_feedback(args) -> int:

@@ -12,6 +12,10 @@ from reflect.scrub import Scrubber
 
 DEFAULT_RUN = "default"
 DEFAULT_MAX_TOKENS = 400  # the block's budget, four characters a token
+# Seconds a process of one agent step (`reflect capture`, a hook) waits for a store that
+# another process holds before it keeps the capture aside (pending.py): a write takes
+# milliseconds, so a lock held longer is held for long, and the agent must not wait on it.
+STEP_BUSY_TIMEOUT = 0.25
 DEFAULT_MAX_FAILURES = 20_000  # about 15 MB of store with its history (bench/store_bound.py)
 PATTERNS_FILE = "scrub-patterns"  # in the store directory: one extra regex a line
 

@@ -41,7 +41,7 @@ from reflect.heuristics import CATEGORIES, SEVERITIES
 from reflect.lessons import KIND_RANK
 from reflect.review import GUIDANCE_MAX, TRIGGER_MAX, hostile_reason
 from reflect.store import Store
-from reflect.text import clip
+from reflect.text import clip, counted
 
 __all__ = ["FORMATS", "ImportReport", "export_lessons", "import_lessons", "write_atomically"]
 
@@ -85,7 +85,7 @@ def _markdown(rows: list[dict]) -> str:
             out.append(f"- **When** {_line(r['trigger'])}: {_line(r['guidance'])}")
             notes = [f"`{r['id']}`"]
             if r["runs"]:  # an imported lesson may not have failed here yet
-                notes.append(f"seen in {r['runs']} run{'s' if r['runs'] != 1 else ''}")
+                notes.append(f"seen in {counted(r['runs'], 'run')}")
             notes.append(f"confidence {r['confidence']:.2f}")
             if r["pinned"]:
                 notes.append("pinned")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
@@ -72,6 +73,9 @@ class Memory:
         self.model = config.model_settings(model) if self.enabled else None
         self.embeddings = config.embeddings_spec(embeddings) if self.enabled else None
         self._store: Store | None = None
+        # Why this Memory's last capture was kept aside (the store was locked or down):
+        # the rest of that step (its worker, its block) does not wait for the store again.
+        self._kept_aside: Exception | None = None
         self._vectors = None
         self._scope: str | None = None
         self._worker = None
@@ -160,24 +164,48 @@ class Memory:
         except Exception as e:  # a parser bug must not cost the agent its failure record
             config.warn(f"could not parse the error ({e!r}); recorded from phase and exit code")
             parsed = Parsed("synthesized", synthesize(phase, exit_code), phase, exit_code)
+        self._kept_aside = None  # this capture tries the store again
         try:
             scope = self.scope
-        except (StoreUnavailable, Rejected, OSError):
+        except (StoreUnavailable, Rejected, OSError) as e:
             scope = "global"  # the store is unreachable: the capture is kept aside below
+            self._kept_aside = e
         failure, lesson = entry_rows(parsed, run=run or self.run, iteration=iteration, goal=goal,
                                      action=action, scrubber=self.scrubber, scope=scope,
                                      now=self.clock())
         try:
+            if self._kept_aside is not None:  # waited once already: not a second time
+                raise self._kept_aside
             pending.replay(self.home, self.store)
             stored, lesson_row = self.store.add_failure(
                 failure, lesson, reflect=self.model is not None,
                 embed=self.embeddings is not None, credit_outcome=self.credit,
             )
         except (StoreUnavailable, Rejected, OSError) as e:
-            path = pending.keep(self.home, failure, lesson)
-            config.warn(f"store {self.home} not writable ({e}); failure kept in {path}")
-            return _entry({**failure, "seq": 0, "lesson_id": lesson["id"]}, lesson)
+            self._kept_aside = e
+            return self._keep_aside(failure, lesson, e)
         return _entry(stored, lesson_row)
+
+    def _keep_aside(self, failure: dict, lesson: dict, why: Exception) -> ErrorEntry:
+        """The capture the store could not take, in the pending file (replayed by the next
+        capture that can write), numbered in its run as the store would number it."""
+        if failure["iteration"] is None:
+            failure = {**failure, "iteration": self._next_iteration_aside(failure["run"])}
+        path = pending.keep(self.home, failure, lesson)
+        # One line: a PostgreSQL error goes on with the statement it stopped.
+        said = str(why).splitlines()[0] if str(why) else repr(why)
+        config.warn(f"store {self.home} not writable ({said}); failure kept in {path}")
+        return _entry({**failure, "seq": 0, "lesson_id": lesson["id"]}, lesson)
+
+    def _next_iteration_aside(self, run: str) -> int:
+        """The run's next number while its store cannot be written: the store's own, when
+        it opened and can be read; past the run's captures kept aside either way."""
+        stored = 1
+        if self._store is not None:
+            with contextlib.suppress(StoreUnavailable, Rejected, OSError):
+                stored = self._store.next_iteration(run)
+        aside = [f["iteration"] or 0 for f, _ in pending.kept(self.home) if f["run"] == run]
+        return max([stored, *(n + 1 for n in aside)])
 
     def _keep_benign(self, run: str, iteration: int | None, goal: str, phase: str,
                      action: str, exit_code: int | None, program: str) -> ErrorEntry:
@@ -228,6 +256,8 @@ class Memory:
         query = self.query(run, goal, phase, iteration, max_tokens, sections)
         run, goal, now = query.run, query.goal, query.now
         try:
+            if self._kept_aside is not None:  # this step's capture found the store held
+                raise self._kept_aside
             query = replace(query, scope=self.scope)
             rec = block.build(self.store, self.vectors, query, self.predictor or block.Predictor())
             try:  # the log is best effort: it must not cost the agent its block
@@ -242,8 +272,9 @@ class Memory:
             return rec
         except (StoreUnavailable, Rejected, OSError) as e:
             rec = block.kept_block(pending.kept(self.home), query)
-            config.warn(f"store {self.home} not readable ({e}); recalled "
-                        + ("only the failures kept aside" if rec.items else "nothing"))
+            if e is not self._kept_aside:  # else the capture has said it, in one line
+                config.warn(f"store {self.home} not readable ({e}); recalled "
+                            + ("only the failures kept aside" if rec.items else "nothing"))
             return rec
 
     # -- background work ---------------------------------------------------------
@@ -251,8 +282,8 @@ class Memory:
     def ensure_worker(self) -> bool:
         """For shell harnesses: start a detached worker when jobs are due and no live
         worker holds the queue (``REFLECT_WORKER=off`` disables it). True if started."""
-        if not self.enabled or not config.worker_allowed():
-            return False
+        if not self.enabled or not config.worker_allowed() or self._kept_aside is not None:
+            return False  # kept aside: its jobs are queued when the next capture replays it
         if self.model is None and self.embeddings is None:
             return False
         if not self.store.claim_worker_start(self.clock(), queue.HEARTBEAT_STALE):
@@ -305,8 +336,7 @@ class Memory:
         if not self.enabled or not success:
             return []  # a failed iteration is credited when it is captured
         if not self.store.has_run(run) and not self.store.injections(run, 1):
-            config.warn(f"run {run!r} has no captured failures; nothing to resolve")
-            return []
+            return []  # nothing failed: the usual success, not worth a warning
         if iteration is None:
             iteration = self.store.next_iteration(run)
         action = clip(self.scrubber.scrub(action)[0], MAX_FIELD)

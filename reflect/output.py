@@ -12,7 +12,8 @@ from reflect.text import clip
 
 def format_option(c: argparse.ArgumentParser) -> None:
     """``--format json``: the API object's fields at the top level of one JSON object."""
-    c.add_argument("--format", choices=OUTPUT_FORMATS, default="text")
+    c.add_argument("--format", choices=OUTPUT_FORMATS, default="text",
+                   help="text for a person (default), or json: one JSON object")
 
 
 def emit(args, data: dict, text: str) -> None:

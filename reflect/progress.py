@@ -10,6 +10,7 @@ failures cannot swing them.
 from __future__ import annotations
 
 from reflect.store import Store
+from reflect.text import counted
 
 __all__ = ["render", "report"]
 
@@ -56,8 +57,8 @@ def render(report: dict) -> str:
         return (f"No runs recorded yet: at least {report['min_runs']} runs are needed "
                 "to tell whether memory helps.")
     lines = [
-        f"{n} run{'s' if n != 1 else ''}, {report['failures']} failures, "
-        f"{report['repeats']} repeats ({_pct(report['repeat_rate'])})",
+        f"{counted(n, 'run')}, {counted(report['failures'], 'failure')}, "
+        f"{counted(report['repeats'], 'repeat')} ({_pct(report['repeat_rate'])})",
         f"repeat rate  {sparkline([r['repeat_rate'] for r in rows], top=1.0)}",
         f"failures     {sparkline([r['failures'] for r in rows])}",
     ]
@@ -71,8 +72,8 @@ def render(report: dict) -> str:
         need = report["min_runs"] - n
         lines.append(f"Not enough data yet: {n} of the {report['min_runs']} runs needed to "
                      f"tell whether memory helps ({need} more).")
-    lines.append(f"injected     {report['lessons_injected']} lessons, "
-                 f"{report['tokens_injected']} tokens")
+    lines.append(f"injected     {counted(report['lessons_injected'], 'lesson')}, "
+                 f"{counted(report['tokens_injected'], 'token')}")
     return "\n".join(lines)
 
 

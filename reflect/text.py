@@ -1,5 +1,5 @@
-"""Bounding text (every stored field, prompt line and error reason is cut the same way)
-and keying it."""
+"""Bounding text (every stored field, prompt line and error reason is cut the same way),
+counting things in words, and keying text."""
 
 from __future__ import annotations
 
@@ -15,6 +15,11 @@ def clip(text: str | None, limit: int, *, at_word: bool = False) -> str:
         return cut.rstrip() + "…"
     head = cut.rsplit(" ", 1)[0] if " " in cut else cut
     return head.rstrip(" ,;:-") + "…"
+
+
+def counted(n: int, noun: str) -> str:
+    """``1 repeat``, ``2 repeats``: a count with its noun in the right number."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 def text_key(text: str) -> str:

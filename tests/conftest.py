@@ -197,19 +197,25 @@ def own_store(tmp_path, monkeypatch, backend):
 
 
 def missing_data(data: Path, env: Mapping[str, str]) -> tuple[str, str] | None:
-    """What a test that reads the data sets does when ``data`` is not a directory: None when
-    it is; ("fail", why) when they were expected (REFLECT_DATA set, or CI set to anything but
-    false/0); ("skip", why) on a developer machine without them."""
-    if data.is_dir():
+    """What a test that reads the data sets does when ``data`` does not hold them: None when
+    it does; ("fail", why) when they were expected (CI set to anything but false/0, or
+    REFLECT_DATA naming a path that does not exist: a typo); ("skip", why) on a developer
+    machine without them, or with REFLECT_DATA naming an empty directory, which says "no
+    data sets here" on purpose (a fresh clone's run, on a machine that has them beside)."""
+    if data.is_dir() and any(data.iterdir()):
         return None
     how = ("set REFLECT_DATA to the directory that holds mini-swe-agent/, debugbench/ and "
            "reflexion/")
-    if env.get("REFLECT_DATA"):
-        return "fail", (f"REFLECT_DATA={env['REFLECT_DATA']} is set, but {data} is not a "
-                        f"directory; {how}")
     if env.get("CI", "").strip().lower() not in ("", "0", "false", "no"):
-        return "fail", (f"the public data sets are not at {data} (the default, ../shared/data "
-                        f"beside the repository) and CI is set, so they were expected; {how}")
+        return "fail", (f"the public data sets are not at {data} (REFLECT_DATA, else "
+                        f"../shared/data beside the repository) and CI is set, so they were "
+                        f"expected; {how}")
+    if env.get("REFLECT_DATA") and not data.is_dir():
+        return "fail", (f"REFLECT_DATA={env['REFLECT_DATA']} is set, but {data} is not a "
+                        f"directory; {how} (an empty one says there are none)")
+    if data.is_dir():
+        return "skip", (f"{data} is empty: no public data sets here, the tests on them are"
+                        f" skipped; {how} to run them")
     return "skip", f"the public data sets are not at {data}; {how} to run this test"
 
 

@@ -187,6 +187,14 @@ def test_cli_lessons_commands_and_unknown_ids():
     assert run_cli("lessons", "pin", lesson_id).returncode == 0
     shown = run_cli("lessons", "show", lesson_id).stdout.decode()
     assert "pinned: 1" in shown and "auth_user" in shown
+    # every control says in one line what it did
+    for args, said in ((["unpin"], "unpinned"), (["quarantine", "--why", "wrong fix"],
+                                                 "quarantined"),
+                       (["release"], "released"), (["pin"], "pinned"),
+                       (["forget"], "forgotten")):
+        out = run_cli("lessons", args[0], lesson_id, *args[1:])
+        assert out.returncode == 0 and out.stdout.decode().startswith(f"{lesson_id} {said}:")
+        assert out.stdout.count(b"\n") == 1
     for args in (["lessons", "show", "L-nope"], ["lessons", "forget", "L-nope"],
                  ["lessons", "quarantine", "L-nope", "--why", "x"]):
         out = run_cli(*args)
@@ -196,6 +204,16 @@ def test_cli_lessons_commands_and_unknown_ids():
     assert run_cli("teach", "no colon here").returncode == 1
     assert b"REPEATED" not in run_cli("recall", "--run", "b").stdout
     assert run_cli("injections").returncode == 0
+
+
+def test_shared_credit_is_listed_to_a_tenth(mem):
+    """Credit shared among a block's lessons is fractional: listed as 1.8, not 1.83333."""
+    lesson_id = mem.capture(run="a", iteration=1, exit_code=1, error_text=NO_TABLE).lesson_id
+    mem.store.add_outcomes(lesson_id, 11 / 6, 0, 1.0)
+    mem.close()
+    listed = run_cli("lessons", "list").stdout.decode()
+    assert f"{lesson_id}  " in listed and " won 1.8 lost 0 " in listed
+    assert "wins: 1.8\n" in run_cli("lessons", "show", lesson_id).stdout.decode()
 
 
 def test_cli_export_and_import_round_trip(tmp_path):

@@ -6,8 +6,19 @@ from conftest import REPO, data_location, missing_data
 
 
 def test_present_data_is_used_whatever_the_environment(tmp_path):
+    (tmp_path / "mini-swe-agent").mkdir()
     for env in ({}, {"CI": "true"}, {"REFLECT_DATA": str(tmp_path)}):
         assert missing_data(tmp_path, env) is None
+
+
+def test_reflect_data_naming_an_empty_directory_says_there_are_none(tmp_path):
+    """How a fresh clone's run is had on a machine with the data beside the repository:
+    REFLECT_DATA=<an empty directory> skips the data tests; under CI they still fail."""
+    for env in ({"REFLECT_DATA": str(tmp_path)}, {"REFLECT_DATA": str(tmp_path), "CI": "0"}):
+        action, why = missing_data(tmp_path, env)
+        assert action == "skip" and f"{tmp_path} is empty" in why
+    action, why = missing_data(tmp_path, {"REFLECT_DATA": str(tmp_path), "CI": "true"})
+    assert action == "fail" and "CI is set" in why
 
 
 def test_a_developer_machine_without_the_data_skips_and_says_how_to_set_it(tmp_path):

@@ -106,7 +106,7 @@ def test_cli_compare_with_chart_when_matplotlib_is_missing(replays, tmp_path):
     assert done.returncode == 0, done.stderr
     assert "repeats per iteration" in done.stdout.decode()
     note = done.stderr.decode().strip()
-    assert note.count("\n") == 0 and "pip install 'reflect[charts]'" in note
+    assert note.count("\n") == 0 and "pip install 'reflect-memory[charts]'" in note
     assert not (tmp_path / "c.png").exists()
 
 

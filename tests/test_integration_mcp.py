@@ -26,6 +26,23 @@ def session(calls):
     return anyio.run(main)
 
 
+def test_the_server_reports_the_package_version():
+    from importlib.metadata import version
+
+    import reflect
+
+    params = StdioServerParameters(command=sys.executable, args=["-m", "reflect", "mcp"],
+                                   cwd=os.getcwd(), env=dict(os.environ))
+
+    async def main():
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as s:
+            return await s.initialize()
+
+    info = anyio.run(main).server_info
+    assert (info.name, info.version) == ("reflect", reflect.__version__)
+    assert info.version == version("reflect-memory")
+
+
 def text(result) -> str:
     return "".join(c.text for c in result.content)
 

@@ -148,6 +148,14 @@ def test_a_rerun_that_passes_resolves_the_failure_with_what_changed(mem):
     assert mem.outcome(run="r", iteration=6, success=True, action="python app.py") == []
 
 
+def test_a_success_with_no_failure_to_resolve_warns_of_nothing(mem, caplog):
+    """A library caller reports every success: one that resolves nothing is the usual case."""
+    assert mem.outcome(run="clean", iteration=1, success=True, action="make test") == []
+    mem.capture(run="r", iteration=1, exit_code=1, error_text=TRACEBACK)
+    assert mem.outcome(run="r", iteration=2, success=True, action="ls") == []
+    assert caplog.records == []
+
+
 def test_a_plain_rerun_that_passes_says_nothing_changed(mem):
     a = mem.capture(run="r", iteration=1, action="curl -sf http://localhost:8000/health",
                     exit_code=7, error_text="curl: (7) Failed to connect")

@@ -49,7 +49,7 @@ def test_the_built_wheel_pins_nothing_exactly(tmp_path):
         capture_output=True,
         timeout=300,
     )
-    (wheel,) = tmp_path.glob("reflect-*.whl")
+    (wheel,) = tmp_path.glob("reflect_memory-*.whl")
     with zipfile.ZipFile(wheel) as z:
         (meta,) = [n for n in z.namelist() if n.endswith(".dist-info/METADATA")]
         requires = [

@@ -7,7 +7,7 @@ import sys
 import textwrap
 import time
 
-from conftest import store_held
+from conftest import run_cli, store_held
 
 from reflect import Memory, pending
 
@@ -81,6 +81,35 @@ def test_concurrent_captures_while_the_lock_comes_and_goes_lose_nothing(own_stor
     expected = sorted(f"w{n} {i}" for n in range(4) for i in range(15))
     assert sorted(m for m in messages if m.startswith("w")) == expected
     assert leftovers(own_store, tmp_path) == []
+
+
+def test_a_held_store_costs_a_step_a_brief_wait_and_one_true_line(own_store):
+    """Another process in a long write (`BEGIN EXCLUSIVE`): `reflect capture` and a hook wait
+    briefly, keep the failure aside, say so once and nothing false (a capture took 10-15 s,
+    three waits of the store's timeout, then said it had failed after keeping it)."""
+    run_cli("capture", "--run", "setup", "--exit-code", "1")
+    failure = {"hook_event_name": "PostToolUseFailure", "session_id": "k", "tool_name": "Bash",
+               "tool_input": {"command": "ls build"},
+               "error": "Exit code 2\nls: cannot access 'build': No such file or directory"}
+    with store_held(own_store):
+        started = time.monotonic()
+        out = run_cli("capture", "--run", "k", "--action", "python app.py", "--exit-code", "1",
+                      "--error-file", "-", stdin=b"ValueError: held")
+        took = time.monotonic() - started
+        hook = run_cli("hook", "claude-code", stdin=json.dumps(failure).encode())
+    assert out.returncode == 0 and hook.returncode == 0
+    for said in (out.stderr, hook.stderr):
+        (line,) = said.decode().splitlines()
+        held = "lock timeout" if os.environ.get("REFLECT_STORE") else "database is locked"
+        assert held in line and "failure kept in" in line
+    assert took < 3  # the step waits config.STEP_BUSY_TIMEOUT once, and a process start
+    # kept aside, each with its number in the run, and shown with it while the store is held
+    kept = [f for f, _ in pending.kept(own_store)]
+    assert sorted((f["run"], f["iteration"]) for f in kept) == [("k", 1), ("k", 2)]
+    context = json.loads(hook.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "iteration 2" in context and "iteration 1" in context and "None" not in context
+    said = out.stdout.decode()
+    assert " iteration 1: " in said and said.endswith(": ValueError: held\n")
 
 
 def test_a_claim_left_by_a_killed_replay_is_finished_without_duplicates(own_store):

@@ -60,6 +60,13 @@ def test_too_few_runs_say_so_honestly(mem):
     assert "repeat rate  ▃▆" in text and "early" not in text
 
 
+def test_counts_of_one_are_said_in_the_singular(mem):
+    capture_runs(mem, [("solo", "AA")])
+    text = render(report(mem.store))
+    assert text.startswith("1 run, 2 failures, 1 repeat (50%)")
+    assert "injected     0 lessons, 0 tokens" in text
+
+
 def test_an_empty_store_reports_nothing_yet(mem):
     r = report(mem.store)
     assert r["runs"] == [] and r["failures"] == 0 and not r["enough_data"]

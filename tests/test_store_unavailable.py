@@ -19,6 +19,12 @@ def test_recall_answers_from_kept_captures_until_the_store_returns(own_store, ca
     assert [i.section for i in rec.items] == ["recent", "recent"]
     assert "conf.ini" in rec.items[0].text and "yaml" in rec.items[1].text  # newest first
     assert other.text == ""  # only this run's failures
+    # said once, by the captures: the recalls of the same step add no line
+    assert [r.getMessage().split(";")[1] for r in caplog.records] == [
+        " failure kept in " + str(own_store / "pending.jsonl")] * 2
+    caplog.clear()
+    with Memory(run="r") as mem:  # a step of its own says where its block came from
+        assert mem.recall(iteration=3).text == rec.text
     assert "recalled only the failures kept aside" in caplog.text
 
     blocker.rmdir()  # the store is back: the next capture replays what was kept

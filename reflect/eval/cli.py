@@ -16,6 +16,8 @@ from reflect.choices import MEMORY_MODES, REPLAY_MODES, TRACE_FORMATS
 from reflect.config import DEFAULT_MAX_TOKENS
 from reflect.output import format_option
 
+MAX_TOKENS = f"the block's budget in tokens (default {DEFAULT_MAX_TOKENS})"
+
 
 def add_eval_command(sub: argparse._SubParsersAction) -> None:
     c = sub.add_parser("eval", help="Evaluate failure memory on recorded or live runs.",
@@ -40,12 +42,14 @@ def add_eval_command(sub: argparse._SubParsersAction) -> None:
         "the lessons of the causes seen in the most earlier runs), then capture it. "
         "Writes DIR/iterations.jsonl and DIR/summary.json.")
     p.set_defaults(handler=cmd_replay)
-    p.add_argument("trace", metavar="TRACE")
-    p.add_argument("--mode", choices=REPLAY_MODES, default="on")
+    p.add_argument("trace", metavar="TRACE", help="a trace (reflect eval convert writes one)")
+    p.add_argument("--mode", choices=REPLAY_MODES, default="on",
+                   help="what recall injects (default on; see above)")
     p.add_argument("--out", metavar="DIR", help="write iterations.jsonl and summary.json here")
     p.add_argument("--store", metavar="DIR",
                    help="keep the replay's store in this new directory (default: temporary)")
-    p.add_argument("--max-tokens", type=_positive, default=DEFAULT_MAX_TOKENS, metavar="N")
+    p.add_argument("--max-tokens", type=_positive, default=DEFAULT_MAX_TOKENS, metavar="N",
+                   help=MAX_TOKENS)
     p.add_argument("--embeddings", metavar="NAME",
                    help="embedding model for mode on: off, hash, or a model name "
                    "(default: $REFLECT_EMBEDDINGS, else the bundled model)")
@@ -61,8 +65,9 @@ def add_eval_command(sub: argparse._SubParsersAction) -> None:
                    "(or their summary.json)")
     p.add_argument("--chart", nargs="?", const="compare.png", metavar="PNG",
                    help="also draw a PNG chart (default compare.png; needs matplotlib)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--resamples", type=_positive, default=2000, metavar="N")
+    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    p.add_argument("--resamples", type=_positive, default=2000, metavar="N",
+                   help="bootstrap resamples (default 2000)")
     format_option(p)
 
     p = what.add_parser(
@@ -82,10 +87,12 @@ def add_eval_command(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=0, help="order of tasks and arms, bootstrap")
     p.add_argument("--timeout", type=float, default=600.0, metavar="S",
                    help="seconds per agent run before it is killed (default 600)")
-    p.add_argument("--max-tokens", type=_positive, default=DEFAULT_MAX_TOKENS, metavar="N")
+    p.add_argument("--max-tokens", type=_positive, default=DEFAULT_MAX_TOKENS, metavar="N",
+                   help=MAX_TOKENS)
     p.add_argument("--embeddings", metavar="NAME", help="embedding model for the on arm: off, "
                    "hash, or a model name (default: $REFLECT_EMBEDDINGS, else the bundled one)")
-    p.add_argument("--out", default="reflect-ab", metavar="DIR")
+    p.add_argument("--out", default="reflect-ab", metavar="DIR",
+                   help="each arm's store and results, DIR/ARM (default reflect-ab)")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
 
 

@@ -32,7 +32,7 @@ ROWS = (
     ("last_ok", "runs whose last iteration succeeded", True),
 )
 CHART_RATES = ("repeat_rate", "coverage_within", "coverage_cross", "noise", "last_ok")
-INSTALL_CHARTS = "pip install 'reflect[charts]'"
+INSTALL_CHARTS = "pip install 'reflect-memory[charts]'"
 
 
 class CompareError(RuntimeError):

@@ -109,7 +109,7 @@ def memory():
     # Imported here: a PreToolUse hook answers from the state files alone.
     from reflect import Memory
 
-    return Memory(embed_here=False, busy_timeout=2.0)
+    return Memory(embed_here=False, busy_timeout=config.STEP_BUSY_TIMEOUT)
 
 
 def before_turn(event: Event, state: State) -> str:

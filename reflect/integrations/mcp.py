@@ -15,13 +15,13 @@ import uuid
 from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
-from reflect import Memory
+from reflect import Memory, __version__
 
 LESSON_FIELDS = ("id", "status", "kind", "trigger", "guidance", "resolution", "confidence")
 
 
 def server(mem: Memory) -> MCPServer:  # noqa: C901 - six small tools, closures over one Memory
-    app = MCPServer("reflect", instructions=(
+    app = MCPServer("reflect", version=__version__, instructions=(
         "Failure memory for this project. Call recall before a task or after a failure; "
         "record_failure when a command fails, record_outcome when a later attempt works."))
 

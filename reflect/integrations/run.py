@@ -63,6 +63,8 @@ def report(argv: list[str], code: int, output: str, run: str | None, goal: str,
            phase: str) -> None:
     from reflect import Memory
 
+    if not config.enabled():  # the kill switch: the command ran, and nothing is opened
+        return
     action = shlex.join(argv)
     with Memory(run=run, embed_here=False) as mem:
         if code != 0:

@@ -33,7 +33,7 @@ def open_store(home: Path, url: str | None = None, busy_timeout: float = 5.0) ->
         except ImportError as e:
             raise StoreUnavailable(
                 f"REFLECT_STORE names a PostgreSQL store but psycopg is not installed ({e}):"
-                " pip install 'reflect[postgres]'") from e
+                " pip install 'reflect-memory[postgres]'") from e
         return PostgresStore(url, home, busy_timeout)
     if url:
         raise StoreUnavailable(

@@ -383,7 +383,7 @@ class NewerSchema(StoreUnavailable):
         super().__init__(
             f"the PostgreSQL store {where} has schema version {version}, newer than this"
             f" reflect knows ({len(MIGRATIONS)}); upgrade reflect (pip install -U"
-            " 'reflect[postgres]') on every machine that shares it, or point REFLECT_STORE"
+            " 'reflect-memory[postgres]') on every machine that shares it, or point REFLECT_STORE"
             " at another database")
 
 
