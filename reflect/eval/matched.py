@@ -42,9 +42,11 @@ class _Pool:
     last: dict[str, int] = field(default_factory=dict)  # key -> its latest row
 
     def ranked(self, exclude: set[str], first: Counter[str] | None = None) -> list[str]:
+        """The keys by earlier runs (those counted in ``first`` before any other)."""
+        ahead = first if first is not None else Counter()
         keys = [k for k in self.runs if k not in exclude]
-        return sorted(keys, key=lambda k: ((first or {}).get(k, 0), self.runs[k],
-                                           self.failures[k], self.last[k]), reverse=True)
+        return sorted(keys, key=lambda k: (ahead[k], self.runs[k], self.failures[k],
+                                           self.last[k]), reverse=True)
 
 
 @dataclass
@@ -83,7 +85,7 @@ def _for_key(rows: Sequence[dict], by_run: dict[str, list[int]], key: str, windo
     """One key's figures: the mode, the matched baselines and the curves."""
     tallies = {"mode": [_Tally()],
                **{pool: [_Tally() for _ in range(longest + 1)] for pool in POOLS}}
-    everyone, per_project = _Pool(), defaultdict(_Pool)
+    everyone, per_project = _Pool(), defaultdict[str, _Pool](_Pool)
     finished: list[tuple[str, set[str]]] = []  # (run, keys) of each run, in order
     for run, indexes in by_run.items():
         project = rows[indexes[0]].get("project") or ""
