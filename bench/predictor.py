@@ -13,8 +13,8 @@ against whether the run then fails with it: log loss and Brier score, each run p
 only from the runs before it. The prior is the same rule with no signal: a `Predictor`
 whose base rate is that of all earlier runs (no window), with no neighbours and nothing
 followed. The runs are split in two halves in time order: the point with the lowest log
-loss on the first half is chosen and reported on the second, where it must not score
-worse than the prior. Each point's blocks are also graded by `reflect.eval.matched`:
+loss on the first half, the prior among the candidates, is chosen and reported on the
+second. Each point's blocks are also graded by `reflect.eval.matched`:
 cross-run coverage and precision by signature and by group, beside the popularity lists
 (global, the run's project first, the last 50 runs) shown with as many lesson items,
 block by block.
@@ -40,8 +40,7 @@ from reflect.eval.trace import TraceRecord
 from reflect.recall.block import predicted
 from reflect.recall.predict import Predictor
 
-GRID = {"window": (25, 50, 100), "recent_prior": (5.0, 20.0), "prior": (10.0,),
-        "follow": (0.5,)}
+GRID = {"k": (0, 10), "follow": (0.0, 0.5), "window": (25, 100)}
 PRIOR = Predictor(window=10**9, k=0, follow=0.0)  # the base rate of all earlier runs alone
 SETS = {"mini-swe-agent-dev": "mini-swe-agent", "debugbench": "debugbench"}
 EVERY = 10**9  # candidates: every family the store knows gets an estimate
@@ -140,7 +139,7 @@ def tune(name: str, records: list[TraceRecord], embeddings: str, tmp: Path) -> d
         print(f"  {_brief(point)}: log loss {results[-1][2]['log_loss']:.4f} (first half)"
               f" {results[-1][3]['log_loss']:.4f} (second)", flush=True)
     prior, default = results[0], results[1]
-    chosen = min(results[2:], key=lambda r: r[2]["log_loss"])
+    chosen = min([prior, *results[2:]], key=lambda r: r[2]["log_loss"])
     print(f"\n== {name}: {len(records)} iterations, {len(first) + len(second)} runs, "
           f"{len(points)} grid points, embeddings {embeddings}")
     print(f" chosen on the first half: {_brief(chosen[0])}")
@@ -160,7 +159,8 @@ def tune(name: str, records: list[TraceRecord], embeddings: str, tmp: Path) -> d
 
 def _brief(point: Predictor) -> str:
     fields = {f.name: getattr(point, f.name) for f in dataclasses.fields(point)}
-    return ", ".join(f"{k}={v}" for k, v in fields.items() if k in (*GRID, "k"))
+    return ", ".join(f"{k}={v}" for k, v in fields.items()
+                     if k in (*GRID, "prior", "recent_prior"))
 
 
 def main() -> int:

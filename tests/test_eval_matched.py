@@ -15,7 +15,7 @@ def ok(run, project="", items=()):
 
 
 def lesson(*keys):
-    return {"section": "lesson", "signatures": list(keys),
+    return {"section": "lesson", "id": "L-" + "+".join(keys), "signatures": list(keys),
             "groups": sorted({k.split(":")[0] for k in keys})}
 
 
@@ -69,3 +69,10 @@ def test_swe_bench_ids_name_their_repository():
     assert swe_bench_repository("django__django-11099") == "django/django"
     assert swe_bench_repository("scikit-learn__scikit-learn-25747") == "scikit-learn/scikit-learn"
     assert swe_bench_repository("task-42") == ""
+
+
+def test_the_modes_precision_counts_lessons_not_the_keys_they_stand_for():
+    rows = [fail("r1", "A:1"), fail("r2", "A:2"),
+            ok("r3", items=[lesson("A:1", "A:2")]), fail("r3", "A:2")]
+    mode = matched(rows)["keys"]["signature"]["mode"]
+    assert (mode["shown"], mode["borne"]) == (1, 1)

@@ -14,8 +14,10 @@ failed with (the recent section shows those). A key is a failure's ``signature``
 
 Ties go to more failures, then the latest. A cross-run repeat by a key (its key failed in
 an earlier run, not yet in this one) is covered when the key was in the list before it;
-precision is, of the distinct keys a run was shown, the share that then failed in it (at
-or after the iteration first shown), as lesson precision is for the mode.
+a baseline's precision is, of the distinct keys a run was shown, the share that then
+failed in it (at or after the iteration first shown); the mode's is the same share of its
+distinct lessons (one standing for several keys is borne out by any of them), as lesson
+precision is.
 
 ``curve`` is each baseline at a fixed length (1 to ``longest`` items in every block), for
 the coverage-vs-items chart; the mode's own point is its coverage at its mean items.
@@ -121,8 +123,11 @@ def _run(rows: Sequence[dict], indexes: list[int], key: str,
                  and pools["global"][0].runs[value] > 0)
         mode = tallies["mode"][0]
         mode.items += len(lessons)
-        _show(shown["mode", 0], {k for i in lessons for k in i.get(key + "s", ())},
-              later[position], mode)
+        for item in lessons:  # an item is borne out when any failure it stands for is
+            if item["id"] not in shown["mode", 0]:
+                shown["mode", 0].add(item["id"])
+                mode.shown += 1
+                mode.borne += bool(set(item.get(key + "s", ())) & later[position])
         if cross:
             mode.repeats += 1
             mode.covered += any(value in i.get(key + "s", ()) for i in row.get("items", ()))
