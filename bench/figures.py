@@ -205,8 +205,22 @@ def hooks_table(f: dict) -> str:
                  rows)
 
 
+def matched_cell(m: dict, key: str) -> str:
+    """A mode's cross-run coverage by ``key``, then the best popularity list shown with as
+    many items (``reflect.eval.matched``)."""
+    if not m.get("matched"):
+        return DASH
+    figures = m["matched"]["keys"][key]
+    mode = figures["mode"]
+    pool, best = max(figures["matched"].items(), key=lambda kv: kv[1]["covered"])
+    return f"{mode['covered']}/{mode['repeats']} vs {best['covered']} ({pool})"
+
+
 REPLAY_ROWS = (
     ("cross-run coverage", lambda m: frac(m["coverage_cross"], interval=True)),
+    ("cross-run, by group, vs the best popularity list of as many items",
+     lambda m: matched_cell(m, "group")),
+    ("cross-run, by signature, vs the same", lambda m: matched_cell(m, "signature")),
     ("within-run coverage", lambda m: frac(m["coverage_within"])),
     ("lesson items per block, mean / max",
      lambda m: f"{m['lesson_items']['mean']:.2f} / {m['lesson_items']['max']}"
@@ -218,7 +232,8 @@ REPLAY_ROWS = (
      if m["recall_ms"].get("p50") is not None else DASH),
     ("replay wall time", lambda m: f"{m['wall_seconds']:.1f} s"),
 )
-TITLES = {"mini-swe-agent": "mini-swe-agent", "debugbench": "DebugBench"}
+TITLES = {"mini-swe-agent": "mini-swe-agent", "mini-swe-agent-dev": "mini-swe-agent-dev",
+          "debugbench": "DebugBench"}
 
 
 def replay_tables(f: dict) -> str:
@@ -238,34 +253,35 @@ def replay_tables(f: dict) -> str:
 
 
 def point(p: dict) -> str:
-    return f"k {p['k']}, prior {p['prior']:g}, threshold {p['threshold']:g}"
+    window = "all runs" if p["window"] >= 10**6 else f"window {p['window']}"
+    return f"k {p['k']}, follow {p['follow']:g}, {window}"
 
 
-def tuned(m: dict, words: bool) -> str:
-    cov = f"{m['coverage']['num']}/{m['coverage']['den']}"
-    if words:
-        return (f"{cov} covered; precision {precision(m['precision'])}; {m['items']:.2f} "
-                "lesson items an iteration")
-    return f"{cov}; {precision(m['precision'])}; {m['items']:.2f}"
+def coverage_pair(matched: dict, key: str) -> str:
+    figures = matched["keys"][key]
+    mode = figures["mode"]
+    pool, best = max(figures["matched"].items(), key=lambda kv: kv[1]["covered"])
+    return (f"{mode['covered']}/{mode['repeats']} ({precision_of(mode)}) vs {best['covered']}"
+            f" ({precision_of(best)}, {pool})")
+
+
+def precision_of(t: dict) -> str:
+    return DASH if t["precision"] is None else f"precision {100 * t['precision']:.1f}%"
 
 
 def predictor_tables(f: dict) -> str:
-    sets = f["predictor"]["sets"]
-    held, everyone = [], []
-    for name, s in sets.items():
-        for half in s["halves"]:
-            words = not held
-            held.append([f"{TITLES.get(name, name)}, {half['held_out']} ({point(half['point'])})",
-                         tuned(half["on"], words), tuned(half["popular"], False)])
-        words = not everyone
-        everyone.append([TITLES.get(name, name), tuned(s["default"]["on"], words),
-                         tuned(s["default"]["popular"], False)])
-    default = next(iter(sets.values()))["default"]["point"]
-    return "\n".join([
-        "Held out:\n",
-        table(["data set, half", "`on` (point chosen on the other half)", "`popular`"], held),
-        f"\nOn all runs, the default ({point(default)}, min_runs {default['min_runs']}):\n",
-        table(["data set", "`on`, default", "`popular`"], everyone)])
+    rows = []
+    for name, s in f["predictor"]["sets"].items():
+        for r in s["rows"]:
+            two = r["second"]
+            rows.append([f"{TITLES.get(name, name)}: {r['label']} ({point(r['point'])})",
+                         f"{two['log_loss']:.4f}", f"{two['brier']:.5f}",
+                         f"{r['blocks']['lesson_items']['mean']:.2f}",
+                         coverage_pair(r["matched"], "group"),
+                         coverage_pair(r["matched"], "signature")])
+    return table(["data set: predictor", "log loss, second half", "Brier, second half",
+                  "lesson items a block", "cross-run by group vs best popular list",
+                  "by signature"], rows)
 
 
 def cold_rows(c: dict) -> list[list[str]]:
@@ -348,10 +364,10 @@ def search_rows(s: dict) -> list[list[str]]:
 
 def replay_speed_rows(r: dict) -> list[list[str]]:
     """bench/replay.py"""
-    if "mini-swe-agent" not in r["sets"]:
+    if "mini-swe-agent-dev" not in r["sets"]:
         return []
-    wall = r["sets"]["mini-swe-agent"]["modes"]["on"]["wall_seconds"]
-    return [["replay of all of mini-swe-agent, mode `on`", f"{wall:.1f} s",
+    wall = r["sets"]["mini-swe-agent-dev"]["modes"]["on"]["wall_seconds"]
+    return [["replay of all of mini-swe-agent-dev, mode `on`", f"{wall:.1f} s",
              target("< 120 s", wall < 120)]]
 
 
