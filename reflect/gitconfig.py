@@ -69,3 +69,11 @@ def _owner_name(url: str) -> tuple[str, str] | None:
         return None  # a local path names no owner
     owner, _, name = path.strip("/").removesuffix(".git").rpartition("/")
     return (owner, name) if owner and name else None
+
+
+def project_scope(name: str) -> str:
+    """The scope of a project's lessons, named by its repository (``owner/name``) or
+    path: a hash, so a shared store does not list the projects it serves."""
+    import hashlib  # here: a hook that never names a scope does not load OpenSSL
+
+    return "project:" + hashlib.sha256(name.encode()).hexdigest()[:12]

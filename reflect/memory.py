@@ -108,9 +108,16 @@ class Memory:
 
     @property
     def scope(self) -> str:
+        """The project lessons are learnt and recalled in: the repository at the working
+        directory's, "global" outside one."""
         if self._scope is None:
             self._scope = self.store.project_scope(Path.cwd())
         return self._scope
+
+    @scope.setter
+    def scope(self, scope: str) -> None:
+        """For a harness that moves between projects in one process (a replay of many)."""
+        self._scope = scope
 
     def close(self) -> None:
         """Close the store; a worker thread gets ``close_timeout`` seconds to finish its

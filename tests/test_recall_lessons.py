@@ -264,3 +264,18 @@ def test_a_small_store_stays_quiet_for_an_unrelated_goal(mem):
     assert not [i for i in lesson_items(quiet) if "no such table" in i.text]
     told = mem.recall(run="dj2", goal="Django admin changelist crashes for the auth user")
     assert [i for i in lesson_items(told) if "no such table" in i.text]
+
+
+def test_a_lessons_provenance_never_names_another_projects_failures(mem):
+    mem.scope = "project:a"
+    for i in range(3):
+        mem.capture(run=f"a{i}", exit_code=1,
+                    error_text=f"ModuleNotFoundError: No module named 'a{i}'")
+    mem.scope = "project:b"
+    mine = [mem.capture(run=f"b{i}", exit_code=1,
+                        error_text=f"ModuleNotFoundError: No module named 'b{i}'")
+            for i in range(3)]
+    (item,) = [i for i in lesson_items(mem.recall(run="b-new", goal=FRONTEND_GOAL))
+               if "No module named" in i.text]
+    assert set(item.source_failure_ids) == {e.failure_id for e in mine}
+    assert "'b2'" in item.text  # the latest of this project's, shown first

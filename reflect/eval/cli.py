@@ -54,6 +54,9 @@ def add_eval_command(sub: argparse._SubParsersAction) -> None:
                    help="embedding model for mode on: off, hash, or a model name "
                    "(default: $REFLECT_EMBEDDINGS, else the bundled model)")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    p.add_argument("--scope-by-project", action="store_true",
+                   help="give each run's project (the trace's `project`) a scope of its own,"
+                   " as a team store scoped by project: no lesson crosses projects")
     format_option(p)
 
     p = what.add_parser(
@@ -161,7 +164,7 @@ def cmd_replay(args) -> int:
     records = read_trace(args.trace)
     summary = replay(records, args.mode, args.out, store=args.store,
                      max_tokens=args.max_tokens, seed=args.seed, trace=args.trace,
-                     embeddings=args.embeddings)
+                     embeddings=args.embeddings, scope_by_project=args.scope_by_project)
     if args.format == "json":
         print(json.dumps(summary, ensure_ascii=False))
         return 0

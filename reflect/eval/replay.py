@@ -37,6 +37,7 @@ from reflect.eval.matched import matched
 from reflect.eval.metrics import summarize
 from reflect.eval.signature import group, signature
 from reflect.eval.trace import TraceRecord, write_json, write_jsonl
+from reflect.gitconfig import project_scope
 from reflect.memory import DEFAULT_MAX_TOKENS, Memory
 from reflect.recall.predict import Predictor
 from reflect.records import Recall
@@ -147,13 +148,16 @@ def replay(
     progress: Callable[[int, int], None] | None = None,
     predictor: Predictor | None = None,
     observe: Callable[[Memory, TraceRecord], None] | None = None,
+    scope_by_project: bool = False,
 ) -> dict:
     """Replay ``records`` in order; returns the summary (also written under ``out``).
 
     ``store`` keeps the store in that directory, which must not exist yet;
     by default it lives in a temporary directory removed afterwards.
     ``embeddings`` is handed to ``Memory`` (None: its default, ``REFLECT_EMBEDDINGS``),
-    and so is ``predictor`` (None: the product's default). ``observe`` is called with the
+    and so is ``predictor`` (None: the product's default). ``scope_by_project`` gives
+    each record's ``project`` a scope of its own, as a team store scoped by project has
+    it (lessons of one project are not recalled in another). ``observe`` is called with the
     memory and the record after each recall, before the record is captured (a bench reads
     the predictor's estimates there).
     """
@@ -168,14 +172,14 @@ def replay(
             raise ReplayError(f"store {store} already exists; a replay needs a fresh store: "
                               "remove it or choose another directory")
         return _replay(records, mode, out, store, max_tokens, seed, trace, options, progress,
-                       observe)
+                       observe, scope_by_project)
     with tempfile.TemporaryDirectory(prefix="reflect-replay-") as tmp:
         return _replay(records, mode, out, Path(tmp) / "store", max_tokens, seed, trace,
-                       options, progress, observe)
+                       options, progress, observe, scope_by_project)
 
 
 def _replay(records, mode, out, home, max_tokens, seed, trace, options, progress,
-            observe) -> dict:
+            observe, scope_by_project) -> dict:
     now = [0.0]
     rows = []
     started = time.perf_counter()
@@ -187,6 +191,8 @@ def _replay(records, mode, out, home, max_tokens, seed, trace, options, progress
         injector = Injector(mem, mode, max_tokens)
         for index, r in enumerate(records):
             now[0] = max(r.ts, now[0]) if r.ts is not None else now[0] + 1.0
+            if scope_by_project:
+                mem.scope = project_scope(r.project) if r.project else "global"
             _, injected = injector.recall(r.run, r.goal, r.phase, r.iteration)
             if observe is not None:
                 observe(mem, r)
@@ -200,6 +206,7 @@ def _replay(records, mode, out, home, max_tokens, seed, trace, options, progress
         injector.verify()
     wall = time.perf_counter() - started
     summary = {"mode": mode, "trace": trace, "records": len(records),
+               "scope_by_project": scope_by_project,
                "embeddings": options.get("embeddings"), "wall_seconds": round(wall, 3),
                "blocks": blocks(rows), "matched": matched(rows), **summarize(rows, seed=seed)}
     if out is not None:

@@ -167,6 +167,13 @@ def lesson_items(store: Store, vectors: Vectors, q: Query, predictor: Predictor,
             offered.append((value, RecallItem(
                 section="lesson", id=lesson["id"], text=text,
                 fingerprint=lesson["fingerprint"],
-                source_failure_ids=store.family_failure_ids(e.family), score=e.p)))
+                source_failure_ids=_provenance(failure["id"],
+                                               store.family_failure_ids(e.family, q.scope)),
+                score=e.p)))
     offered.sort(key=lambda pair: pair[0], reverse=True)
     return [*items, *(item for _, item in offered)][:predictor.max_items]
+
+
+def _provenance(shown: str, latest: list[str]) -> list[str]:
+    """The failure an item shows first, then the family's latest others, five in all."""
+    return [shown, *(i for i in latest if i != shown)][:len(latest) or 1]

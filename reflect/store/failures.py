@@ -8,7 +8,7 @@ from pathlib import Path
 
 from reflect.config import repo_root
 from reflect.fingerprint import cause, family
-from reflect.gitconfig import repo_from_git_config
+from reflect.gitconfig import project_scope, repo_from_git_config
 from reflect.records import RecallItem
 from reflect.store.base import Row, Tx, insert, marks
 from reflect.store.credit import CreditQueries
@@ -124,8 +124,7 @@ class FailureQueries(CreditQueries, JobQueries, RunQueries):
         if cached is not None:
             return str(cached)
         repo = repo_from_git_config(root)
-        name = "/".join(repo) if repo else str(root)
-        scope = "project:" + hashlib.sha256(name.encode()).hexdigest()[:12]
+        scope = project_scope("/".join(repo) if repo else str(root))
         with self.write() as tx:
             tx.execute("INSERT INTO meta VALUES (?, ?) ON CONFLICT DO NOTHING", (key, scope))
         return scope

@@ -150,11 +150,13 @@ class RunQueries(Backend):
         return [r[0] for r in self._rows(
             "SELECT id FROM failures WHERE cause = ? ORDER BY seq DESC LIMIT ?", (cause, per))]
 
-    def family_failure_ids(self, family: str, per: int = 5) -> list[str]:
-        """The latest failures of a family: a predicted lesson's provenance."""
+    def family_failure_ids(self, family: str, scope: str, per: int = 5) -> list[str]:
+        """The latest failures of a family in runs of ``scope`` (or global): a predicted
+        lesson's provenance, never another project's failures."""
         return [r[0] for r in self._rows(
-            "SELECT id FROM failures WHERE family = ? ORDER BY seq DESC LIMIT ?",
-            (family, per))]
+            "SELECT f.id FROM failures f JOIN runs r ON r.run = f.run WHERE f.family = ?"
+            " AND r.scope IN (?, 'global') ORDER BY f.seq DESC LIMIT ?",
+            (family, scope, per))]
 
     def taught_and_imported_lessons(self, scope: str) -> list[Row]:
         """Active taught and imported lessons in ``scope`` (or global)."""
