@@ -25,7 +25,7 @@ HOOKS = {
     "SessionStart": None,
     "UserPromptSubmit": None,
     "PreToolUse": "Bash",
-    "PostToolUse": None,  # every tool, so a PreToolUse warning knows a call ran since
+    "PostToolUse": "Bash|apply_patch",  # what can change a failed command's outcome
 }
 SCOPES = {"project": Path(".codex/hooks.json"), "user": Path("~/.codex/hooks.json")}
 TAIL_CHUNK = 256 * 1024  # the rollout is read from its end, a chunk at a time
@@ -91,4 +91,4 @@ def reversed_lines(path: Path, needle: str):
 
 
 def install(scope: str, uninstall: bool = False) -> str:
-    return merge(located(SCOPES[scope]), HOOKS, CLIENT, uninstall)
+    return merge(located(SCOPES[scope]), HOOKS, CLIENT, uninstall, portable=scope == "project")
