@@ -63,6 +63,6 @@ def test_claude_code_failures_reach_the_store_and_the_model(tmp_path):
 
     # A new session of the project: the lessons come once in its first request.
     later = claude_session(project, [], "Add a total to the weekly report")
-    first = system_text([r for r in later.requests if r.get("tools")][0])
+    first = system_text(next(r for r in later.requests if r.get("tools")))
     assert first.count(EARLIER) == 1, first[-3000:]
     assert "openpyxl" in first.partition(EARLIER)[2]

@@ -53,10 +53,12 @@ def call_result(transcript, call_id: str) -> tuple[int | None, str]:
         return None, ""
     for line in reversed_lines(Path(str(transcript)), f'"{call_id}"'):
         try:
-            payload = json.loads(line).get("payload") or {}
+            payload = json.loads(line).get("payload")
         except (ValueError, AttributeError):
             continue
-        item = payload.get("item") if isinstance(payload.get("item"), dict) else payload
+        if not isinstance(payload, dict):
+            continue
+        item = payload["item"] if isinstance(payload.get("item"), dict) else payload
         if call_id not in (item.get("id"), item.get("call_id")):
             continue
         code = item.get("exit_code")

@@ -22,10 +22,13 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from reflect import config
 from reflect.text import clip
+
+if TYPE_CHECKING:
+    from reflect.scrub import Scrubber
 
 MAX_CONTEXT = 10_000  # both clients cut longer strings
 TIME_BUDGET = 8  # seconds; installed hooks get a timeout of 10
@@ -226,7 +229,7 @@ class State:
         self.home = home
         self.dir = home / STATE_DIR
         self.path = self.dir / (re.sub(r"[^\w.-]", "_", session)[:120] + ".json")
-        self._scrubber = None
+        self._scrubber: Scrubber | None = None
         self.load()
 
     def load(self) -> None:
