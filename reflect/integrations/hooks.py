@@ -12,7 +12,6 @@ read-modify-write under one lock. What they hold is scrubbed first, like the sto
 from __future__ import annotations
 
 import fcntl
-import hashlib
 import json
 import os
 import re
@@ -25,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from reflect import config
+from reflect.integrations.shown import unseen
 from reflect.text import clip
 
 if TYPE_CHECKING:
@@ -139,23 +139,6 @@ def before_turn(event: Event, state: State) -> str:
         text, digests = unseen(rec, set(state.shown))
         state.shown = (state.shown + digests)[-SHOWN_KEPT:]
     return text
-
-
-def unseen(rec, shown: set[str]) -> tuple[str, list[str]]:
-    """The block of the items of ``rec`` whose text is not among ``shown`` (digests), and
-    the digests of those items."""
-    from reflect.recall.render import LESSONS_HEADER, RECENT_HEADER, fit
-
-    new = [item for item in rec.items if digest(item.text) not in shown]
-    if len(new) == len(rec.items):
-        return rec.text, [digest(item.text) for item in new]
-    sections = [(RECENT_HEADER, [i for i in new if i.section == "recent"]),
-                (LESSONS_HEADER, [i for i in new if i.section != "recent"])]
-    return fit(sections, rec.tokens or 1).text, [digest(item.text) for item in new]
-
-
-def digest(text: str) -> str:
-    return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
 
 
 def after_tool(event: Event, state: State) -> str:
