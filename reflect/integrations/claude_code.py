@@ -12,7 +12,6 @@ import re
 from pathlib import Path
 
 from reflect.integrations.hooks import Event, base_event
-from reflect.integrations.settings import hook_table, located, merge, path_note, write_json
 
 CLIENT = "claude-code"
 # event -> tool matcher (None: every tool, or an event without tools)
@@ -47,12 +46,16 @@ def parse(raw: dict) -> Event:
 
 def install(scope: str, uninstall: bool = False, plugin: str | None = None) -> str:
     """Merge the hooks into the scope's settings file, or write a plugin into ``plugin``."""
+    from reflect.integrations.settings import located, merge  # not for a hook
+
     if plugin is not None:
         return write_plugin(Path(plugin), uninstall)
     return merge(located(SCOPES[scope]), HOOKS, CLIENT, uninstall, portable=scope == "project")
 
 
 def write_plugin(root: Path, uninstall: bool) -> str:
+    from reflect.integrations.settings import hook_table, path_note, write_json
+
     manifest, hooks = root / ".claude-plugin" / "plugin.json", root / "hooks" / "hooks.json"
     if uninstall:
         for path in (manifest, hooks):

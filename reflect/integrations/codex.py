@@ -18,7 +18,6 @@ import re
 from pathlib import Path
 
 from reflect.integrations.hooks import Event, base_event
-from reflect.integrations.settings import located, merge
 
 CLIENT = "codex"
 HOOKS = {
@@ -93,4 +92,6 @@ def reversed_lines(path: Path, needle: str):
 
 
 def install(scope: str, uninstall: bool = False) -> str:
+    from reflect.integrations.settings import located, merge  # not for a hook
+
     return merge(located(SCOPES[scope]), HOOKS, CLIENT, uninstall, portable=scope == "project")

@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from reflect import config
-from reflect.integrations.shown import unseen
 from reflect.text import clip
 
 if TYPE_CHECKING:
@@ -127,6 +126,8 @@ def before_turn(event: Event, state: State) -> str:
     """SessionStart and UserPromptSubmit: the block, with the prompt as the goal, less the
     items this session was already shown (a SessionStart begins a new context: a start, a
     resume, a clear, a compaction)."""
+    from reflect.integrations.shown import unseen  # hashlib: not for a PreToolUse hook
+
     if event.name == "SessionStart":
         state.prune()
     goal = state.scrub(event.prompt) or state.goal
