@@ -91,3 +91,19 @@ def test_prompt_session_start_and_pre_tool_use():
     assert captured()[0].goal == "Make the weekly report script run"
     assert "openpyxl" in context(codex("SessionStart"), "SessionStart")
     assert "python3 report.py" in context(codex("PreToolUse"), "PreToolUse")
+
+
+def test_the_rollout_s_lines_that_are_no_record_of_the_call_are_passed_over(tmp_path):
+    from reflect.integrations.codex import call_result
+
+    path = tmp_path / "mixed.jsonl"
+    output = ("Chunk ID: 7302bd\nWall time: 0.0 seconds\nProcess exited with code 5\n"
+              "Output:\nProcess exited with code 0\n")
+    path.write_text("\n".join([
+        json.dumps({"type": "response_item", "payload": {
+            "type": "function_call_output", "call_id": "call_05", "output": output}}),
+        'not json "call_05"', json.dumps({"payload": ["call_05"]}),
+        json.dumps({"payload": {"type": "function_call", "call_id": "call_55"}}) + ' "call_05"',
+    ]) + "\n")
+    assert call_result(str(path), "call_05") == (5, "")  # the header's, not the output's
+    assert call_result(str(path), "") == (None, "")
