@@ -51,7 +51,9 @@ def client(command: str) -> Path:
             done = None
         if done is None or done.returncode != 0:
             shutil.rmtree(staging, ignore_errors=True)
-            why = "timed out" if done is None else done.stderr.strip().splitlines()[-1:]
+            why = "timed out" if done is None else "; ".join(
+                line for line in done.stderr.splitlines()
+                if line.startswith("npm error") and "complete log" not in line)[:300]
             _unavailable(f"`npm install {package}@{version}` failed (the npm registry "
                          f"cannot be reached?): {why}")
         os.replace(staging, where)
