@@ -156,3 +156,10 @@ def test_installing_again_keeps_reflect_where_it_was(repo):
     said = install("claude-code")
     assert "added or updated reflect's hooks for SessionStart, UserPromptSubmit" in said
     assert json.loads(path.read_text()) == settings
+
+
+def test_a_portable_install_says_when_reflect_is_not_on_path(repo):
+    done = run_cli("install", "claude-code", env={"PATH": "/nonexistent"})
+    assert done.returncode == 0 and b"`reflect` is not on this PATH" in done.stdout
+    assert b"not on this PATH" not in run_cli("install", "claude-code", "--user",
+                                              env={"PATH": "/nonexistent"}).stdout
