@@ -330,6 +330,9 @@ RULES: tuple[_Rule, ...] = (
           msg=r"^FileNotFound|No such file or directory|\bENOENT\b"),
     _rule("timeout", "medium", _TIMEOUT, msg=r"^\w*Timeout\w*:|timed out|Timeout >|"
           r"Exceeded timeout"),
+    _rule("resource", "medium", "The command was killed (SIGKILL) from outside: by a time "
+          "limit, a person, or the kernel's out-of-memory killer (`dmesg` says which). "
+          "Bound its time and memory, then rerun it.", msg=r"Killed by signal 9 \(SIGKILL\)"),
     # exit codes: any error type for the unambiguous ones, else only synthesized entries
     _rule("timeout", "medium", _TIMEOUT, codes=(124, 143)),
     _rule("resource", "medium", _MEMORY, codes=(137,)),

@@ -2,10 +2,14 @@
 everything else, with a backup; and the installed command answers events."""
 
 import json
+import os
+import re
 import subprocess
+import sys
 
 import pytest
 from conftest import run_cli
+from real_clients import reflect_path
 from test_integration_claude_code import event
 
 CLAUDE_EVENTS = {"SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse",
@@ -70,6 +74,7 @@ def test_the_installed_command_answers_claude_code(repo):
     settings = json.loads((repo / ".claude" / "settings.json").read_text())
     command = ours(settings)["PostToolUseFailure"][0]["command"]
     done = subprocess.run(command, shell=True, capture_output=True, timeout=60,
+                          env={**os.environ, "PATH": reflect_path()},
                           input=json.dumps(event("PostToolUseFailure")).encode())
     assert done.returncode == 0
     answer = json.loads(done.stdout)
@@ -103,3 +108,58 @@ def test_codex(repo, flag, where):
     assert set(hooks) == {"SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse"}
     install("codex", flag, "--uninstall")
     assert json.loads((repo / where).read_text()) == {}
+
+
+def test_a_committed_file_names_a_command_on_path_a_user_s_this_interpreter(repo, tmp_path):
+    install("claude-code")
+    install("claude-code", "--user")
+    install("codex", "--project")
+    install("claude-code", "--plugin", str(tmp_path / "plugin"))
+    committed = [repo / ".claude" / "settings.json", repo / ".codex" / "hooks.json",
+                 tmp_path / "plugin" / "hooks" / "hooks.json"]
+    for path in committed:
+        commands = {h["command"] for hooks in ours(json.loads(path.read_text()),
+                                                   "codex" if "codex" in str(path)
+                                                   else "claude-code").values()
+                    for h in hooks}
+        assert len(commands) == 1 and commands.pop().startswith("reflect hook ")
+        assert sys.executable not in path.read_text()
+    user = json.loads((repo / "home" / ".claude" / "settings.json").read_text())
+    assert ours(user)["PostToolUse"][0]["command"].startswith(sys.executable)
+
+
+def test_post_tool_use_runs_only_for_tools_that_can_change_an_outcome(repo):
+    install("claude-code")
+    install("codex")
+    claude = json.loads((repo / ".claude" / "settings.json").read_text())["hooks"]
+    codex = json.loads((repo / ".codex" / "hooks.json").read_text())["hooks"]
+    for hooks, tools in ((claude, ("Bash", "Edit", "Write")), (codex, ("Bash", "apply_patch"))):
+        [group] = hooks["PostToolUse"]
+        assert all(re.fullmatch(group["matcher"], tool) for tool in tools)
+        assert not any(re.fullmatch(group["matcher"], tool) for tool in ("Read", "Grep", "Glob"))
+
+
+def test_installing_again_keeps_reflect_where_it_was(repo):
+    path = repo / ".claude" / "settings.json"
+    install("claude-code")
+    settings = json.loads(path.read_text())
+    theirs = {"type": "command", "command": "./scripts/audit.sh"}
+    settings["hooks"]["PreToolUse"][0]["hooks"].append(theirs)
+    settings["hooks"]["PostToolUseFailure"].append({"hooks": [theirs]})
+    path.write_text(json.dumps(settings))
+    assert "already with reflect's hooks" in install("claude-code")
+    assert json.loads(path.read_text()) == settings
+    # An older install's command (this interpreter's path) is updated where it stands.
+    old = path.read_text().replace('"reflect hook claude-code"',
+                                   json.dumps(f"{sys.executable} -m reflect hook claude-code"))
+    path.write_text(old)
+    said = install("claude-code")
+    assert "added or updated reflect's hooks for SessionStart, UserPromptSubmit" in said
+    assert json.loads(path.read_text()) == settings
+
+
+def test_a_portable_install_says_when_reflect_is_not_on_path(repo):
+    done = run_cli("install", "claude-code", env={"PATH": "/nonexistent"})
+    assert done.returncode == 0 and b"`reflect` is not on this PATH" in done.stdout
+    assert b"not on this PATH" not in run_cli("install", "claude-code", "--user",
+                                              env={"PATH": "/nonexistent"}).stdout

@@ -8,6 +8,7 @@ from conftest import NO_TABLE
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
 from reflect import Memory
+from reflect.text import text_key
 
 TOOLS = {"recall", "record_failure", "record_outcome", "teach", "search_lessons", "show_lesson"}
 
@@ -91,3 +92,27 @@ def test_errors_come_back_as_tool_errors_and_the_server_goes_on():
     assert all(r.is_error for r in errors)
     assert "reflect lessons list" in text(errors[0]) and "when <trigger>" in text(errors[1])
     assert not after.is_error
+
+
+def test_the_first_recall_embeds_nothing_in_the_server():
+    """The server never loads the embedding model: the goal's vector is left to a worker
+    (the hooks' rule), so no first call waits for a model to load."""
+    goal = "Count the users in the new table"
+    with Memory() as mem:
+        mem.capture(run="earlier", action="python repro.py", exit_code=1, error_text=NO_TABLE)
+
+    async def calls(s):
+        return await s.call_tool("recall", {"goal": goal})
+
+    assert not session(calls).is_error
+    with Memory() as mem:  # not computed in the server: queued
+        assert mem.store.text_vector(text_key(goal), mem.vectors.model_name()) is None
+        assert mem.status()["jobs"]
+
+
+def test_a_failed_outcome_says_what_to_do():
+    async def calls(s):
+        return await s.call_tool("record_outcome", {"action": "pytest", "success": False})
+
+    said = text(session(calls))
+    assert "record_failure" in said and "none open" not in said

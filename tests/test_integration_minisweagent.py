@@ -1,9 +1,16 @@
 """``ReflectAgent`` driven by mini-swe-agent's own DeterministicModel and LocalEnvironment:
-real commands, no model call."""
+real commands, no model call; and the real ``mini`` command in a terminal."""
 
+import os
+import pty
+import select
+import subprocess
 import sys
+import time
+from pathlib import Path
 
 import pytest
+from real_clients import reflect_path
 
 from reflect import Memory
 
@@ -20,14 +27,15 @@ def mini(tmp_path, monkeypatch):
     from minisweagent.environments.local import LocalEnvironment
     from minisweagent.models.test_models import DeterministicModel, make_output
 
-    def agent(*commands: str):
+    def agent(*commands: str, **settings):
         model = DeterministicModel(outputs=[make_output(f"step {i}", [{"command": c}])
                                             for i, c in enumerate(commands)])
-        # As `mini --agent-class reflect.integrations.minisweagent.ReflectAgent` builds it.
+        # As `mini -y --exit-immediately --agent-class …ReflectAgent` builds it.
         return get_agent(model, LocalEnvironment(cwd=str(tmp_path)), {
             "agent_class": "reflect.integrations.minisweagent.ReflectAgent",
             "system_template": "You are a helpful assistant.",
-            "instance_template": "{{task}}", "step_limit": 10, "cost_limit": 0})
+            "instance_template": "{{task}}", "step_limit": 10, "cost_limit": 0,
+            "mode": "yolo", "confirm_exit": False, **settings}, default_type="interactive")
 
     return agent
 
@@ -63,3 +71,90 @@ def test_each_agent_run_is_its_own_run(mini):
     assert one.reflect_run != two.reflect_run
     with Memory() as mem:
         assert len(mem.failures(run=two.reflect_run)) == 1
+
+
+def test_a_passing_rerun_is_the_outcome_of_the_failure(mini):
+    agent = mini(FAILING, "ls", FAILING.replace("yaml_for_the_report", "json"),
+                 "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT")
+    agent.run(TASK)
+    with Memory() as mem:
+        [entry] = mem.failures(run=agent.reflect_run)
+    assert entry.resolution.startswith("`ls`, then `")
+    assert entry.resolution.endswith("python -c 'import json'` passed")
+
+
+def test_an_observation_shows_only_what_the_run_was_not_shown_yet(mini):
+    other = f"{sys.executable} -c 'import toml_for_the_config'"
+    agent = mini(FAILING, other, "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT")
+    agent.run(TASK)
+    first, second = observations(agent)
+    assert "import yaml_for_the_report" in first["content"]
+    assert "import toml_for_the_config" in second["content"]
+    block = second["content"][len(second["extra"]["raw_output"]):]
+    assert "yaml_for_the_report" not in block  # shown a step ago, unchanged
+
+
+def test_the_wrapped_class_and_its_settings_are_mini_s(mini):
+    from minisweagent.agents.default import DefaultAgent
+    from minisweagent.agents.interactive import InteractiveAgent
+
+    interactive = mini("echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT",
+                       whitelist_actions=["^ls"])
+    assert isinstance(interactive, InteractiveAgent)
+    assert interactive.config.whitelist_actions == ["^ls"] and interactive.config.mode == "yolo"
+    default = mini(FAILING, "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT", wraps="default",
+                   mode=None, confirm_exit=None)
+    assert type(default).__mro__[2] is DefaultAgent
+    assert default.run(TASK)["exit_status"] == "Submitted"
+    with Memory() as mem:
+        assert len(mem.failures(run=default.reflect_run)) == 1
+
+
+MINI_CONFIG = """model:
+  model_class: deterministic
+  model_name: deterministic
+  outputs:
+    - role: assistant
+      content: "step 0"
+      extra: {actions: [{command: "touch MARKER"}], cost: 0.0}
+agent:
+  step_limit: 1
+"""
+
+
+def test_mini_s_confirm_mode_asks_before_an_action_runs(tmp_path):
+    """The real `mini` command in a terminal: it asks, the user says no, nothing runs."""
+    (tmp_path / "steps.yaml").write_text(MINI_CONFIG)
+    mini = Path(sys.executable).with_name("mini")
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(
+        [str(mini), "--agent-class", "reflect.integrations.minisweagent.ReflectAgent",
+         "-c", "mini.yaml", "-c", str(tmp_path / "steps.yaml"), "-t", "Make a marker",
+         "-o", str(tmp_path / "trajectory.json")],
+        stdin=slave, stdout=slave, stderr=slave, cwd=tmp_path, close_fds=True,
+        env={**os.environ, "PATH": reflect_path(), "MSWEA_CONFIGURED": "true",
+             "MSWEA_GLOBAL_CONFIG_DIR": str(tmp_path / "mini-config"), "TERM": "dumb",
+             "MSWEA_SILENT_STARTUP": "1"})
+    os.close(slave)
+    screen, answered = b"", False
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and b"Commands not executed" not in screen:
+            if not select.select([master], [], [], 0.5)[0]:
+                if proc.poll() is not None:
+                    break
+                continue
+            try:
+                screen += os.read(master, 65536)
+            except OSError:
+                break
+            if not answered and b"Execute 1 action(s)?" in screen:
+                os.write(master, b"no, not that\r")
+                answered = True
+    finally:
+        proc.kill()
+        proc.wait()
+        os.close(master)
+    assert answered, screen.decode(errors="replace")[-2000:]
+    assert b"Commands not executed" in screen
+    assert not (tmp_path / "MARKER").exists()

@@ -1,7 +1,14 @@
 """``reflect run -- CMD``: the command's output and exit code as they are, memory after."""
 
+import os
+import pty
+import signal
+import subprocess
 import sys
+import time
+from pathlib import Path
 
+import pytest
 from conftest import run_cli
 
 from reflect import Memory
@@ -50,3 +57,96 @@ def test_exit_codes_of_a_signal_and_of_a_missing_program():
 
 def test_no_command_is_misuse():
     assert run_cli("run").returncode == 2
+
+
+def wrapper(*argv: str, **popen) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "reflect", "run", "--run", "ci-7", "--",
+                             *argv], env=os.environ.copy(), **popen)
+
+
+def wait_for(path: Path) -> str:
+    deadline = time.monotonic() + 30
+    while not (path.exists() and path.read_text().strip()):
+        assert time.monotonic() < deadline, f"{path} never written"
+        time.sleep(0.05)
+    return path.read_text().strip()
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+LONG = ("import os, subprocess, sys, time; child = subprocess.Popen(['sleep', '60']); "
+        "open(sys.argv[1], 'w').write(f'{os.getpid()} {child.pid}'); time.sleep(60)")
+
+
+@pytest.mark.parametrize(("sig", "code"), [(signal.SIGTERM, 143), (signal.SIGHUP, 129)])
+def test_a_signal_to_the_wrapper_reaches_the_command_s_whole_group(tmp_path, sig, code):
+    pids = tmp_path / "pids"
+    proc = wrapper(sys.executable, "-c", LONG, str(pids), stdout=subprocess.DEVNULL)
+    command, grandchild = map(int, wait_for(pids).split())
+    proc.send_signal(sig)
+    assert proc.wait(timeout=30) == code
+    deadline = time.monotonic() + 10
+    while (alive(command) or alive(grandchild)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not alive(command) and not alive(grandchild)
+
+
+def test_ctrl_c_exits_130_with_no_traceback_and_records_nothing(tmp_path):
+    pids = tmp_path / "pids"
+    quiet = "import signal; signal.signal(signal.SIGINT, signal.SIG_DFL); " + LONG
+    proc = wrapper(sys.executable, "-c", quiet, str(pids), stdout=subprocess.DEVNULL,
+                   stderr=subprocess.PIPE)
+    wait_for(pids)
+    proc.send_signal(signal.SIGINT)  # as the terminal sends it to the foreground group
+    assert proc.wait(timeout=30) == 130
+    assert b"Traceback" not in proc.stderr.read()
+    with Memory() as mem:
+        assert mem.failures(run="ci-7") == []
+
+
+def test_both_streams_to_one_place_keep_their_order(tmp_path):
+    lines = "".join(f"print({n}, file=sys.{'stderr' if n % 2 else 'stdout'}, flush=True); "
+                    for n in range(1000))
+    with open(tmp_path / "log", "wb") as log:
+        proc = wrapper(sys.executable, "-c", f"import sys; {lines}", stdout=log, stderr=log)
+        assert proc.wait(timeout=60) == 0
+    assert (tmp_path / "log").read_text().splitlines() == [str(n) for n in range(1000)]
+
+
+def test_a_command_run_from_a_terminal_writes_to_a_terminal(tmp_path):
+    master, slave = pty.openpty()
+    proc = wrapper(sys.executable, "-c", "import sys; print(sys.stdout.isatty(), "
+                   "sys.stderr.isatty())", stdout=slave, stderr=slave)
+    os.close(slave)
+    screen = b""
+    while True:
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        screen += chunk
+    os.close(master)
+    assert proc.wait(timeout=30) == 0
+    assert screen.replace(b"\r", b"") == b"True True\n"
+
+
+def test_binary_output_is_summarised_not_quoted_and_a_kill_is_named():
+    blob = "import os, sys; sys.stdout.buffer.write(os.urandom(3000)); sys.exit(3)"
+    assert reflect_run(sys.executable, "-c", blob).returncode == 3
+    assert reflect_run(sys.executable, "-c", "import os; os.kill(os.getpid(), 9)",
+                       run="ci-8").returncode == 137
+    with Memory() as mem:
+        [binary] = mem.failures(run="ci-7")
+        [killed] = mem.failures(run="ci-8")
+        block = mem.recall(run="ci-8").text
+    assert "binary output, 3000 bytes" in binary.message and "\ufffd" not in binary.message
+    assert "SIGKILL" in killed.message
+    assert "killed (SIGKILL) from outside" in block and "Out of memory" not in block

@@ -126,6 +126,19 @@ def test_kill_switch_makes_capture_and_recall_no_ops(monkeypatch, own_store):
     assert not own_store.exists()
 
 
+def test_a_fixed_failure_says_so_however_long_its_first_line_and_hint(mem):
+    action = ("python scripts/generate_weekly_report.py --from 2026-11-23 --to 2026-11-29 "
+              "--out reports/weekly.xlsx")
+    mem.capture(run="r", action=action, exit_code=1, error_text=(
+        "Traceback (most recent call last):\n  File \"/srv/app/report.py\", line 3, in "
+        "<module>\nModuleNotFoundError: No module named 'openpyxl_styles_extension_package'"))
+    mem.outcome(run="r", success=True, action=action)
+    [item] = mem.recall(run="r").items
+    assert "Hint: Install the missing package" in item.text
+    assert "\n  Fixed later by: `python scripts/" in item.text
+    assert len(item.text) <= 4 * 60  # the item's budget holds
+
+
 def test_reflect_the_first_name_of_worker_thread_still_works_and_says_so(own_store):
     with pytest.warns(DeprecationWarning, match="worker_thread"), Memory(reflect=False) as mem:
         assert mem.capture(run="r", exit_code=1, error_text="boom").failure_id

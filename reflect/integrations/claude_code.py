@@ -12,7 +12,6 @@ import re
 from pathlib import Path
 
 from reflect.integrations.hooks import Event, base_event
-from reflect.integrations.settings import hook_table, located, merge, write_json
 
 CLIENT = "claude-code"
 # event -> tool matcher (None: every tool, or an event without tools)
@@ -20,11 +19,13 @@ HOOKS = {
     "SessionStart": None,
     "UserPromptSubmit": None,
     "PreToolUse": "Bash",
-    "PostToolUse": None,  # every tool: a PreToolUse warning needs to know any call ran since
+    # What can change a failed command's outcome: a Read or a Grep cannot, and needs no
+    # Python process of its own.
+    "PostToolUse": "Bash|Edit|MultiEdit|Write|NotebookEdit|Task|Agent",
     "PostToolUseFailure": None,
 }
 SCOPES = {
-    "project": Path(".claude/settings.json"),
+    "project": Path(".claude/settings.json"),  # committed: a command on PATH
     "local": Path(".claude/settings.local.json"),
     "user": Path("~/.claude/settings.json"),
 }
@@ -45,12 +46,16 @@ def parse(raw: dict) -> Event:
 
 def install(scope: str, uninstall: bool = False, plugin: str | None = None) -> str:
     """Merge the hooks into the scope's settings file, or write a plugin into ``plugin``."""
+    from reflect.integrations.settings import located, merge  # not for a hook
+
     if plugin is not None:
         return write_plugin(Path(plugin), uninstall)
-    return merge(located(SCOPES[scope]), HOOKS, CLIENT, uninstall)
+    return merge(located(SCOPES[scope]), HOOKS, CLIENT, uninstall, portable=scope == "project")
 
 
 def write_plugin(root: Path, uninstall: bool) -> str:
+    from reflect.integrations.settings import hook_table, path_note, write_json
+
     manifest, hooks = root / ".claude-plugin" / "plugin.json", root / "hooks" / "hooks.json"
     if uninstall:
         for path in (manifest, hooks):
@@ -61,6 +66,7 @@ def write_plugin(root: Path, uninstall: bool) -> str:
     write_json(manifest, {"name": "reflect", "version": __version__,
                           "description": "Failure memory: what failed in this project, "
                                          "and what fixed it, beside every tool result."})
-    write_json(hooks, {"hooks": hook_table(HOOKS, CLIENT)})
-    return f"wrote the reflect plugin to {root} ({manifest.relative_to(root)}, " \
-           f"{hooks.relative_to(root)}); add it with `claude --plugin-dir {root}`"
+    write_json(hooks, {"hooks": hook_table(HOOKS, CLIENT, portable=True)})
+    return (f"wrote the reflect plugin to {root} ({manifest.relative_to(root)}, "
+            f"{hooks.relative_to(root)}); add it with `claude --plugin-dir {root}`"
+            f"{path_note(portable=True)}")

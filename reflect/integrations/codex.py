@@ -1,51 +1,97 @@
 """Codex CLI: ``reflect hook codex`` answers the hook events Codex has; ``reflect install
 codex`` writes them into ``.codex/hooks.json`` or ``~/.codex/hooks.json``.
 
-Codex sends ``session_id``, ``cwd`` and ``hook_event_name`` like Claude Code, and the
-same answer shape works, but it has no failure event: a Bash call, failed or not, ends
-in ``PostToolUse`` whose ``tool_response`` is the output the model saw, with no exit
-code field. The exit code is read from that text (``Exit code: N``, ``Process exited
-with code N``) or from an object's ``exit_code``; a call without one is neither a
-failure nor a success here.
+Codex sends ``session_id``, ``cwd``, ``hook_event_name`` and ``transcript_path`` like
+Claude Code, and the same answer shape works, but it has no failure event: a Bash call,
+failed or not, ends in ``PostToolUse`` whose ``tool_response`` is the command's raw output
+(``"three\\n"`` for ``echo three``), with no exit code. The exit code is in the session's
+rollout file (``transcript_path``), which Codex has written by the time the hook runs: the
+call's ``item_completed`` event (``exit_code``), or an older Codex's ``exec_command_end``.
+A call whose exit code cannot be found there is neither a failure nor a success.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import re
 from pathlib import Path
 
 from reflect.integrations.hooks import Event, base_event
-from reflect.integrations.settings import located, merge
 
 CLIENT = "codex"
 HOOKS = {
     "SessionStart": None,
     "UserPromptSubmit": None,
     "PreToolUse": "Bash",
-    "PostToolUse": None,  # every tool, so a PreToolUse warning knows a call ran since
+    "PostToolUse": "Bash|apply_patch",  # what can change a failed command's outcome
 }
 SCOPES = {"project": Path(".codex/hooks.json"), "user": Path("~/.codex/hooks.json")}
-EXIT_CODE = re.compile(r"^(?:Exit code:?|Process exited with code) (-?\d+)\b", re.MULTILINE)
+TAIL_CHUNK = 256 * 1024  # the rollout is read from its end, a chunk at a time
+TAIL_LIMIT = 16 * 1024 * 1024  # and no further back than this
+# The header Codex puts above a call's output for the model, recorded in the rollout once
+# the hooks have run: a last resort.
+EXITED = re.compile(r"^Process exited with code (-?\d+)$", re.MULTILINE)
 
 
 def parse(raw: dict) -> Event:
     event = base_event(raw, HOOKS)
     if event.name == "PostToolUse" and event.tool == "Bash":
-        code, text = exit_status(raw.get("tool_response"))
-        failed = None if code is None else code != 0
-        return event._replace(exit_code=code, error_text=text, failed=failed)
+        code, output = call_result(raw.get("transcript_path"), str(raw.get("tool_use_id") or ""))
+        response = raw.get("tool_response")
+        text = response if isinstance(response, str) and response else output
+        return event._replace(exit_code=code, error_text=text,
+                              failed=None if code is None else code != 0)
     return event
 
 
-def exit_status(response) -> tuple[int | None, str]:
-    if isinstance(response, dict):
-        code = response.get("exit_code", response.get("exitCode"))
-        text = "\n".join(str(response.get(k) or "") for k in ("stdout", "stderr", "output"))
-        return (code if isinstance(code, int) else None), text.strip()
-    text = str(response or "")
-    match = EXIT_CODE.search(text)
-    return (int(match[1]) if match else None), text
+def call_result(transcript, call_id: str) -> tuple[int | None, str]:
+    """The exit code and output the rollout file records for one call; ``(None, "")``
+    when it is not there (no file, another format, a call still running)."""
+    if not transcript or not call_id:
+        return None, ""
+    for line in reversed_lines(Path(str(transcript)), f'"{call_id}"'):
+        try:
+            payload = json.loads(line).get("payload")
+        except (ValueError, AttributeError):
+            continue
+        if not isinstance(payload, dict):
+            continue
+        item = payload["item"] if isinstance(payload.get("item"), dict) else payload
+        if call_id not in (item.get("id"), item.get("call_id")):
+            continue
+        code = item.get("exit_code")
+        if isinstance(code, int) and not isinstance(code, bool):
+            return code, str(item.get("aggregated_output") or "")
+        if payload.get("type") == "function_call_output":
+            header = str(payload.get("output") or "").partition("\nOutput:\n")[0]
+            match = EXITED.search(header)
+            if match:
+                return int(match[1]), ""
+    return None, ""
+
+
+def reversed_lines(path: Path, needle: str):
+    """The lines of a file that hold ``needle``, last first, read from the end."""
+    key = needle.encode()
+    try:
+        with open(path, "rb") as f:
+            pos = f.seek(0, os.SEEK_END)
+            floor, rest = max(0, pos - TAIL_LIMIT), b""
+            while pos > floor:
+                size = min(TAIL_CHUNK, pos - floor)
+                pos -= size
+                f.seek(pos)
+                lines = (f.read(size) + rest).split(b"\n")
+                rest = lines.pop(0) if pos > floor else b""  # a line begun in the next chunk
+                for line in reversed(lines):
+                    if key in line:
+                        yield line.decode("utf-8", "replace")
+    except OSError:
+        return
 
 
 def install(scope: str, uninstall: bool = False) -> str:
-    return merge(located(SCOPES[scope]), HOOKS, CLIENT, uninstall)
+    from reflect.integrations.settings import located, merge  # not for a hook
+
+    return merge(located(SCOPES[scope]), HOOKS, CLIENT, uninstall, portable=scope == "project")

@@ -3,28 +3,38 @@
 A client module turns its event into an ``Event``; ``respond`` records it through
 ``Memory`` and returns what the model should read beside it. What a session carries
 between events (its prompt as the goal, its last tool call, failed commands not yet
-rerun) and the programs found missing in the project live in small JSON files in the
-store directory, so a ``PreToolUse`` hook never opens the store.
+rerun, digests of the lessons it was shown) and the programs found missing in the project
+live in small JSON files in the store directory, so a ``PreToolUse`` hook never opens the
+store. A client runs hooks of one session in parallel: each change to those files is a
+read-modify-write under one lock. What they hold is scrubbed first, like the store.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
 import signal
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from reflect import config
 from reflect.text import clip
+
+if TYPE_CHECKING:
+    from reflect.scrub import Scrubber
 
 MAX_CONTEXT = 10_000  # both clients cut longer strings
 TIME_BUDGET = 8  # seconds; installed hooks get a timeout of 10
 STATE_DIR = "hooks"
 MISSING_FILE = "missing.json"
+LOCK_FILE = ".lock"
+SHOWN_KEPT = 200  # digests of the items a session was shown, newest kept
 STALE_SECONDS = 7 * 86400  # session files unused this long are removed at a session start
 TARGET_KEYS = ("file_path", "notebook_path", "path", "url", "pattern", "query")
 
@@ -113,19 +123,29 @@ def memory():
 
 
 def before_turn(event: Event, state: State) -> str:
-    """SessionStart and UserPromptSubmit: the block, with the prompt as the goal."""
+    """SessionStart and UserPromptSubmit: the block, with the prompt as the goal, less the
+    items this session was already shown (a SessionStart begins a new context: a start, a
+    resume, a clear, a compaction)."""
+    from reflect.integrations.shown import unseen  # hashlib: not for a PreToolUse hook
+
     if event.name == "SessionStart":
         state.prune()
-    state.goal = event.prompt or state.goal
+    goal = state.scrub(event.prompt) or state.goal
     with memory() as mem:
-        text = mem.recall(run=event.session, goal=state.goal).text
-    state.save()
+        rec = mem.recall(run=event.session, goal=goal)
+    with state.changing():
+        state.goal = goal
+        if event.name == "SessionStart":
+            state.shown = []
+        text, digests = unseen(rec, set(state.shown))
+        state.shown = (state.shown + digests)[-SHOWN_KEPT:]
     return text
 
 
 def after_tool(event: Event, state: State) -> str:
     """A failure is captured and answered with the run's block; a Bash success that reruns
     a failed command is that failure's outcome."""
+    action = state.scrub(event.action)
     if event.failed:
         with memory() as mem:
             entry = mem.capture(run=event.session, goal=state.goal, phase=event.tool.lower(),
@@ -134,22 +154,25 @@ def after_tool(event: Event, state: State) -> str:
             mem.ensure_worker()
             text = mem.recall(run=event.session, goal=state.goal, phase=event.tool.lower()).text
         error = ""
-        if entry is not None:
+        if entry is not None:  # the entry's fields are scrubbed already
             error = f"{entry.error_type}: {entry.message.splitlines()[0] if entry.message else ''}"
-            if entry.error_type == "CommandNotFound":
+        with state.changing():
+            if entry is not None and entry.error_type == "CommandNotFound":
                 state.missing.add(entry.message.removesuffix(": command not found"))
-        state.ran(event.action, error)
-        state.open.append(event.action)
-        state.save()
+            state.ran(action, error)
+            state.open.append(action)
         return text
-    state.ran(event.action, "")
-    if event.failed is False and event.tool == "Bash":
-        state.missing -= set(programs(event.action))
-        if state.reruns(event.action):
-            with memory() as mem:
-                mem.outcome(run=event.session, success=True, action=event.action)
-            state.open = []
-    state.save()
+    resolved = False
+    if event.failed is False and event.tool == "Bash" and state.reruns(action):
+        with memory() as mem:
+            mem.outcome(run=event.session, success=True, action=event.action)
+        resolved = True
+    with state.changing():
+        state.ran(action, "")
+        if event.failed is False and event.tool == "Bash":
+            state.missing -= set(programs(action))
+            if resolved:
+                state.open = []
     return ""
 
 
@@ -158,11 +181,12 @@ def warning(event: Event, state: State) -> str:
     if event.tool != "Bash" or not event.action:
         return ""
     last = state.last or {}
-    if last.get("error") and last.get("action") == event.action:
-        return (f"reflect: `{clip(event.action, 200)}` failed just now in this session "
-                f"({clip(last['error'], 200)}) and no tool call has run since: unchanged, it "
-                "will fail the same way. Fix the cause first.")
-    for program in programs(event.action):
+    action = state.scrub(event.action)
+    if last.get("error") and last.get("action") == action:
+        return (f"reflect: `{clip(action, 200)}` failed just now in this session "
+                f"({clip(last['error'], 200)}) and nothing that could change its outcome has "
+                "run since: unchanged, it will fail the same way. Fix the cause first.")
+    for program in programs(action):
         if program in state.missing:
             return (f"reflect: `{program}` was not found in this project earlier "
                     f"(`{program}: command not found`): this command fails the same way "
@@ -186,13 +210,28 @@ class State:
     Written only once the store directory exists: it is private and ignored by git."""
 
     def __init__(self, home: Path, session: str):
+        self.home = home
         self.dir = home / STATE_DIR
         self.path = self.dir / (re.sub(r"[^\w.-]", "_", session)[:120] + ".json")
+        self._scrubber: Scrubber | None = None
+        self.load()
+
+    def load(self) -> None:
         data = _read(self.path)
         self.goal: str = data.get("goal", "")
         self.last: dict | None = data.get("last")  # the latest tool call: action, error
         self.open: list[str] = data.get("open", [])  # failed commands no success reran yet
+        self.shown: list[str] = data.get("shown", [])  # digests of the items shown
         self.missing: set[str] = set(_read(self.dir / MISSING_FILE).get("programs", []))
+
+    def scrub(self, text: str) -> str:
+        """``text`` as the store would keep it: what these files hold never needs the
+        secrets a command line or a prompt carried."""
+        if not text:
+            return text
+        if self._scrubber is None:
+            self._scrubber = config.scrubber(self.home)
+        return self._scrubber.scrub(text)[0]
 
     def ran(self, action: str, error: str) -> None:
         self.last = {"action": action, "error": error}
@@ -209,12 +248,21 @@ class State:
             if path.name != MISSING_FILE and path.stat().st_mtime < cutoff:
                 path.unlink(missing_ok=True)
 
-    def save(self) -> None:
-        if not self.dir.parent.is_dir():
+    @contextmanager
+    def changing(self) -> Iterator[None]:
+        """Reread, change and write the files under the lock, so that another hook of
+        the session, running at the same time, loses none of its change."""
+        if not self.home.is_dir():
+            yield
             return
         self.dir.mkdir(mode=0o700, exist_ok=True)
-        _write(self.path, {"goal": self.goal, "last": self.last, "open": self.open[-20:]})
-        _write(self.dir / MISSING_FILE, {"programs": sorted(self.missing)})
+        with open(self.dir / LOCK_FILE, "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            self.load()
+            yield
+            _write(self.path, {"goal": self.goal, "last": self.last, "open": self.open[-20:],
+                               "shown": self.shown})
+            _write(self.dir / MISSING_FILE, {"programs": sorted(self.missing)})
 
 
 def _read(path: Path) -> dict:

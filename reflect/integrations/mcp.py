@@ -4,6 +4,11 @@ Tools: ``recall``, ``record_failure``, ``record_outcome``, ``teach``, ``search_l
 ``show_lesson``. Forgetting and quarantine stay a person's commands. A bad argument or
 an unknown id comes back as a tool error, never as a crash of the server. Without a
 ``run`` argument, every call of one server process belongs to one run.
+
+Like the hooks, the server never loads the embedding model: a recall uses the vectors
+already computed and keyword search, and what needs a model (the goal's vector, a new
+lesson's) is queued for a detached worker, started in the background, so the first call
+answers as fast as the later ones.
 """
 
 from __future__ import annotations
@@ -29,7 +34,9 @@ def server(mem: Memory) -> MCPServer:  # noqa: C901 - six small tools, closures 
     def recall(goal: str = "", run: str = "", phase: str = "") -> str:
         """This run's recent failures with their hints, and lessons from earlier runs that
         fit the goal: the block to read before the next attempt."""
-        return mem.recall(run=run or None, goal=goal, phase=phase).text or "Nothing to recall."
+        text = mem.recall(run=run or None, goal=goal, phase=phase).text
+        mem.ensure_worker()
+        return text or "Nothing to recall."
 
     @app.tool()
     def record_failure(action: str, error_text: str = "", exit_code: int | None = None,
@@ -44,11 +51,15 @@ def server(mem: Memory) -> MCPServer:  # noqa: C901 - six small tools, closures 
         if entry is None:
             return "Failure memory is switched off (REFLECT_FAILURE_MEMORY=0)."
         block = mem.recall(run=entry.run, goal=goal, phase=phase).text
+        mem.ensure_worker()
         return f"Recorded {entry.failure_id}: {entry.error_type}: {entry.message}\n\n{block}"
 
     @app.tool()
     def record_outcome(action: str = "", success: bool = True, run: str = "") -> str:
         """Report that an attempt worked (the action that fixed the run's open failures)."""
+        if not success:
+            return ("A failed attempt resolves nothing: record it with record_failure (its "
+                    "command, output and exit code), so that recall shows it and its hint.")
         resolved = mem.outcome(run=run or None, success=success, action=action)
         return f"Resolved {len(resolved)} failure(s): {', '.join(resolved) or 'none open'}."
 
@@ -78,6 +89,6 @@ def server(mem: Memory) -> MCPServer:  # noqa: C901 - six small tools, closures 
 
 def serve() -> int:
     run = os.environ.get("REFLECT_RUN") or f"mcp-{uuid.uuid4().hex[:10]}"
-    with Memory(run=run) as mem:
+    with Memory(run=run, embed_here=False) as mem:
         server(mem).run("stdio")
     return 0

@@ -1,31 +1,57 @@
-"""mini-swe-agent 2.x: ``ReflectAgent``, its ``DefaultAgent`` with failure memory.
+"""mini-swe-agent 2.x: ``ReflectAgent``, the agent mini would have used, with failure memory.
 
     mini --agent-class reflect.integrations.minisweagent.ReflectAgent
 
-Every action of a step that ends with a non-zero ``returncode`` is captured (its
-``raw_output`` as the error text, the task as the goal, the step as the iteration,
-one run per agent run), and the run's block is appended to that step's last failed
-observation, so the model reads it beside the error.
+It is mini's own agent class with ``execute_actions`` extended, so every setting and
+safety stays: the ``mini`` command's ``InteractiveAgent`` by default (its confirm mode,
+whitelist, human mode, confirm on exit), or the class named by ``-c agent.wraps=...``
+(``default``, ``interactive`` or a dotted path). Every action of a step that ends with a
+non-zero ``returncode`` is captured (its ``raw_output`` as the error text, the task as
+the goal, the step as the iteration, one run per agent run), and the run's block is
+appended to that step's last failed observation, less the items this run was already
+shown; an action that passes is the outcome of the failures it reruns.
 """
 
 from __future__ import annotations
 
+import functools
 import uuid
 
-from minisweagent.agents.default import DefaultAgent
+from minisweagent.agents import get_agent_class
 
 from reflect import Memory, config
+from reflect.integrations.shown import unseen
+
+MINI_DEFAULT = "interactive"  # the class `mini` builds when no --agent-class is given
 
 
-class ReflectAgent(DefaultAgent):
+class ReflectAgent:
+    """Builds an instance of the wrapped class (``wraps``) with memory: what
+    ``get_agent`` calls as ``agent_class(model, env, **config)``."""
+
+    def __new__(cls, model, env, *, wraps: str = MINI_DEFAULT, **kwargs):
+        return with_memory(get_agent_class(wraps))(model, env, **kwargs)
+
+
+@functools.cache
+def with_memory(base: type) -> type:
+    """``base`` with failure memory, as a class of its own (one per base)."""
+    return type(f"Reflect{base.__name__}", (MemoryMixin, base), {})
+
+
+class MemoryMixin:
+    """What memory adds to an agent class; every other method is the class's own."""
+
     def run(self, task: str = "", **kwargs) -> dict:
         self.reflect_run = f"mini-{uuid.uuid4().hex[:10]}"
         self.reflect_goal = task
+        self.reflect_shown: set[str] = set()
         with Memory(run=self.reflect_run) as self.memory:
-            return super().run(task, **kwargs)
+            return super().run(task, **kwargs)  # type: ignore[misc]
 
     def execute_actions(self, message: dict) -> list[dict]:
-        observations = super().execute_actions(message)
+        # The class's own: its confirmation comes first, and a rejected step runs nothing.
+        observations = super().execute_actions(message)  # type: ignore[misc]
         try:
             self.remember(message.get("extra", {}).get("actions", []), observations)
         except Exception as e:  # memory never costs the agent its step
@@ -34,17 +60,22 @@ class ReflectAgent(DefaultAgent):
 
     def remember(self, actions: list[dict], observations: list[dict]) -> None:
         failed = None
+        step = self.n_calls  # type: ignore[attr-defined]
         for action, observation in zip(actions, observations, strict=False):
             extra = observation.get("extra", {})
+            command = str(action.get("command", ""))
+            if extra.get("returncode") == 0:
+                self.memory.outcome(iteration=step, success=True, action=command)
             if extra.get("returncode") in (0, None):
                 continue
-            self.memory.capture(iteration=self.n_calls, goal=self.reflect_goal,
-                                action=str(action.get("command", "")),
+            self.memory.capture(iteration=step, goal=self.reflect_goal, action=command,
                                 exit_code=extra["returncode"],
                                 error_text=str(extra.get("raw_output") or ""))
             failed = observation
         if failed is not None:
-            block = self.memory.recall(goal=self.reflect_goal, iteration=self.n_calls + 1).text
+            rec = self.memory.recall(goal=self.reflect_goal, iteration=step + 1)
+            block, digests = unseen(rec, self.reflect_shown)
+            self.reflect_shown.update(digests)
             if block:
                 append(failed, block)
 

@@ -5,22 +5,39 @@ The command's output passes through unchanged, as it comes, and its exit code is
 kept. On failure the output is captured and the run's block is printed after it;
 on success the outcome is reported. Memory trouble costs one line on stderr, never
 the command's exit code.
+
+The command runs in a process group of its own, and a signal the wrapper gets
+(SIGINT, SIGTERM, SIGHUP, SIGQUIT) is passed on to that whole group, so nothing is left
+running; a Ctrl-C exits 130 with no traceback and is no failure. When stdout and stderr
+go to one place the command writes both to one stream, in its order; when that place is
+a terminal the command gets a terminal of its own (a pty) to write to, so its colours
+and line buffering are what they would be without the wrapper.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import os
 import shlex
+import signal
 import subprocess
 import sys
+import termios
 import threading
 
 from reflect import config
 
 KEEP_BYTES = 64 * 1024  # of the output, its end: where the error is; capture reads no more
+FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
+INTERRUPTED = 128 + signal.SIGINT
+BINARY_SHARE = 0.1  # of the output's characters, unprintable: binary, summarised
 
 
 def run(argv: list[str], run: str | None = None, goal: str = "", phase: str = "test") -> int:
     code, output = execute(argv)
+    if code == INTERRUPTED:  # the person stopped it: nothing failed
+        return code
     try:
         report(argv, code, output, run, goal, phase)
     except Exception as e:
@@ -30,33 +47,115 @@ def run(argv: list[str], run: str | None = None, goal: str = "", phase: str = "t
 
 def execute(argv: list[str]) -> tuple[int, str]:
     """Run ``argv``, copying its stdout and stderr through as they come; its exit code
-    (128 + N when killed by signal N, as a shell reports it) and the end of its output."""
+    (128 + N when killed by signal N, as a shell reports it) and the end of its output,
+    as text a lesson can quote."""
+    streams, pty = _streams()
     try:
-        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        proc = subprocess.Popen(argv, process_group=0, **streams)
     except OSError as e:
+        for fd in pty:
+            os.close(fd)
         message = f"{argv[0]}: command not found" if isinstance(e, FileNotFoundError) \
             else f"{argv[0]}: {e.strerror}"
         print(message, file=sys.stderr)
         return (127 if isinstance(e, FileNotFoundError) else 126), message
-    tail = bytearray()
-    lock = threading.Lock()
+    previous = {sig: signal.signal(sig, _forward_to(proc.pid)) for sig in FORWARDED}
+    tail, lock = bytearray(), threading.Lock()
+    try:
+        if pty:
+            os.close(pty[1])  # the command's end; the master reads until it is closed
+            sources = [(_reader(pty[0]), sys.stdout.buffer)]
+        else:
+            sources = [(proc.stdout, sys.stdout.buffer), (proc.stderr, sys.stderr.buffer)]
+        threads = [threading.Thread(target=_copy, args=(source, sink, tail, lock), daemon=True)
+                   for source, sink in sources if source is not None]
+        for t in threads:
+            t.start()
+        code = _wait(proc)
+        for t in threads:
+            t.join()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        if pty:
+            os.close(pty[0])
+    return (128 - code if code < 0 else code), describe(bytes(tail), -code if code < 0 else 0)
 
-    def copy(source, sink) -> None:
-        for chunk in iter(lambda: source.read1(65536), b""):
-            sink.write(chunk)
-            sink.flush()
-            with lock:
-                tail.extend(chunk)
-                del tail[:-KEEP_BYTES]
 
-    threads = [threading.Thread(target=copy, args=(proc.stdout, sys.stdout.buffer)),
-               threading.Thread(target=copy, args=(proc.stderr, sys.stderr.buffer))]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    code = proc.wait()
-    return (128 - code if code < 0 else code), tail.decode("utf-8", errors="replace")
+def _streams() -> tuple[dict, tuple[int, ...]]:
+    """Where the command writes: a pty of its own when both streams go to one terminal,
+    one pipe for both when they go to one other place, else a pipe each; and the pty's
+    master and slave, if any."""
+    if not _same_file(sys.stdout, sys.stderr):
+        return {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE}, ()
+    if not sys.stdout.isatty():
+        return {"stdout": subprocess.PIPE, "stderr": subprocess.STDOUT}, ()
+    master, slave = os.openpty()
+    with contextlib.suppress(OSError):  # the same size as the terminal, and no \r added
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, fcntl.ioctl(sys.stdout.fileno(),
+                                                           termios.TIOCGWINSZ, b"\0" * 8))
+        attrs = termios.tcgetattr(slave)
+        attrs[1] &= ~termios.OPOST
+        termios.tcsetattr(slave, termios.TCSANOW, attrs)
+    return {"stdout": slave, "stderr": slave}, (master, slave)
+
+
+def _same_file(a, b) -> bool:
+    try:
+        return os.path.samestat(os.fstat(a.fileno()), os.fstat(b.fileno()))
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+def _forward_to(pgid: int):
+    def forward(signum, frame) -> None:
+        with contextlib.suppress(ProcessLookupError):  # it has exited already
+            os.killpg(pgid, signum)
+    return forward
+
+
+def _wait(proc: subprocess.Popen) -> int:
+    while True:
+        try:
+            return proc.wait()
+        except KeyboardInterrupt:  # a handler of the caller's: the group has it already
+            continue
+
+
+def _reader(fd: int):
+    """A pty's master as a file: reading it past the command's exit is an EIO, its end."""
+    class Reader:
+        def read1(self, size: int) -> bytes:
+            try:
+                return os.read(fd, size)
+            except OSError:
+                return b""
+    return Reader()
+
+
+def _copy(source, sink, tail: bytearray, lock: threading.Lock) -> None:
+    for chunk in iter(lambda: source.read1(65536), b""):
+        sink.write(chunk)
+        sink.flush()
+        with lock:
+            tail.extend(chunk)
+            del tail[:-KEEP_BYTES]
+
+
+def describe(output: bytes, signum: int = 0) -> str:
+    """The output as text, or a summary of it when it is binary; a command killed by a
+    signal (``signum``) says so, by the signal's name."""
+    text = output.decode("utf-8", errors="replace")
+    unprintable = sum(1 for c in text if c == "\ufffd" or (ord(c) < 32 and c not in "\t\n\r\x1b"))
+    if text and unprintable > BINARY_SHARE * len(text):
+        text = f"(binary output, {len(output)} bytes, not shown)"
+    if signum:
+        try:
+            name = signal.Signals(signum).name
+        except ValueError:
+            name = "unknown"
+        text += f"\nKilled by signal {signum} ({name})"
+    return text.strip()
 
 
 def report(argv: list[str], code: int, output: str, run: str | None, goal: str,

@@ -1,9 +1,11 @@
 """Hook settings files (Claude Code's ``settings.json``, Codex's ``hooks.json``): the same
 ``{"hooks": {event: [{"matcher": M, "hooks": [{"type": "command", ...}]}]}}`` shape.
 
-Installing merges reflect's entries in and keeps every other key and hook; installing
-again changes nothing; uninstalling removes only reflect's entries. A file that is
-about to change is copied to ``<name>.bak`` first.
+Installing merges reflect's entries in and keeps every other key and hook, in their
+order; installing again changes nothing; uninstalling removes only reflect's entries. A
+file that is about to change is copied to ``<name>.bak`` first. A file a team commits
+(a project's settings, a plugin) gets the command ``reflect hook …`` found on PATH; a
+user's own file gets this interpreter's path, which works whatever PATH the client has.
 """
 
 from __future__ import annotations
@@ -27,9 +29,21 @@ def located(path: Path) -> Path:
     return (repo_root(Path.cwd()) or Path.cwd()) / path
 
 
-def command(client: str) -> str:
-    """The hook command, with this interpreter: works whatever PATH the client has."""
+def command(client: str, portable: bool) -> str:
+    """The hook command: on PATH where it must work on another machine, else with this
+    interpreter."""
+    if portable:
+        return f"reflect hook {client}"
     return f"{shlex.quote(sys.executable)} -m reflect hook {client}"
+
+
+def path_note(portable: bool) -> str:
+    """What to do when the portable command would not be found here."""
+    if not portable or shutil.which("reflect"):
+        return ""
+    return ("; note: `reflect` is not on this PATH, and the client runs `reflect hook` from "
+            "its own: install reflect where the client's PATH finds it (`pipx install`, or "
+            "the project's activated environment)")
 
 
 def is_ours(handler, client: str) -> bool:
@@ -37,16 +51,18 @@ def is_ours(handler, client: str) -> bool:
         f"reflect hook {client}")
 
 
-def hook_table(hooks: dict[str, str | None], client: str) -> dict:
+def hook_table(hooks: dict[str, str | None], client: str, portable: bool) -> dict:
     table = {}
     for event, matcher in hooks.items():
         group: dict = {"matcher": matcher} if matcher else {}
-        group["hooks"] = [{"type": "command", "command": command(client), "timeout": TIMEOUT}]
+        group["hooks"] = [{"type": "command", "command": command(client, portable),
+                           "timeout": TIMEOUT}]
         table[event] = [group]
     return table
 
 
-def merge(path: Path, hooks: dict[str, str | None], client: str, uninstall: bool) -> str:
+def merge(path: Path, hooks: dict[str, str | None], client: str, uninstall: bool,
+          portable: bool) -> str:
     try:
         before = path.read_text(encoding="utf-8") if path.exists() else ""
         data = json.loads(before) if before.strip() else {}
@@ -59,31 +75,63 @@ def merge(path: Path, hooks: dict[str, str | None], client: str, uninstall: bool
     if uninstall and not before:
         return f"{path}: no such file, nothing to remove"
     table = data.get("hooks", {})
-    _drop_ours(table, client)
-    if not uninstall:
-        for event, groups in hook_table(hooks, client).items():
-            table.setdefault(event, []).extend(groups)
+    if uninstall:
+        _drop_ours(table, client)
+    else:
+        put = {event: _put_ours(table, event, groups[0], client)
+               for event, groups in hook_table(hooks, client, portable).items()}
+        _drop_ours(table, client, keep=[group for group, _ in put.values()])
+        changed = [event for event, (_, same) in put.items() if not same]
     if table:
         data["hooks"] = table
     else:
         data.pop("hooks", None)
     after = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+    note = "" if uninstall else path_note(portable)
     if before and json.loads(before) == data:
-        return f"{path}: already {'without' if uninstall else 'with'} reflect's hooks"
+        return f"{path}: already {'without' if uninstall else 'with'} reflect's hooks{note}"
     if before:
         shutil.copyfile(path, path.with_name(path.name + ".bak"))
     write_text(path, after)
     backup = f" (the previous version is in {path.name}.bak)" if before else ""
-    return (f"{path}: {'removed' if uninstall else 'added'} reflect's hooks for "
-            f"{', '.join(hooks)}{backup}")
+    if uninstall:
+        return f"{path}: removed reflect's hooks{backup}"
+    return (f"{path}: added or updated reflect's hooks for {', '.join(changed)}"
+            f"{backup}{note}")
 
 
-def _drop_ours(table: dict, client: str) -> None:
-    """Take reflect's handlers out of every event of a hooks table, in place; a group or
-    an event that held only reflect's goes with them."""
+def _put_ours(table: dict, event: str, group: dict, client: str) -> tuple[dict, bool]:
+    """Put reflect's handler of ``event`` where it is already, in a group with the same
+    matcher, or else in a new group at the end: that group, and whether the handler was
+    there unchanged."""
+    groups = table.setdefault(event, [])
+    if not isinstance(groups, list):
+        raise ValueError(f"the hooks of {event} are not a list; fix or move the file, then "
+                         "run this again")
+    for existing in groups:
+        handlers = existing.get("hooks") if isinstance(existing, dict) else None
+        if not isinstance(handlers, list) or existing.get("matcher") != group.get("matcher"):
+            continue
+        for i, handler in enumerate(handlers):
+            if is_ours(handler, client):
+                same = handler == group["hooks"][0]
+                handlers[i] = {**handler, **group["hooks"][0]}
+                handlers[i + 1:] = [h for h in handlers[i + 1:] if not is_ours(h, client)]
+                return existing, same
+    groups.append(group)
+    return group, False
+
+
+def _drop_ours(table: dict, client: str, keep: list[dict] | None = None) -> None:
+    """Take reflect's handlers out of every event of a hooks table, in place, except those
+    of the groups in ``keep``; a group or an event that held only reflect's goes with
+    them."""
     for event in [e for e in table if isinstance(table[e], list)]:
         groups, kept = table[event], []
         for group in groups:
+            if any(group is k for k in keep or ()):
+                kept.append(group)
+                continue
             handlers = group.get("hooks") if isinstance(group, dict) else None
             if isinstance(handlers, list) and any(is_ours(h, client) for h in handlers):
                 group = {**group, "hooks": [h for h in handlers if not is_ours(h, client)]}

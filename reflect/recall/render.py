@@ -103,30 +103,39 @@ def lesson_item_text(lesson: dict, failure: dict | None, why: str) -> str:
 
 def bounded(lines: list[str], max_tokens: int) -> str:
     """The item's lines within ``max_tokens``. The first two (the failure, what to do)
-    share the budget, a line that fits in half keeping all of it; later lines (what
-    worked, an escalation) get what is left, shortened or left out."""
+    share the budget less what the later lines (what worked, an escalation) need at
+    least, a line that fits in half keeping all of it; later lines get what is left,
+    shortened to no less than ``MIN_LINE``."""
     lines = [" ".join(line.split()) if i == 0 else "  " + " ".join(line.split())
              for i, line in enumerate(lines)]
     budget = 4 * max_tokens
     head, rest = lines[:2], lines[2:]
-    if len("\n".join(head)) > budget:
-        if len(head) == 1:
-            head = [clip(head[0], budget)]
-        else:
-            half = (budget - 1) // 2
-            first, second = (len(line) for line in head)
-            if first <= half:
-                second = budget - 1 - first
-            elif second <= half:
-                first = budget - 1 - second
-            else:
-                first = second = half
-            head = [clip(head[0], first), clip(head[1], second)]
+    # The head gives up what the later lines need at least: a fixed failure says so.
+    head = _shared(head, max(budget - sum(min(len(line), MIN_LINE) + 1 for line in rest),
+                             2 * MIN_LINE))
     for line in rest:
         room = budget - len("\n".join(head)) - 1
         if room >= min(len(line), MIN_LINE):
             head.append(clip(line, room))
     return "\n".join(head)
+
+
+def _shared(head: list[str], budget: int) -> list[str]:
+    """One or two lines within ``budget`` characters, a line that fits in half keeping
+    all of it."""
+    if len("\n".join(head)) <= budget:
+        return head
+    if len(head) == 1:
+        return [clip(head[0], budget)]
+    half = (budget - 1) // 2
+    first, second = (len(line) for line in head)
+    if first <= half:
+        second = budget - 1 - first
+    elif second <= half:
+        first = budget - 1 - second
+    else:
+        first = second = half
+    return [clip(head[0], first), clip(head[1], second)]
 
 
 def fit(sections: list[tuple[str, list[RecallItem]]], max_tokens: int) -> Recall:

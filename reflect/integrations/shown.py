@@ -1,0 +1,27 @@
+"""What an agent was already shown: a block of only the items it has not read yet.
+
+An item is known by a digest of its text, so a failure shown again with something new
+("failed 2x", "Fixed later by") counts as new; the digests are all a caller keeps.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+
+def unseen(rec, shown: set[str]) -> tuple[str, list[str]]:
+    """The block of the items of ``rec`` (a ``Recall``) whose digests are not in
+    ``shown``, and the digests of those items."""
+    new = [item for item in rec.items if digest(item.text) not in shown]
+    digests = [digest(item.text) for item in new]
+    if len(new) == len(rec.items):
+        return rec.text, digests
+    from reflect.recall.render import LESSONS_HEADER, RECENT_HEADER, fit
+
+    sections = [(RECENT_HEADER, [i for i in new if i.section == "recent"]),
+                (LESSONS_HEADER, [i for i in new if i.section != "recent"])]
+    return fit(sections, max(rec.tokens, 1)).text, digests
+
+
+def digest(text: str) -> str:
+    return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()

@@ -1,0 +1,57 @@
+"""What the hooks keep between events (REFLECT_HOME/hooks/): every change of parallel hooks
+of one session survives, and no raw secret is ever written there or echoed back."""
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+
+from conftest import REPO
+from secret_corpus import SECRETS
+from test_integration_claude_code import SESSION, context, event, hook
+
+from reflect import Memory
+
+
+def state(home) -> tuple[dict, dict]:
+    hooks = home / "hooks"
+    session = json.loads((hooks / f"{SESSION}.json").read_text())
+    return session, json.loads((hooks / "missing.json").read_text())
+
+
+def test_parallel_failure_hooks_of_one_session_lose_no_change(own_store):
+    Memory().close()  # the store directory exists: state files are written
+    failures = [event("PostToolUseFailure", tool_input={"command": f"tool{n} --check"},
+                      error=f"Exit code 127\n/bin/bash: line 1: tool{n}: command not found")
+                for n in range(6)]
+    procs = [subprocess.Popen([sys.executable, "-m", "reflect", "hook", "claude-code"],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=REPO,
+                              env=os.environ.copy())
+             for _ in failures]
+    for proc, failure in zip(procs, failures, strict=True):
+        proc.stdin.write(json.dumps(failure).encode())
+        proc.stdin.close()
+    for proc in procs:
+        assert proc.wait(timeout=60) == 0
+    session, missing = state(own_store)
+    assert sorted(session["open"]) == [f"tool{n} --check" for n in range(6)]
+    assert missing["programs"] == [f"tool{n}" for n in range(6)]
+    with Memory() as mem:
+        assert len(mem.failures(run=SESSION)) == 6
+
+
+def test_no_secret_reaches_the_state_files_or_a_warning(own_store):
+    lines = [line for _, line in SECRETS.values()]
+    command = "\n".join(f"echo {shlex.quote(line)}" for line in lines) + "\nexit 3"
+    hook(event("UserPromptSubmit", prompt="Fix the deploy: " + "\n".join(lines)))
+    hook(event("PostToolUseFailure", tool_input={"command": command},
+               error="Exit code 3\n" + "\n".join(lines)))
+    warning = context(hook(event("PreToolUse", tool_input={"command": command}))[0],
+                      "PreToolUse")
+    assert "failed just now" in warning
+    written = "".join(p.read_text() for p in (own_store / "hooks").iterdir() if p.is_file())
+    assert json.loads((own_store / "hooks" / f"{SESSION}.json").read_text())["open"]
+    leaked = [kind for kind, (secret, _) in SECRETS.items()
+              if secret in written or secret in warning]
+    assert leaked == []

@@ -1,0 +1,68 @@
+"""The real Claude Code (`claude -p`, from npm) with reflect's hooks installed in the
+project, against a scripted Messages API on loopback: a command fails, is run again
+unchanged, the script is fixed and the command passes; then a new session starts."""
+
+import json
+import os
+import subprocess
+
+from fake_model_api import FakeModelAPI
+from real_clients import client, reflect_path
+
+from reflect import Memory
+
+COMMANDS = ["python3 report.py", "python3 report.py",
+            "sed -i s/openpyxl/json/ report.py", "python3 report.py"]
+BLOCK = "PAST FAILURES TO AVOID"  # this run's
+EARLIER = "LESSONS FROM EARLIER RUNS"
+
+
+def claude_session(project, commands: list[str], prompt: str) -> FakeModelAPI:
+    home = project.parent / "home"
+    home.mkdir(exist_ok=True)
+    env = {**os.environ, "HOME": str(home), "PATH": reflect_path()}
+    with FakeModelAPI(commands) as api:
+        done = subprocess.run(
+            [str(client("claude")), "-p", "--allowedTools=Bash", prompt], cwd=project,
+            env={**env, "ANTHROPIC_BASE_URL": api.url, "ANTHROPIC_API_KEY": "sk-ant-x"},
+            capture_output=True, text=True, timeout=180, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return api
+
+
+def installed_project(tmp_path):
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "report.py").write_text("import openpyxl\nprint('report written')\n")
+    env = {**os.environ, "PATH": reflect_path()}
+    done = subprocess.run(["reflect", "install", "claude-code", "--project"], cwd=project,
+                          env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    return project
+
+
+def system_text(request: dict) -> str:
+    """What reflect's hooks added to a request: Claude Code puts hook context in system
+    blocks and system reminders of the messages."""
+    return json.dumps(request.get("messages", []), ensure_ascii=False)
+
+
+def test_claude_code_failures_reach_the_store_and_the_model(tmp_path):
+    project = installed_project(tmp_path)
+    api = claude_session(project, COMMANDS, "Make the weekly report run")
+    with Memory() as mem:
+        entries = mem.failures()
+    assert [(e.action, e.exit_code, e.error_type) for e in entries] == \
+        [("python3 report.py", 1, "ModuleNotFoundError")] * 2  # the first and its rerun
+    assert {e.goal for e in entries} == {"Make the weekly report run"}
+    turns = [r for r in api.requests if r.get("tools")]
+    assert BLOCK not in system_text(turns[0])
+    assert "No module named 'openpyxl'" in system_text(turns[1]).partition(BLOCK)[2]
+    assert "failed just now in this session" in system_text(turns[2])
+    assert all("`python3 report.py` passed" in e.resolution for e in entries)
+
+    # A new session of the project: the lessons come once in its first request.
+    later = claude_session(project, [], "Add a total to the weekly report")
+    first = system_text(next(r for r in later.requests if r.get("tools")))
+    assert first.count(EARLIER) == 1, first[-3000:]
+    assert "openpyxl" in first.partition(EARLIER)[2]
