@@ -52,7 +52,8 @@ class Scorer:
     kept until the run's failures are known: (run, iteration, {family: p})."""
 
     def __init__(self, predictor: Predictor):
-        self.predictor = replace(predictor, candidates=EVERY)
+        # Every family the store knows, whatever may be shown: one set of events for all.
+        self.predictor = replace(predictor, candidates=EVERY, min_runs=1)
         self.made: list[tuple[str, int, dict[str, float]]] = []
         self.failures: dict[str, int] = {}  # each run's failures so far
         self.scored: dict[str, int] = {}  # each run's failures when last scored
