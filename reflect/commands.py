@@ -21,6 +21,14 @@ _ASSIGNMENT = lazy.compile(r"^[A-Za-z_]\w*=")
 _PRELUDE = {"cd", "export", "source", ".", "set", "echo", "true", "pushd", "popd", "sleep"}
 _WRAPPERS = {"sudo", "env", "timeout", "time", "nice", "command", "exec", "xargs"}
 _PYTHON = lazy.compile(r"^python(?:\d(?:\.\d+)?)?$")
+# Programs that only look (at files, the tree, the repository); with ``_PRELUDE``, a line
+# made of them alone changes nothing, unless it writes a file or edits one in place.
+_READERS = {"cat", "nl", "head", "tail", "less", "more", "grep", "egrep", "fgrep", "rg", "ag",
+            "git grep", "git diff", "git status", "git log", "git show", "git blame", "ls",
+            "find", "pwd", "wc", "sed", "awk", "which", "file", "stat", "tree", "diff", "cmp",
+            "sort", "uniq", "cut", "printf"}
+_REDIRECT = lazy.compile(r">(?!\s*&|\s*/dev/null)")  # `2>&1` and `>/dev/null` write nothing
+_EDITS = {"sed": ("-i", "--in-place"), "find": ("-delete", "-exec", "-execdir")}
 
 
 def without_heredocs(action: str) -> str:
@@ -90,6 +98,15 @@ def _split(words: list[str]) -> tuple[str, list[str]]:
 
 def program(words: list[str]) -> str:
     return _split(words)[0]
+
+
+def inspects(action: str) -> bool:
+    """Whether the line only looks: every command a reader (``cat``, ``grep``, ``sed -n``,
+    ``git diff``) or a prelude, and nothing written (no ``>``, no ``sed -i``)."""
+    commands = simple_commands(action)
+    return bool(commands) and not _REDIRECT.search(without_heredocs(action)) and all(
+        c[0] in _PRELUDE or (program(c) in _READERS and not any(
+            w.startswith(_EDITS.get(program(c), ())) for w in c[1:])) for c in commands)
 
 
 def key(action: str) -> tuple[str, str]:

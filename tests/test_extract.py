@@ -470,7 +470,7 @@ Traceback (most recent call last):
     settings.DEFAULT_HASHING_ALGORITHM = "sha1"
   File "/testbed/django/conf/__init__.py", line 200, in __setattr__
     warnings.warn(MSG, RemovedInDjango40Warning)
-django.utils.deprecation.RemovedInDjango40Warning: The DEFAULT_HASHING_ALGORITHM setting is deprecated.
+django.utils.deprecation.RemovedInDjango40Warning: DEFAULT_HASHING_ALGORITHM is deprecated.
 
 FAILED (errors=1)
 """
@@ -489,4 +489,4 @@ def test_a_warning_raised_as_the_only_error_is_the_failure():
     # unittest's heading names the test, not the error: the warning below it is the failure.
     found = extract_text(UNITTEST_WARNING)
     assert (found.error_type, found.message) == (
-        "RemovedInDjango40Warning", "The DEFAULT_HASHING_ALGORITHM setting is deprecated.")
+        "RemovedInDjango40Warning", "DEFAULT_HASHING_ALGORITHM is deprecated.")

@@ -141,11 +141,30 @@ def test_a_rerun_that_passes_resolves_the_failure_with_what_changed(mem):
     assert mem.outcome(run="r", iteration=4, success=True, action="pip install requests") == []
     resolved = mem.outcome(run="r", iteration=5, success=True, action="python3 app.py")
     assert resolved == [a.failure_id]
-    worked = "`ls -la`; `pip install requests`, then `python3 app.py` passed"
+    worked = "`pip install requests`, then `python3 app.py` passed"  # `ls` only looked
     assert mem.failure(a.failure_id).resolution == worked
     assert mem.failure(other.failure_id).resolution == ""
     assert f"Fixed later by: {worked}" in mem.recall(run="r").text
     assert mem.outcome(run="r", iteration=6, success=True, action="python app.py") == []
+
+
+def test_what_worked_is_a_short_fix_or_nothing(mem):
+    """Three edits before a rerun: none of them can be named the fix, so nothing is said
+    (not "1 more steps; the last two") and the failure stays open for a fix that can."""
+    a = mem.capture(run="r", iteration=1, action="python app.py", exit_code=1,
+                    error_text=TRACEBACK)
+    for i, step in enumerate(["sed -i 's/a/b/' app.py", "cat app.py", "pip install six",
+                              "sed -n 1,9p app.py", "sed -i 's/c/d/' lib.py"], start=2):
+        assert mem.outcome(run="r", iteration=i, success=True, action=step) == []
+    assert mem.outcome(run="r", iteration=7, success=True, action="python app.py") == []
+    assert mem.failure(a.failure_id).resolution == ""
+    assert "Fixed later by" not in mem.recall(run="r").text
+    b = mem.capture(run="r", iteration=8, action="python app.py", exit_code=1,
+                    error_text=TRACEBACK)
+    mem.outcome(run="r", iteration=9, success=True, action="grep -n x app.py")
+    assert mem.outcome(run="r", iteration=10, success=True,
+                       action="PYTHONPATH=. python app.py") == [b.failure_id]
+    assert mem.failure(b.failure_id).resolution == "`PYTHONPATH=. python app.py` passed"
 
 
 def test_a_plain_rerun_that_passes_says_nothing_changed(mem):
