@@ -109,14 +109,29 @@ def inspects(action: str) -> bool:
             w.startswith(_EDITS.get(program(c), ())) for w in c[1:])) for c in commands)
 
 
-def key(action: str) -> tuple[str, str]:
-    """Program and target of the line's main command (its last step that is not a
-    prelude such as ``cd``): a later step with the same key re-ran the command."""
+def main_command(action: str) -> list[str]:
+    """The line's main command: its last step that is not a prelude such as ``cd``."""
     commands = simple_commands(action)
     main = [c for c in commands if c[0] not in _PRELUDE] or commands
+    return main[-1] if main else []
+
+
+def shown_program(action: str) -> str:
+    """The main command's program as a sentence names it: ``pytest`` for ``python -m
+    pytest``, ``bin/test`` as it was run (its name alone would read as the shell's)."""
+    words = main_command(action)
+    if words and "/" in words[0] and not words[0].startswith("/"):
+        return words[0]
+    return program(words)
+
+
+def key(action: str) -> tuple[str, str]:
+    """Program and target of the line's main command: a later step with the same key
+    re-ran the command."""
+    main = main_command(action)
     if not main:
         return ("", "")
-    name, rest = _split(main[-1])
+    name, rest = _split(main)
     args = [w for w in rest if not w.startswith("-")]
     target = next((a for a in args if "/" in a or "." in a or "::" in a), args[0] if args else "")
     return (name, target)

@@ -232,3 +232,20 @@ def test_newlines_in_fields_cannot_write_the_blocks_structure(mem):
     lines = text.splitlines()
     assert lines.count(RECENT_HEADER) == 1 and lines[0] == RECENT_HEADER
     assert not [line for line in lines if line.startswith("- [L-0000000000]")]
+
+
+def test_a_lesson_from_another_run_leads_with_its_trigger_and_guidance(mem):
+    """Not with that run's command line: its program, its error, then what to do."""
+    action = "cd /repo && python3 -m pytest tests/test_admin_views.py -k changelist -x"
+    mem.capture(run="a", goal=DJANGO_GOAL, action=action, exit_code=1, error_text=NO_YAML)
+    mem.capture(run="b", goal=DJANGO_GOAL, action="bin/test sympy/core", exit_code=1,
+                error_text=NO_TABLE)
+    items = {i.text.split(": ", 1)[1].split(" ", 2)[1]: i.text
+             for i in lesson_items(mem.recall(run="c", goal=DJANGO_GOAL))}
+    first, hint = items["`pytest`"].splitlines()
+    assert first.endswith("when `pytest` fails with ModuleNotFoundError: "
+                          "\"No module named 'yaml'\"")
+    assert "test_admin_views" not in first and "changelist" not in first
+    assert hint == "  Hint: Install the missing package: `pip install pyyaml`."
+    # A script run by its path is named as it was run: `test` alone reads as the shell's.
+    assert "when `bin/test` fails with OperationalError" in items["`bin/test`"]

@@ -85,11 +85,20 @@ def recent_item_text(failure: dict, count: int, lesson: dict | None, shown_faile
     return bounded(lines, RECENT_ITEM_TOKENS)
 
 
+def trigger_line(failure: dict) -> str:
+    """When a lesson learnt from ``failure`` applies: its program failing with its error.
+    Another run's command line is its own, not the trigger: it is left out."""
+    what = f"{failure['error_type']}: {quoted(clip(failure['message'], MESSAGE_CHARS))}"
+    program = commands.shown_program(failure["action"])
+    return f"when {code(clip(program, 30))} fails with {what}" if program else f"on {what}"
+
+
 def lesson_item_text(lesson: dict, failure: dict | None, why: str) -> str:
-    """A lesson from earlier runs, shown with the failure it was learnt from when there is
-    one (a taught or imported lesson has none here), and why it is shown."""
-    if failure is not None:
-        lines = [f"- [{lesson['id']}] {why}: {failure_line(failure)}"]
+    """A lesson from earlier runs, and why it is shown: its trigger and guidance, for a
+    heuristic one those of the failure it was learnt from (a model's or a person's lesson
+    and a taught or imported one say their own)."""
+    if failure is not None and lesson["kind"] == "heuristic":
+        lines = [f"- [{lesson['id']}] {why}: {trigger_line(failure)}"]
         if text := hint(lesson, failure):
             lines.append(f"  Hint: {neutralize(text)}")
     else:
