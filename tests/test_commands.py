@@ -40,6 +40,8 @@ def test_the_key_is_the_main_commands_program_and_target(action, key):
     ("[ -f setup.py ]", 1, "", "["),
     ("python repro.py", 1, "", ""),
     ("grep x f", None, "", ""),
+    ("pylint src", 16, "src/a.py:1:0: C0114: Missing module docstring", "pylint"),
+    ("pylint src", 1, "", ""),  # pylint's 1 is a crash, printed or not
 ])
 def test_benign_exits(action, code, text, program):
     assert benign(action, code, text, EXITS) == program
