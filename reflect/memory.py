@@ -11,7 +11,17 @@ from dataclasses import fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from reflect import benign, config, controls, numbers, pending, queue, resolution, upkeep
+from reflect import (
+    benign,
+    config,
+    controls,
+    numbers,
+    own_module,
+    pending,
+    queue,
+    resolution,
+    upkeep,
+)
 from reflect.capture import MAX_FIELD, Parsed, entry_rows, parse, synthesize
 from reflect.records import ErrorEntry, Recall
 from reflect.store import Rejected, Store, StoreUnavailable, open_store
@@ -25,6 +35,7 @@ if TYPE_CHECKING:
 
 DEFAULT_MAX_TOKENS = config.DEFAULT_MAX_TOKENS
 LOG_WAIT = 0.2  # seconds recall waits to log what it injected; the block never waits
+OWN_MODULE_WINDOW = 200  # the run's latest failures whose steps may have made a module
 
 
 class Memory:
@@ -166,7 +177,8 @@ class Memory:
             scope = "global"  # the store is unreachable: the capture is kept aside below
         failure, lesson = entry_rows(parsed, run=run or self.run, iteration=iteration, goal=goal,
                                      action=action, scrubber=self.scrubber, scope=scope,
-                                     now=self.clock())
+                                     now=self.clock(), own_module=self._own_module(
+                                         parsed, run or self.run, iteration, action))
         try:
             pending.replay(self.home, self.store)
             stored, lesson_row = self.store.add_failure(
@@ -178,6 +190,26 @@ class Memory:
             config.warn(f"store {self.home} not writable ({e}); failure kept in {path}")
             return _entry({**failure, "seq": 0, "lesson_id": lesson["id"]}, lesson)
         return _entry(stored, lesson_row)
+
+    def _own_module(self, parsed: Parsed, run: str, iteration: int | None,
+                    action: str) -> bool:
+        """Whether the module the error says is missing is the run's own: under the
+        working directory, or a path this step or the run's earlier ones named."""
+        name = own_module.missing_module(parsed.error.message)
+        if not name:
+            return False
+        before = numbers.MAX_ITERATION + 1 if iteration is None else iteration
+        try:
+            earlier = [*self.store.successes_between(run, -1, before),
+                       *(f["action"] for f in self.store.recent_failures(
+                           run, iteration, OWN_MODULE_WINDOW, "action"))]
+        except (StoreUnavailable, Rejected, OSError):
+            earlier = []  # the store is unreachable: the working directory still answers
+        try:
+            cwd = Path.cwd()
+        except OSError:
+            cwd = Path(".")
+        return own_module.own_module(name, cwd, [action, *earlier])
 
     def _keep_benign(self, run: str, iteration: int | None, goal: str, phase: str,
                      action: str, exit_code: int | None, program: str) -> ErrorEntry:

@@ -238,3 +238,43 @@ def test_a_store_already_holding_a_huge_iteration_still_numbers_the_next(mem):
                      (2**63 - 1, first.failure_id))
     later = mem.capture(run="r", exit_code=1, error_text="KeyError: 'second'")
     assert later.iteration < 2**31 and "second" in mem.recall(run="r").text
+
+
+NO_APP = """\
+Traceback (most recent call last):
+  File "repro.py", line 20, in <module>
+    django.setup()
+ModuleNotFoundError: No module named 'reproduce_app'
+"""
+
+
+def test_a_module_the_run_made_is_not_a_package_to_install(mem):
+    """The run made `reproduce_app/` before its script failed to import it: the hint says
+    where to run from, here and to a later run; a module nobody made is still installed."""
+    mem.capture(run="r", iteration=1, action="python repro.py", exit_code=1,
+                error_text="KeyError: 'x'")
+    mem.outcome(run="r", iteration=2, success=True,
+                action="mkdir reproduce_app && touch reproduce_app/__init__.py")
+    entry = mem.capture(run="r", iteration=3, action="python repro.py", exit_code=1,
+                        error_text=NO_APP)
+    assert entry.category == "environment" and "pip install" not in entry.hint
+    for text in (mem.recall(run="r").text, mem.recall(run="s").text):
+        assert "`reproduce_app` is this run's own code" in text and "pip install" not in text
+    other = mem.capture(run="t", iteration=1, action="python repro.py", exit_code=1,
+                        error_text=NO_APP)
+    text = mem.recall(run="t").text
+    assert other.category == "import" and "`pip install reproduce_app`" in text
+
+
+def test_a_module_in_the_working_directory_is_not_a_package_to_install(mem, tmp_path):
+    (tmp_path / "tools").mkdir()  # the test runs in tmp_path, as a harness in its repository
+    (tmp_path / "helpers.py").write_text("")
+    for module in ("tools", "helpers"):
+        entry = mem.capture(run="r", action="python scripts/run.py", exit_code=1,
+                            error_text=f"ModuleNotFoundError: No module named '{module}.x'")
+        assert "run from the directory that holds it" in entry.hint, module
+    # A step that installed (or merely imported) a package does not make it the run's own.
+    mem.outcome(run="r", success=True, action="pip install numpy && python -c 'import numpy'")
+    entry = mem.capture(run="r", action="python app.py", exit_code=1,
+                        error_text="ModuleNotFoundError: No module named 'numpy'")
+    assert "`pip install numpy`" in entry.hint

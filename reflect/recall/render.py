@@ -45,15 +45,18 @@ def hint(lesson: dict | None, failure: dict | None) -> str:
     if lesson is None:
         return ""
     if lesson["kind"] == "heuristic" and failure is not None:
+        # Capture classed a missing module the run's own as an environment matter.
         return _heuristic_hint(failure["error_type"], failure["message"], failure["action"],
-                               failure["phase"], failure["exit_code"])
+                               failure["phase"], failure["exit_code"],
+                               failure["category"] == "environment")
     return lesson["guidance"]
 
 
 @functools.lru_cache(maxsize=1024)  # a loop recalls the same failures again and again
 def _heuristic_hint(error_type: str, message: str, action: str, phase: str,
-                    exit_code: int | None) -> str:
-    return heuristic_lesson(error_type, message, action, phase, exit_code).guidance
+                    exit_code: int | None, own_module: bool) -> str:
+    return heuristic_lesson(error_type, message, action, phase, exit_code,
+                            own_module).guidance
 
 
 def failure_line(failure: dict) -> str:
