@@ -142,9 +142,8 @@ def _py_module(c: _Ctx) -> str:
 
 def _own_module(c: _Ctx) -> str:
     top = c.g()[:80].split(".")[0]
-    return (f"{_q(top)} is this run's own code, not a package to install: run from the "
-            "directory that holds it, or put that directory on the path (`PYTHONPATH=dir`, "
-            "or `sys.path.insert(0, dir)` in the script).")
+    return (f"{_q(top)} is the run's own code, not a package to install: run from the "
+            "directory that holds it, or put that directory on `sys.path` (`PYTHONPATH=.`).")
 
 
 def _node_module(c: _Ctx) -> str:

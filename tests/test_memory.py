@@ -259,7 +259,7 @@ def test_a_module_the_run_made_is_not_a_package_to_install(mem):
                         error_text=NO_APP)
     assert entry.category == "environment" and "pip install" not in entry.hint
     for text in (mem.recall(run="r").text, mem.recall(run="s").text):
-        assert "`reproduce_app` is this run's own code" in text and "pip install" not in text
+        assert "`reproduce_app` is the run's own code" in text and "pip install" not in text
     other = mem.capture(run="t", iteration=1, action="python repro.py", exit_code=1,
                         error_text=NO_APP)
     text = mem.recall(run="t").text
