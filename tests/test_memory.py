@@ -278,3 +278,26 @@ def test_a_module_in_the_working_directory_is_not_a_package_to_install(mem, tmp_
     entry = mem.capture(run="r", action="python app.py", exit_code=1,
                         error_text="ModuleNotFoundError: No module named 'numpy'")
     assert "`pip install numpy`" in entry.hint
+
+
+DJANGO_SCRIPT = """\
+cat <<'EOF' > repro.py
+import django
+from django.conf import settings
+settings.configure(INSTALLED_APPS=['django.contrib.auth', 'rest_framework', 'repro_app'])
+django.setup()
+class Book(models.Model):
+    class Meta:
+        app_label = 'repro_app'
+EOF
+python repro.py"""
+
+
+def test_an_app_the_runs_script_defines_is_not_a_package_to_install(mem):
+    """The script names `repro_app` its own app (an app label) but never made it; the
+    `rest_framework` it lists beside it is a package, and is still installed."""
+    for module, own in (("repro_app", True), ("rest_framework", False)):
+        entry = mem.capture(run="r", action=DJANGO_SCRIPT, exit_code=1,
+                            error_text=f"ModuleNotFoundError: No module named '{module}'")
+        assert ("the run's own code" in entry.hint) is own, module
+        assert ("pip install" in entry.hint) is not own, module
