@@ -142,9 +142,8 @@ def _py_module(c: _Ctx) -> str:
 
 def _own_module(c: _Ctx) -> str:
     top = c.g()[:80].split(".")[0]
-    return (f"{_q(top)} is the run's own code, not a package to install: create it where "
-            "the script runs, or run from the directory that holds it (or put that on "
-            "`sys.path`: `PYTHONPATH=.`).")
+    return (f"{_q(top)} is the run's own code, not a package: create it where the script "
+            "runs, or run from the directory that holds it (`PYTHONPATH=.`).")
 
 
 def _node_module(c: _Ctx) -> str:

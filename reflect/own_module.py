@@ -27,10 +27,8 @@ def missing_module(message: str) -> str:
 
 
 def own_module(name: str, cwd: Path, actions: Iterable[str]) -> bool:
-    """``name`` (a top-level module) is a file or directory under ``cwd``, a path in one of
-    ``actions``, or a name the code they wrote gives its own (a heredoc's ``app_label =
-    'reproduce_app'``): the run made it, means to, or works beside it. A string alone
-    (``INSTALLED_APPS = ['rest_framework']``) may name a package: it does not count."""
+    """``name`` (a top-level module) is a file or directory under ``cwd``, or one of
+    ``actions`` names it as the run's own (``named``)."""
     if not name:
         return False
     try:
@@ -38,6 +36,16 @@ def own_module(name: str, cwd: Path, actions: Iterable[str]) -> bool:
             return True
     except OSError:  # an unreadable working directory says nothing either way
         pass
+    return named(name, actions)
+
+
+def named(name: str, actions: Iterable[str]) -> bool:
+    """One of ``actions`` names ``name`` as a path, or the code it wrote gives it as its own
+    name (a heredoc's ``app_label = 'reproduce_app'``): the run made it, means to, or works
+    beside it. A string alone (``INSTALLED_APPS = ['rest_framework']``) may name a package:
+    it does not count."""
+    if not name:
+        return False
     n = re.escape(name)
     as_path = re.compile(rf"(?<![\w./-])(?:\./)?{n}(?:/|\.py\b)"
                          rf"|\bmkdir\b[^\n;&|]*(?<![\w./-]){n}(?![\w.-])")

@@ -301,3 +301,16 @@ def test_an_app_the_runs_script_defines_is_not_a_package_to_install(mem):
                             error_text=f"ModuleNotFoundError: No module named '{module}'")
         assert ("the run's own code" in entry.hint) is own, module
         assert ("pip install" in entry.hint) is not own, module
+
+
+def test_a_module_what_worked_made_is_not_a_package_to_install(mem):
+    """The run's first failure: no earlier step to tell. What fixed it made the module, so
+    the hint, here and in a later run's lesson, does not say to install it."""
+    entry = mem.capture(run="r", iteration=1, action="python repro.py", exit_code=1,
+                        error_text=NO_APP)
+    assert "`pip install reproduce_app`" in entry.hint
+    mem.outcome(run="r", iteration=2, success=True, action="mkdir reproduce_app")
+    assert mem.outcome(run="r", iteration=3, success=True, action="python repro.py")
+    assert mem.failure(entry.failure_id).resolution.startswith("`mkdir reproduce_app`")
+    for text in (mem.recall(run="r").text, mem.recall(run="s").text):
+        assert "`reproduce_app` is the run's own code" in text and "pip install" not in text

@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import json
 
-from reflect import commands
+from reflect import commands, own_module
 from reflect.defuse import neutralize
 from reflect.heuristics import heuristic_lesson
 from reflect.records import Recall, RecallItem
@@ -45,11 +45,19 @@ def hint(lesson: dict | None, failure: dict | None) -> str:
     if lesson is None:
         return ""
     if lesson["kind"] == "heuristic" and failure is not None:
-        # Capture classed a missing module the run's own as an environment matter.
         return _heuristic_hint(failure["error_type"], failure["message"], failure["action"],
-                               failure["phase"], failure["exit_code"],
-                               failure["category"] == "environment")
+                               failure["phase"], failure["exit_code"], _own_module(failure))
     return lesson["guidance"]
+
+
+def _own_module(failure: dict) -> bool:
+    """Capture classed a missing module the run's own as an environment matter; or what
+    fixed it later made it (``mkdir reproduce_app``), a step capture could not see."""
+    if failure["category"] == "environment":
+        return True
+    name = own_module.missing_module(failure["message"])
+    return bool(name and failure["resolution"]) and own_module.named(
+        name, [failure["resolution"]])
 
 
 @functools.lru_cache(maxsize=1024)  # a loop recalls the same failures again and again
