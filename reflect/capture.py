@@ -157,9 +157,11 @@ def read_crash_file(path: str) -> tuple[dict, list[str]]:
 
 
 def entry_rows(parsed: Parsed, *, run: str, iteration: int | None, goal: str, action: str,
-               scrubber: Scrubber, scope: str, now: float) -> tuple[dict, dict]:
+               scrubber: Scrubber, scope: str, now: float,
+               own_module: bool = False) -> tuple[dict, dict]:
     """The failure and heuristic-lesson rows: every field scrubbed, the scrubbed error
-    fingerprinted, the lesson written from the error's own details."""
+    fingerprinted, the lesson written from the error's own details (``own_module``: the
+    module it could not import is the run's own, ``reflect.own_module``)."""
     redactions = 0
 
     def scrub(text: str) -> str:
@@ -185,7 +187,7 @@ def entry_rows(parsed: Parsed, *, run: str, iteration: int | None, goal: str, ac
     fp = fingerprint(fields["error_type"], fields["message"], frames)
     hint = heuristic_lesson(
         fields["error_type"], fields["message"], fields["action"], fields["phase"],
-        parsed.exit_code,
+        parsed.exit_code, own_module,
     )
     lesson = {
         "id": new_id("L"),

@@ -21,6 +21,14 @@ _ASSIGNMENT = lazy.compile(r"^[A-Za-z_]\w*=")
 _PRELUDE = {"cd", "export", "source", ".", "set", "echo", "true", "pushd", "popd", "sleep"}
 _WRAPPERS = {"sudo", "env", "timeout", "time", "nice", "command", "exec", "xargs"}
 _PYTHON = lazy.compile(r"^python(?:\d(?:\.\d+)?)?$")
+# Programs that only look (at files, the tree, the repository); with ``_PRELUDE``, a line
+# made of them alone changes nothing, unless it writes a file or edits one in place.
+_READERS = {"cat", "nl", "head", "tail", "less", "more", "grep", "egrep", "fgrep", "rg", "ag",
+            "git grep", "git diff", "git status", "git log", "git show", "git blame", "ls",
+            "find", "pwd", "wc", "sed", "awk", "which", "file", "stat", "tree", "diff", "cmp",
+            "sort", "uniq", "cut", "printf"}
+_REDIRECT = lazy.compile(r">(?!\s*&|\s*/dev/null)")  # `2>&1` and `>/dev/null` write nothing
+_EDITS = {"sed": ("-i", "--in-place"), "find": ("-delete", "-exec", "-execdir")}
 
 
 def without_heredocs(action: str) -> str:
@@ -92,14 +100,38 @@ def program(words: list[str]) -> str:
     return _split(words)[0]
 
 
-def key(action: str) -> tuple[str, str]:
-    """Program and target of the line's main command (its last step that is not a
-    prelude such as ``cd``): a later step with the same key re-ran the command."""
+def inspects(action: str) -> bool:
+    """Whether the line only looks: every command a reader (``cat``, ``grep``, ``sed -n``,
+    ``git diff``) or a prelude, and nothing written (no ``>``, no ``sed -i``)."""
+    commands = simple_commands(action)
+    return bool(commands) and not _REDIRECT.search(without_heredocs(action)) and all(
+        c[0] in _PRELUDE or (program(c) in _READERS and not any(
+            w.startswith(_EDITS.get(program(c), ())) for w in c[1:])) for c in commands)
+
+
+def main_command(action: str) -> list[str]:
+    """The line's main command: its last step that is not a prelude such as ``cd``."""
     commands = simple_commands(action)
     main = [c for c in commands if c[0] not in _PRELUDE] or commands
+    return main[-1] if main else []
+
+
+def shown_program(action: str) -> str:
+    """The main command's program as a sentence names it: ``pytest`` for ``python -m
+    pytest``, ``bin/test`` as it was run (its name alone would read as the shell's)."""
+    words = main_command(action)
+    if words and "/" in words[0] and not words[0].startswith("/"):
+        return words[0]
+    return program(words)
+
+
+def key(action: str) -> tuple[str, str]:
+    """Program and target of the line's main command: a later step with the same key
+    re-ran the command."""
+    main = main_command(action)
     if not main:
         return ("", "")
-    name, rest = _split(main[-1])
+    name, rest = _split(main)
     args = [w for w in rest if not w.startswith("-")]
     target = next((a for a in args if "/" in a or "." in a or "::" in a), args[0] if args else "")
     return (name, target)

@@ -58,6 +58,7 @@ _DEF = lazy.compile(r"^[>\s]*(?:async\s+)?def (\w+)\(")
 
 _TS = lazy.compile(r"\berror (?P<code>TS\d+): (?P<msg>.*)$")
 _ERROR_PREFIX = lazy.compile(r"^(?:error|fatal)(?:\[(?P<code>E\d+)\])?: (?P<msg>.*)$", re.I)
+_UNITTEST_HEADER = lazy.compile(r"^ERROR: \w+ \([\w.]+\)$")  # `ERROR: test_x (mod.Case)`
 _RUST_ARROW = lazy.compile(r"^\s*--> ")
 _RUST_SUMMARY = lazy.compile(r"^(?:aborting due to|could not compile)")
 _CC = lazy.compile(r"^(?P<file>[^\s:][^:]*):\d+:(?:\d+:)? (?:fatal )?error: (?P<msg>.*)$")
@@ -136,6 +137,11 @@ def _make(error_type: str, message: str, frames: Sequence[str] = ()) -> Extracte
     # or printed by another tool, must get the same identity.
     kind = error_type.strip().rsplit(".", 1)[-1] or "Error"
     return Extracted(kind, message.strip()[:MAX_MESSAGE].strip(), tuple(frames)[-MAX_FRAMES:])
+
+
+def is_warning(error_type: str) -> bool:
+    """``DeprecationWarning``, ``RemovedInDjango40Warning``: a notice, unless raised."""
+    return error_type.endswith("Warning")
 
 
 def _basename(path: str) -> str:
@@ -245,8 +251,8 @@ def _line_error(lines: list[str], i: int) -> tuple[Extracted, bool] | None:  # n
     if m := _NAMED_EXC.match(line):
         return _make(m["type"], m["msg"] or "", _node_frames(lines, i)), False
     if m := _ERROR_PREFIX.match(line):
-        if _RUST_SUMMARY.match(m["msg"]):
-            return None
+        if _RUST_SUMMARY.match(m["msg"]) or _UNITTEST_HEADER.match(line):
+            return None  # a summary, or the heading of the traceback below it
         near = lines[i + 1 : i + 3]
         if m["code"] or any(_RUST_ARROW.match(n) for n in near):
             return _make(m["code"] or "CompileError", m["msg"]), True
@@ -285,6 +291,10 @@ def _node_frames(lines: list[str], i: int) -> list[str]:
 
 
 def _pick(strong: dict[int, tuple[Extracted, bool]]) -> Extracted:
+    # A warning stands for the failure only when no error does: tests that turn warnings
+    # into errors fail on them, but a run that also raised an error failed on that.
+    errors = {i: hit for i, hit in strong.items() if not is_warning(hit[0].error_type)}
+    strong = errors or strong
     indexes = sorted(strong)
     k = len(indexes) - 1
     while k > 0 and strong[indexes[k]][1] and strong[indexes[k - 1]][1]:

@@ -72,6 +72,7 @@ class _Ctx(NamedTuple):
     cmd: str  # the program the action runs
     detail: str  # the message, short
     text: str  # "ErrorType: message", what the rows' message patterns search
+    own_module: bool = False  # the missing module is the run's or the repository's own
     m: re.Match[str] | None = None  # the matching row's message match
 
     def g(self, i: int = 0) -> str:
@@ -137,6 +138,12 @@ def _py_module(c: _Ctx) -> str:
         return (f"{_q(top)} is importable but has no {_q(name)}: fix the import path, or "
                 f"install the version of `{pkg}` that provides it (`pip install -U {pkg}`).")
     return f"Install the missing package: `pip install {pkg}`."
+
+
+def _own_module(c: _Ctx) -> str:
+    top = c.g()[:80].split(".")[0]
+    return (f"{_q(top)} is the run's own code, not a package: create it where the script "
+            "runs, or run from the directory that holds it (`PYTHONPATH=.`).")
 
 
 def _node_module(c: _Ctx) -> str:
@@ -243,9 +250,11 @@ class _Rule(NamedTuple):
     msg: re.Pattern[str] | None
     phase: re.Pattern[str] | None
     codes: frozenset[int]
+    own_module: bool
 
     def match(self, c: _Ctx) -> _Ctx | None:
-        if self.codes and c.exit_code not in self.codes:
+        if (self.codes and c.exit_code not in self.codes) or (self.own_module
+                                                               and not c.own_module):
             return None
         if any(p and not p.search(t) for p, t in ((self.etype, c.etype), (self.phase, c.phase))):
             return None
@@ -254,14 +263,16 @@ class _Rule(NamedTuple):
 
 
 def _rule(category: str, severity: str, guide: Callable[[_Ctx], str] | str, *, etype: str = "",
-          msg: str = "", phase: str = "", codes: tuple[int, ...] = ()) -> _Rule:
+          msg: str = "", phase: str = "", codes: tuple[int, ...] = (),
+          own_module: bool = False) -> _Rule:
     """One row. Every pattern given must match: ``msg`` (case-insensitive) searches
-    "ErrorType: message", ``etype`` the error type alone; ``codes`` the exit code."""
+    "ErrorType: message", ``etype`` the error type alone; ``codes`` the exit code;
+    ``own_module`` that capture found the missing module to be the run's own."""
     def comp(p: str, flags: int = 0) -> re.Pattern[str] | None:
         return lazy.compile(p, flags) if p else None
 
     return _Rule(category, severity, _text(guide) if isinstance(guide, str) else guide,
-                 comp(etype), comp(msg, re.I), comp(phase, re.I), frozenset(codes))
+                 comp(etype), comp(msg, re.I), comp(phase, re.I), frozenset(codes), own_module)
 
 
 _SYN = "^Synthesized$"
@@ -274,6 +285,9 @@ RULES: tuple[_Rule, ...] = (
     # import / dependency
     _rule("import", "high", "Circular import around {m}: import the name inside the function "
           "that uses it, or move shared code out.", msg=r"partially initialized module '([\w.]+)'"),
+    # the run's own module is on no path: an environment matter, not a package to install
+    _rule("environment", "high", _own_module, msg=r"No module named '?([\w.]+)'?",
+          own_module=True),
     _rule("import", "high", _py_module, msg=r"No module named '?([\w.]+)'?"),
     _rule("import", "high", "{m2} has no {m1}: check the spelling and the installed version "
           "(`pip show`).", msg=r"cannot import name '(\w+)' from '([\w.]+)'"),
@@ -365,8 +379,10 @@ def _general(c: _Ctx) -> str:
 
 
 def heuristic_lesson(error_type: str, message: str, action: str = "", phase: str = "",
-                     exit_code: int | None = None) -> Heuristic:
-    """The offline lesson for one failure: the first matching row of ``RULES``."""
+                     exit_code: int | None = None, own_module: bool = False) -> Heuristic:
+    """The offline lesson for one failure: the first matching row of ``RULES``.
+    ``own_module``: capture found the module it could not import to be the run's or the
+    repository's own (``reflect.own_module``), so no package would provide it."""
     message = message or ""
     if len(message) > _SCAN_MAX:  # the rules see the head and the tail of a long message
         message = message[: _SCAN_MAX // 2] + "\n" + message[-_SCAN_MAX // 2:]
@@ -375,7 +391,7 @@ def heuristic_lesson(error_type: str, message: str, action: str = "", phase: str
     etype = (error_type or "").strip()[:100]
     ctx = _Ctx(etype, message, action, (phase or "")[:100], exit_code,
                _q(action, 60) if action.strip() else "the command", words[0] if words else "",
-               _one_line(message, 90), f"{etype}: {message}")
+               _one_line(message, 90), f"{etype}: {message}", own_module)
     guide: Callable[[_Ctx], str]
     category, severity, guide = "general", "medium", _general
     for rule in RULES:

@@ -12,7 +12,17 @@ from dataclasses import fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from reflect import benign, config, controls, numbers, pending, queue, resolution, upkeep
+from reflect import (
+    benign,
+    config,
+    controls,
+    numbers,
+    own_module,
+    pending,
+    queue,
+    resolution,
+    upkeep,
+)
 from reflect.capture import MAX_FIELD, Parsed, entry_rows, parse, synthesize
 from reflect.records import ErrorEntry, Recall
 from reflect.store import Rejected, Store, StoreUnavailable, open_store
@@ -26,6 +36,7 @@ if TYPE_CHECKING:
 
 DEFAULT_MAX_TOKENS = config.DEFAULT_MAX_TOKENS
 LOG_WAIT = 0.2  # seconds recall waits to log what it injected; the block never waits
+OWN_MODULE_WINDOW = 200  # the run's latest failures whose steps may have made a module
 
 
 class Memory:
@@ -179,7 +190,8 @@ class Memory:
             self._kept_aside = e
         failure, lesson = entry_rows(parsed, run=run or self.run, iteration=iteration, goal=goal,
                                      action=action, scrubber=self.scrubber, scope=scope,
-                                     now=self.clock())
+                                     now=self.clock(), own_module=self._own_module(
+                                         parsed, run or self.run, iteration, action))
         try:
             if self._kept_aside is not None:  # waited once already: not a second time
                 raise self._kept_aside
@@ -213,6 +225,26 @@ class Memory:
                 stored = self._store.next_iteration(run)
         aside = [f["iteration"] or 0 for f, _ in pending.kept(self.home) if f["run"] == run]
         return max([stored, *(n + 1 for n in aside)])
+
+    def _own_module(self, parsed: Parsed, run: str, iteration: int | None,
+                    action: str) -> bool:
+        """Whether the module the error says is missing is the run's own: under the
+        working directory, or a path this step or the run's earlier ones named."""
+        name = own_module.missing_module(parsed.error.message)
+        if not name:
+            return False
+        before = numbers.MAX_ITERATION + 1 if iteration is None else iteration
+        earlier: list[str] = []  # unreachable store: the working directory still answers
+        if self._kept_aside is None:  # a store that made this step wait is not asked again
+            with contextlib.suppress(StoreUnavailable, Rejected, OSError):
+                earlier = [*self.store.successes_between(run, -1, before),
+                           *(f["action"] for f in self.store.recent_failures(
+                               run, iteration, OWN_MODULE_WINDOW, "action"))]
+        try:
+            cwd = Path.cwd()
+        except OSError:
+            cwd = Path(".")
+        return own_module.own_module(name, cwd, [action, *earlier])
 
     def _keep_benign(self, run: str, iteration: int | None, goal: str, phase: str,
                      action: str, exit_code: int | None, program: str) -> ErrorEntry:

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from reflect import Memory
+from reflect import Memory, commands
 from reflect.commands import MAX_BRIEF
 from reflect.eval.convert import convert
 from reflect.eval.replay import replay
@@ -35,6 +35,20 @@ def test_greps_that_matched_nothing_are_benign_and_nothing_else_is(data_dir):
         # A failure that printed something is never benign, whatever its program.
         assert all(e.source != "benign" for r, e in entries if r.error_text.strip())
         assert mem.stats()["failures"] == len(records) - 17
+
+
+def test_pylints_findings_are_benign_and_its_crash_is_a_failure(data_dir):
+    """The real run that met both: pylint rating the agent's reproduction (exit 28, "Your
+    code has been rated at 5.62/10") five times, and pylint itself broken by an edit."""
+    path = data_dir / "mini-swe-agent-dev" / "trajs" / "pylint-dev__pylint-6528.traj.json"
+    records = [r for r in convert("mini-swe-agent", [path])
+               if not r.success and commands.program(commands.last_command(r.action)) == "pylint"]
+    with Memory() as mem:
+        sources = [(r.exit_code, mem.capture(run=r.run, iteration=r.iteration, action=r.action,
+                                             exit_code=r.exit_code,
+                                             error_text=r.error_text).source)
+                   for r in records]
+    assert sorted(sources) == [(1, "text")] + [(28, "benign")] * 5
 
 
 @pytest.mark.parametrize("name", list(SETS))

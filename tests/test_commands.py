@@ -40,6 +40,8 @@ def test_the_key_is_the_main_commands_program_and_target(action, key):
     ("[ -f setup.py ]", 1, "", "["),
     ("python repro.py", 1, "", ""),
     ("grep x f", None, "", ""),
+    ("pylint src", 16, "src/a.py:1:0: C0114: Missing module docstring", "pylint"),
+    ("pylint src", 1, "", ""),  # pylint's 1 is a crash, printed or not
 ])
 def test_benign_exits(action, code, text, program):
     assert benign(action, code, text, EXITS) == program
@@ -48,3 +50,14 @@ def test_benign_exits(action, code, text, program):
 def test_brief_leaves_out_comment_lines():
     assert commands.brief("# make the script\ncat <<'EOF' > r.py\nx\nEOF\npython r.py") == (
         "cat <<'EOF' > r.py ; python r.py")
+
+
+@pytest.mark.parametrize(("action", "looks"), [
+    ("ls -la", True), ("nl -ba x.py | sed -n '1,9p'", True), ("grep -in x y.py 2>&1", True),
+    ("cd /repo && git diff", True), ("cat a.py >/dev/null", True),
+    ("sed -i 's/a/b/' a.py", False), ("/bin/sed --in-place=.bak 's/a/b/' a.py", False),
+    ("cat <<'EOF' > a.py\nprint(1)\nEOF", False), ("echo x >> notes.txt", False),
+    ("find . -name '*.pyc' -delete", False), ("python x.py", False), ("", False),
+])
+def test_a_line_that_only_looks_changes_nothing(action, looks):
+    assert commands.inspects(action) is looks

@@ -439,3 +439,54 @@ def test_signature_is_derived_from_frames():
     found = Extracted("E", "m", ("a.py:f", "b.py:g"))
     assert found.signature == "a.py:f > b.py:g"
     assert dataclasses.replace(found, frames=("c.py:h",)).signature == "c.py:h"
+
+
+# A test runner that turns warnings into errors (sympy's bin/test): the run's real error is
+# reported first, the warnings raised in other tests after it.
+WARNINGS_AFTER_ERROR = """\
+_____ sympy/printing/tests/test_str.py:test_Float ______
+  File "/testbed/sympy/printing/tests/test_str.py", line 12, in test_Float
+    assert str(Float("1.0", 3)) == "1.00"
+  File "/testbed/sympy/core/numbers.py", line 80, in __new__
+    raise ValueError("Name node can't be used with 'False' constant")
+ValueError: Name node can't be used with 'False' constant
+_____ sympy/printing/tests/test_str.py:test_Dict ______
+  File "/testbed/sympy/printing/tests/test_str.py", line 40, in test_Dict
+    if isinstance(x, collections.Mapping):
+  File "/usr/lib/python3.9/collections/__init__.py", line 62, in __getattr__
+    warnings.warn("Using or importing the ABCs from 'collections'")
+DeprecationWarning: Using or importing the ABCs from 'collections' is deprecated
+/testbed/sympy/core/basic.py:3: DeprecationWarning: Using or importing the ABCs
+ tests finished: 40 passed, 2 exceptions, in 1.2 seconds
+"""
+
+# unittest: the heading line, then the traceback of a warning raised as an error.
+UNITTEST_WARNING = """\
+======================================================================
+ERROR: test_legacy_encode (sessions_tests.test_legacy.LegacySessionTests)
+----------------------------------------------------------------------
+Traceback (most recent call last):
+  File "/testbed/tests/sessions_tests/test_legacy.py", line 12, in test_legacy_encode
+    settings.DEFAULT_HASHING_ALGORITHM = "sha1"
+  File "/testbed/django/conf/__init__.py", line 200, in __setattr__
+    warnings.warn(MSG, RemovedInDjango40Warning)
+django.utils.deprecation.RemovedInDjango40Warning: DEFAULT_HASHING_ALGORITHM is deprecated.
+
+FAILED (errors=1)
+"""
+
+
+def test_a_warning_does_not_stand_for_the_failure_when_an_error_is_there():
+    found = extract_text(WARNINGS_AFTER_ERROR)
+    assert (found.error_type, found.message) == (
+        "ValueError", "Name node can't be used with 'False' constant")
+
+
+def test_a_warning_raised_as_the_only_error_is_the_failure():
+    found = extract_text(WARNINGS_AFTER_ERROR.split("_____ sympy/printing/tests/test_str.py:"
+                                                    "test_Dict")[1])
+    assert found.error_type == "DeprecationWarning"
+    # unittest's heading names the test, not the error: the warning below it is the failure.
+    found = extract_text(UNITTEST_WARNING)
+    assert (found.error_type, found.message) == (
+        "RemovedInDjango40Warning", "DEFAULT_HASHING_ALGORITHM is deprecated.")

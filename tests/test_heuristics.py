@@ -3,6 +3,7 @@ import time
 
 import pytest
 
+from reflect.details import details
 from reflect.heuristics import CATEGORIES, SEVERITIES, Heuristic, heuristic_lesson
 
 # (error_type, message, action, phase, exit_code) -> category, severity, details the
@@ -275,3 +276,14 @@ def test_a_hint_puts_no_name_from_tool_output_into_a_command_unless_it_has_its_s
 def test_a_well_shaped_name_still_makes_a_concrete_hint():
     assert "`command -v rg`" in heuristic_lesson(
         "CommandNotFound", "bash: rg: command not found", "rg foo", "", 127).guidance
+
+
+def test_the_runs_own_missing_module_is_no_package_to_install():
+    args = ("ModuleNotFoundError", "No module named 'reproduce_app.models'", "python repro.py",
+            "run", 1)
+    own = heuristic_lesson(*args, own_module=True)
+    assert (own.category, own.severity) == ("environment", "high")
+    assert own.guidance.startswith("`reproduce_app` is the run's own code")
+    assert "PYTHONPATH" in own.guidance and "pip install" not in own.guidance
+    assert details(own.guidance) == {"reproduce_app"}  # true of any run's such failure
+    assert "pip install" in heuristic_lesson(*args).guidance  # nothing says it is the run's

@@ -154,7 +154,7 @@ def test_a_rerun_that_passes_resolves_the_failure_with_what_changed(mem):
     assert mem.outcome(run="r", iteration=4, success=True, action="pip install requests") == []
     resolved = mem.outcome(run="r", iteration=5, success=True, action="python3 app.py")
     assert resolved == [a.failure_id]
-    worked = "`ls -la`; `pip install requests`, then `python3 app.py` passed"
+    worked = "`pip install requests`, then `python3 app.py` passed"  # `ls` only looked
     assert mem.failure(a.failure_id).resolution == worked
     assert mem.failure(other.failure_id).resolution == ""
     assert f"Fixed later by: {worked}" in mem.recall(run="r").text
@@ -167,6 +167,25 @@ def test_a_success_with_no_failure_to_resolve_warns_of_nothing(mem, caplog):
     mem.capture(run="r", iteration=1, exit_code=1, error_text=TRACEBACK)
     assert mem.outcome(run="r", iteration=2, success=True, action="ls") == []
     assert caplog.records == []
+
+
+def test_what_worked_is_a_short_fix_or_nothing(mem):
+    """Three edits before a rerun: none of them can be named the fix, so nothing is said
+    (not "1 more steps; the last two") and the failure stays open for a fix that can."""
+    a = mem.capture(run="r", iteration=1, action="python app.py", exit_code=1,
+                    error_text=TRACEBACK)
+    for i, step in enumerate(["sed -i 's/a/b/' app.py", "cat app.py", "pip install six",
+                              "sed -n 1,9p app.py", "sed -i 's/c/d/' lib.py"], start=2):
+        assert mem.outcome(run="r", iteration=i, success=True, action=step) == []
+    assert mem.outcome(run="r", iteration=7, success=True, action="python app.py") == []
+    assert mem.failure(a.failure_id).resolution == ""
+    assert "Fixed later by" not in mem.recall(run="r").text
+    b = mem.capture(run="r", iteration=8, action="python app.py", exit_code=1,
+                    error_text=TRACEBACK)
+    mem.outcome(run="r", iteration=9, success=True, action="grep -n x app.py")
+    assert mem.outcome(run="r", iteration=10, success=True,
+                       action="PYTHONPATH=. python app.py") == [b.failure_id]
+    assert mem.failure(b.failure_id).resolution == "`PYTHONPATH=. python app.py` passed"
 
 
 def test_a_plain_rerun_that_passes_says_nothing_changed(mem):
@@ -240,3 +259,79 @@ def test_a_store_already_holding_a_huge_iteration_still_numbers_the_next(mem):
                      (2**63 - 1, first.failure_id))
     later = mem.capture(run="r", exit_code=1, error_text="KeyError: 'second'")
     assert later.iteration < 2**31 and "second" in mem.recall(run="r").text
+
+
+NO_APP = """\
+Traceback (most recent call last):
+  File "repro.py", line 20, in <module>
+    django.setup()
+ModuleNotFoundError: No module named 'reproduce_app'
+"""
+
+
+def test_a_module_the_run_made_is_not_a_package_to_install(mem):
+    """The run made `reproduce_app/` before its script failed to import it: the hint says
+    where to run from, here and to a later run; a module nobody made is still installed."""
+    mem.capture(run="r", iteration=1, action="python repro.py", exit_code=1,
+                error_text="KeyError: 'x'")
+    mem.outcome(run="r", iteration=2, success=True,
+                action="mkdir reproduce_app && touch reproduce_app/__init__.py")
+    entry = mem.capture(run="r", iteration=3, action="python repro.py", exit_code=1,
+                        error_text=NO_APP)
+    assert entry.category == "environment" and "pip install" not in entry.hint
+    for text in (mem.recall(run="r").text, mem.recall(run="s").text):
+        assert "`reproduce_app` is the run's own code" in text and "pip install" not in text
+    other = mem.capture(run="t", iteration=1, action="python repro.py", exit_code=1,
+                        error_text=NO_APP)
+    text = mem.recall(run="t").text
+    assert other.category == "import" and "`pip install reproduce_app`" in text
+
+
+def test_a_module_in_the_working_directory_is_not_a_package_to_install(mem, tmp_path):
+    (tmp_path / "tools").mkdir()  # the test runs in tmp_path, as a harness in its repository
+    (tmp_path / "helpers.py").write_text("")
+    for module in ("tools", "helpers"):
+        entry = mem.capture(run="r", action="python scripts/run.py", exit_code=1,
+                            error_text=f"ModuleNotFoundError: No module named '{module}.x'")
+        assert "run from the directory that holds it" in entry.hint, module
+    # A step that installed (or merely imported) a package does not make it the run's own.
+    mem.outcome(run="r", success=True, action="pip install numpy && python -c 'import numpy'")
+    entry = mem.capture(run="r", action="python app.py", exit_code=1,
+                        error_text="ModuleNotFoundError: No module named 'numpy'")
+    assert "`pip install numpy`" in entry.hint
+
+
+DJANGO_SCRIPT = """\
+cat <<'EOF' > repro.py
+import django
+from django.conf import settings
+settings.configure(INSTALLED_APPS=['django.contrib.auth', 'rest_framework', 'repro_app'])
+django.setup()
+class Book(models.Model):
+    class Meta:
+        app_label = 'repro_app'
+EOF
+python repro.py"""
+
+
+def test_an_app_the_runs_script_defines_is_not_a_package_to_install(mem):
+    """The script names `repro_app` its own app (an app label) but never made it; the
+    `rest_framework` it lists beside it is a package, and is still installed."""
+    for module, own in (("repro_app", True), ("rest_framework", False)):
+        entry = mem.capture(run="r", action=DJANGO_SCRIPT, exit_code=1,
+                            error_text=f"ModuleNotFoundError: No module named '{module}'")
+        assert ("the run's own code" in entry.hint) is own, module
+        assert ("pip install" in entry.hint) is not own, module
+
+
+def test_a_module_what_worked_made_is_not_a_package_to_install(mem):
+    """The run's first failure: no earlier step to tell. What fixed it made the module, so
+    the hint, here and in a later run's lesson, does not say to install it."""
+    entry = mem.capture(run="r", iteration=1, action="python repro.py", exit_code=1,
+                        error_text=NO_APP)
+    assert "`pip install reproduce_app`" in entry.hint
+    mem.outcome(run="r", iteration=2, success=True, action="mkdir reproduce_app")
+    assert mem.outcome(run="r", iteration=3, success=True, action="python repro.py")
+    assert mem.failure(entry.failure_id).resolution.startswith("`mkdir reproduce_app`")
+    for text in (mem.recall(run="r").text, mem.recall(run="s").text):
+        assert "`reproduce_app` is the run's own code" in text and "pip install" not in text

@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import json
 
-from reflect import commands
+from reflect import commands, own_module
 from reflect.defuse import neutralize
 from reflect.heuristics import heuristic_lesson
 from reflect.records import Recall, RecallItem
@@ -46,14 +46,25 @@ def hint(lesson: dict | None, failure: dict | None) -> str:
         return ""
     if lesson["kind"] == "heuristic" and failure is not None:
         return _heuristic_hint(failure["error_type"], failure["message"], failure["action"],
-                               failure["phase"], failure["exit_code"])
+                               failure["phase"], failure["exit_code"], _own_module(failure))
     return lesson["guidance"]
+
+
+def _own_module(failure: dict) -> bool:
+    """Capture classed a missing module the run's own as an environment matter; or what
+    fixed it later made it (``mkdir reproduce_app``), a step capture could not see."""
+    if failure["category"] == "environment":
+        return True
+    name = own_module.missing_module(failure["message"])
+    return bool(name and failure["resolution"]) and own_module.named(
+        name, [failure["resolution"]])
 
 
 @functools.lru_cache(maxsize=1024)  # a loop recalls the same failures again and again
 def _heuristic_hint(error_type: str, message: str, action: str, phase: str,
-                    exit_code: int | None) -> str:
-    return heuristic_lesson(error_type, message, action, phase, exit_code).guidance
+                    exit_code: int | None, own_module: bool) -> str:
+    return heuristic_lesson(error_type, message, action, phase, exit_code,
+                            own_module).guidance
 
 
 def failure_line(failure: dict) -> str:
@@ -85,11 +96,20 @@ def recent_item_text(failure: dict, count: int, lesson: dict | None, shown_faile
     return bounded(lines, RECENT_ITEM_TOKENS)
 
 
+def trigger_line(failure: dict) -> str:
+    """When a lesson learnt from ``failure`` applies: its program failing with its error.
+    Another run's command line is its own, not the trigger: it is left out."""
+    what = f"{failure['error_type']}: {quoted(clip(failure['message'], MESSAGE_CHARS))}"
+    program = commands.shown_program(failure["action"])
+    return f"when {code(clip(program, 30))} fails with {what}" if program else f"on {what}"
+
+
 def lesson_item_text(lesson: dict, failure: dict | None, why: str) -> str:
-    """A lesson from earlier runs, shown with the failure it was learnt from when there is
-    one (a taught or imported lesson has none here), and why it is shown."""
-    if failure is not None:
-        lines = [f"- [{lesson['id']}] {why}: {failure_line(failure)}"]
+    """A lesson from earlier runs, and why it is shown: its trigger and guidance, for a
+    heuristic one those of the failure it was learnt from (a model's or a person's lesson
+    and a taught or imported one say their own)."""
+    if failure is not None and lesson["kind"] == "heuristic":
+        lines = [f"- [{lesson['id']}] {why}: {trigger_line(failure)}"]
         if text := hint(lesson, failure):
             lines.append(f"  Hint: {neutralize(text)}")
     else:
