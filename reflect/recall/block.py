@@ -9,7 +9,6 @@ from reflect.embedding import Vectors
 from reflect.recall import taught
 from reflect.recall.predict import Estimate, Neighbourhood, Predictor, estimate, similar_by_words
 from reflect.recall.render import (
-    LESSON_ITEM_TOKENS,
     LESSONS_HEADER,
     RECENT_HEADER,
     estimate_tokens,
@@ -156,20 +155,20 @@ def lesson_items(store: Store, vectors: Vectors, q: Query, predictor: Predictor,
     lessons = store.family_lessons(wanted, q.run, q.scope)
     offered = []
     for e in estimates[:2 * predictor.max_items]:
+        if e.p < predictor.threshold:
+            break  # most probable first: the rest are less likely still
         if e.family not in lessons:
             continue
         lesson, failure = lessons[e.family]
         if any(i.id == lesson["id"] for i in items):
             continue  # an imported lesson its trigger already brought in
         text = lesson_item_text(lesson, failure, e.why())
-        value = e.p * LESSON_ITEM_TOKENS / estimate_tokens(text)  # per a full item's tokens
-        if value >= predictor.threshold:
-            offered.append((value, RecallItem(
-                section="lesson", id=lesson["id"], text=text,
-                fingerprint=lesson["fingerprint"],
-                source_failure_ids=_provenance(failure["id"],
-                                               store.family_failure_ids(e.family, q.scope)),
-                score=e.p)))
+        value = e.p / estimate_tokens(text)  # what the block's budget buys with it
+        offered.append((value, RecallItem(
+            section="lesson", id=lesson["id"], text=text, fingerprint=lesson["fingerprint"],
+            source_failure_ids=_provenance(failure["id"],
+                                           store.family_failure_ids(e.family, q.scope)),
+            score=e.p)))
     offered.sort(key=lambda pair: pair[0], reverse=True)
     return [*items, *(item for _, item in offered)][:predictor.max_items]
 

@@ -25,11 +25,11 @@ run had it: in a small store, one unrelated run's mistake is not this run's busi
 A run is similar when its goal vector's cosine passes ``min_similarity`` (unrelated
 goals still share a little: "the", "fix").
 
-A family this run already has is left out (the recent section shows it). What is shown
-is chosen by expected value per token: a lesson enters when its family's p, per
-``LESSON_ITEM_TOKENS`` of its text, passes ``threshold`` (a short item needs less), at
-most ``max_items``, the most valuable first (``recall.block``). The rule is one value,
-``Predictor``, that benches pass in and tune.
+A family this run already has is left out (the recent section shows it). A lesson is
+offered when its family's p passes ``threshold``, at most ``max_items``, in order of
+expected value per token (p over its item's tokens), so the block's budget goes first
+to what it buys most with (``recall.block``). The rule is one value, ``Predictor``,
+that benches pass in and tune.
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ class Predictor:
     k: int = 10  # similar earlier runs
     prior: float = 10.0  # the base rate's weight, in runs
     follow: float = 0.5  # weight of an earlier run that shared a family with this one
-    threshold: float = 0.1  # p per LESSON_ITEM_TOKENS a lesson needs to enter
+    threshold: float = 0.08  # p a family needs for its lesson to be offered
     min_runs: int = 2  # earlier runs a family needs, unless a similar run had it
     min_similarity: float = 0.25  # the cosine a goal needs to count as similar
     max_items: int = 6
