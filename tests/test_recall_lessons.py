@@ -335,3 +335,18 @@ def test_a_lesson_from_another_run_leads_with_its_trigger_and_guidance(mem):
     assert hint == "  Hint: Install the missing package: `pip install pyyaml`."
     # A script run by its path is named as it was run: `test` alone reads as the shell's.
     assert "when `bin/test` fails with OperationalError" in items["`bin/test`"]
+
+
+def test_the_budget_goes_first_to_what_it_buys_most_with(own_store):
+    """A mistake of three runs told with a long hint against one of two runs told in a
+    line: the shorter is worth more per token, so it is the one item a single slot takes."""
+    with Memory(predictor=Predictor(max_items=1, threshold=0.0)) as mem:
+        for i in range(3):
+            mem.capture(run=f"l{i}", action="python repro.py", exit_code=1,
+                        error_text=NO_TABLE)
+        for i in range(2):
+            mem.capture(run=f"s{i}", exit_code=1, error_text="KeyError: 'k'")
+        for i in range(5):
+            mem.capture(run=f"o{i}", exit_code=1, error_text=f"Error{i}: boom")
+        (item,) = lesson_items(mem.recall(run="new", goal=FRONTEND_GOAL))
+    assert "KeyError" in item.text
