@@ -1,8 +1,9 @@
 """Tune the predictor of lessons from earlier runs by a proper score, in time order, and
 read each point's blocks beside the popularity baselines shown with as many items.
 
-Run: .venv/bin/python bench/predictor.py [DATA_DIR] [--embeddings NAME]
-(about a minute a grid point and data set with the default `hash` embeddings)
+Run: .venv/bin/python bench/predictor.py [DATA_DIR] [--embeddings NAME] [--small]
+(about a minute a grid point and data set with the default `hash` embeddings; with
+`--embeddings bundled --small`, the product's model on the neighbours with and without)
 
 For mini-swe-agent-dev and DebugBench from the shared data, every grid point of
 `Predictor` replays the trace in task order through the product's own `replay` (mode
@@ -41,6 +42,8 @@ from reflect.recall.block import predicted
 from reflect.recall.predict import Predictor
 
 GRID = {"k": (0, 10), "follow": (0.0, 0.5), "window": (25, 100)}
+# With the bundled model each point costs minutes: the neighbours with and without.
+SMALL_GRID = {"k": (0, 10), "follow": (0.5,), "window": (25,)}
 PRIOR = Predictor(window=10**9, k=0, follow=0.0)  # the base rate of all earlier runs alone
 SETS = {"mini-swe-agent-dev": "mini-swe-agent", "debugbench": "debugbench"}
 EVERY = 10**9  # candidates: every family the store knows gets an estimate
@@ -92,7 +95,7 @@ def score(made: list[tuple[str, int, dict[str, float]]], hits: dict[str, list[tu
             "estimates": n, "events": events}
 
 
-def point_run(records: list[TraceRecord], point: Predictor, embeddings: str,
+def point_run(records: list[TraceRecord], point: Predictor, embeddings: str | None,
               tmp: Path) -> tuple[dict, list, dict]:
     """One replay of ``point``: its summary, its scored estimates and each run's families
     by iteration (from the replay's store, kept for it)."""
@@ -129,20 +132,21 @@ def _pct(x: float | None) -> str:
     return "-" if x is None else f"{100 * x:.1f}%"
 
 
-def tune(name: str, records: list[TraceRecord], embeddings: str, tmp: Path) -> dict:
+def tune(name: str, records: list[TraceRecord], embeddings: str | None, tmp: Path,
+         grid: dict) -> dict:
     first, second = halves(records)
-    points = [replace(Predictor(), **dict(zip(GRID, values, strict=True)))
-              for values in itertools.product(*GRID.values())]
+    points = [replace(Predictor(), **dict(zip(grid, values, strict=True)))
+              for values in itertools.product(*grid.values())]
     results = []
     for point in [PRIOR, Predictor(), *points]:
         summary, made, hits = point_run(records, point, embeddings, tmp)
         results.append((point, summary, score(made, hits, first), score(made, hits, second)))
-        print(f"  {_brief(point)}: log loss {results[-1][2]['log_loss']:.4f} (first half)"
+        print(f"  {name}: {_brief(point)}: log loss {results[-1][2]['log_loss']:.4f} (first half)"
               f" {results[-1][3]['log_loss']:.4f} (second)", flush=True)
     prior, default = results[0], results[1]
     chosen = min([prior, *results[2:]], key=lambda r: r[2]["log_loss"])
     print(f"\n== {name}: {len(records)} iterations, {len(first) + len(second)} runs, "
-          f"{len(points)} grid points, embeddings {embeddings}")
+          f"{len(points)} grid points, embeddings {embeddings or 'bundled'}")
     print(f" chosen on the first half: {_brief(chosen[0])}")
     figures: dict = {"iterations": len(records), "runs": len(first) + len(second),
                      "points": len(points), "embeddings": embeddings, "rows": []}
@@ -167,8 +171,13 @@ def _brief(point: Predictor) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("data", nargs="?", type=Path, default=DATA)
-    parser.add_argument("--embeddings", default="hash")
+    parser.add_argument("--embeddings", default="hash",
+                        help="hash (the default), off, a model name, or bundled")
+    parser.add_argument("--small", action="store_true",
+                        help="only the neighbours with and without (for the bundled model)")
     args = parser.parse_args()
+    embeddings = None if args.embeddings == "bundled" else args.embeddings
+    grid = SMALL_GRID if args.small else GRID
     figures: dict = {"sets": {}}
     with tempfile.TemporaryDirectory(prefix="reflect-bench-") as tmp:
         for name, kind in SETS.items():
@@ -177,7 +186,7 @@ def main() -> int:
                 print(f"no data at {source}; pass the shared data directory as the argument")
                 return 1
             records = convert(kind, [source])
-            figures["sets"][name] = tune(name, records, args.embeddings, Path(tmp))
+            figures["sets"][name] = tune(name, records, embeddings, Path(tmp), grid)
     emit(figures)
     return 0
 
