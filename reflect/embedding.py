@@ -100,15 +100,14 @@ class Vectors:
         self.store.queue_texts([text], self.clock())
         return None
 
-    def similar_runs(self, goal_vector: np.ndarray, run: str, k: int, floor: float = 0.0
+    def similar_runs(self, goal_vector: np.ndarray, run: str, k: int
                      ) -> list[tuple[str, float]]:
-        """The ``k`` other runs whose goal vectors are closest, with cosines over ``floor``."""
+        """The ``k`` other runs whose goal vectors are closest (positive cosines only)."""
         index = self.index()
         if index is None:
             return []
         hits = index.search(goal_vector, k + 1)
-        return [(other, cosine) for other, cosine in hits
-                if other != run and cosine > max(floor, 0.0)][:k]
+        return [(other, cosine) for other, cosine in hits if other != run and cosine > 0][:k]
 
     def index(self) -> VectorIndex | None:
         """The memory-mapped index of run goals for the current model, brought up to date

@@ -104,6 +104,13 @@ def recent_item(failure: dict, group: list[str], lesson: dict | None, shown_fail
     )
 
 
+def relative(similar: list[tuple[str, float]]) -> list[tuple[str, float]]:
+    """Cosines scaled so the closest run weighs 1, as the goals' word matches are: what a
+    cosine means depends on the model (two goals of like meaning: 0.1 with MiniLM)."""
+    best = max((w for _, w in similar), default=0.0)
+    return [(run, w / best) for run, w in similar] if best > 0 else []
+
+
 def neighbourhood(store: Store, vectors: Vectors, q: Query, predictor: Predictor,
                   seen: set[str]) -> Neighbourhood:
     """Earlier runs like this one: by goal vector where this goal has one (else by the
@@ -114,8 +121,7 @@ def neighbourhood(store: Store, vectors: Vectors, q: Query, predictor: Predictor
     if q.goal:
         vector = vectors.query_vector(q.goal, q.embed) if vectors.spec is not None else None
         if vector is not None:
-            near.similar = vectors.similar_runs(vector, q.run, predictor.k,
-                                                predictor.min_similarity)
+            near.similar = relative(vectors.similar_runs(vector, q.run, predictor.k))
         else:
             near.similar = similar_by_words(store, q.goal, q.run, q.scope, predictor.k)
     return near

@@ -7,9 +7,9 @@ per family is made, the probability that this run fails with it:
     p(f) = (sum_n w_n y_nf + sum_g v y'_gf + prior * base(f)) / (sum_n w_n + sum_g v + prior)
 
 - ``n`` ranges over the ``k`` earlier runs whose goals are most like this one, ``w_n``
-  their similarity (the goal vectors' cosine; before a vector exists, as in the CLI
-  before the worker has embedded, the FTS5 match of the goal's rarest words, scaled
-  so the best match weighs 1), ``y_nf`` whether run n failed with f;
+  their similarity (the goal vectors' cosine, or before a vector exists, as in the CLI
+  before the worker has embedded, the FTS5 match of the goal's rarest words; either
+  scaled so the closest run weighs 1), ``y_nf`` whether run n failed with f;
 - ``g`` ranges over earlier runs that failed with a family this run has already hit,
   each of weight ``follow``, and ``y'_gf`` says whether f came after it there: what
   this run has done so far moves the estimate;
@@ -21,9 +21,7 @@ per family is made, the probability that this run fails with it:
   runs: one neighbour out of two does not outrank 60 runs of 400.
 
 A family seen in fewer than ``min_runs`` earlier runs is predicted only when a similar
-run had it: in a small store, one unrelated run's mistake is not this run's business.
-A run is similar when its goal vector's cosine passes ``min_similarity`` (unrelated
-goals still share a little: "the", "fix").
+run had it.
 
 A family this run already has is left out (the recent section shows it). A lesson is
 offered when its family's p passes ``threshold``, at most ``max_items``, in order of
@@ -58,8 +56,7 @@ class Predictor:
     prior: float = 10.0  # the base rate's weight, in runs
     follow: float = 0.5  # weight of an earlier run that shared a family with this one
     threshold: float = 0.08  # p a family needs for its lesson to be offered
-    min_runs: int = 2  # earlier runs a family needs, unless a similar run had it
-    min_similarity: float = 0.25  # the cosine a goal needs to count as similar
+    min_runs: int = 1  # earlier runs a family needs, unless a similar run had it
     max_items: int = 6
     window: int = 50  # the latest runs whose rate the base rate starts from
     recent_prior: float = 10.0  # the weight, in runs, of all earlier runs' rate in it
