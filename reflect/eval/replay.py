@@ -25,6 +25,7 @@ of a batch overlap in time but replay one after another); a record without
 
 from __future__ import annotations
 
+import contextlib
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -166,45 +167,26 @@ def replay(
         options["predictor"] = predictor
     if mode not in REPLAY_MODES:
         raise ReplayError(f"unknown mode {mode!r}; choose one of {', '.join(REPLAY_MODES)}")
-    if store is not None:
-        store = Path(store)
-        if store.exists():
+    with contextlib.ExitStack() as stack:
+        if store is None:
+            home = Path(stack.enter_context(tempfile.TemporaryDirectory(
+                prefix="reflect-replay-"))) / "store"
+        elif Path(store).exists():
             raise ReplayError(f"store {store} already exists; a replay needs a fresh store: "
                               "remove it or choose another directory")
-        return _replay(records, mode, out, store, max_tokens, seed, trace, options, progress,
-                       observe, scope_by_project)
-    with tempfile.TemporaryDirectory(prefix="reflect-replay-") as tmp:
-        return _replay(records, mode, out, Path(tmp) / "store", max_tokens, seed, trace,
-                       options, progress, observe, scope_by_project)
-
-
-def _replay(records, mode, out, home, max_tokens, seed, trace, options, progress,
-            observe, scope_by_project) -> dict:
-    now = [0.0]
-    rows = []
-    started = time.perf_counter()
-    # The recorded agent never saw the blocks: crediting outcomes to the lessons would
-    # mark every lesson that foresaw a failure as one that failed to prevent it. A replay
-    # starts from its own empty SQLite store, even where REFLECT_STORE names a shared one.
-    with Memory(home=home, store_url="", clock=lambda: now[0], credit=False,
-                **options) as mem:
-        injector = Injector(mem, mode, max_tokens)
-        for index, r in enumerate(records):
-            now[0] = max(r.ts, now[0]) if r.ts is not None else now[0] + 1.0
-            if scope_by_project:
-                mem.scope = project_scope(r.project) if r.project else "global"
-            _, injected = injector.recall(r.run, r.goal, r.phase, r.iteration)
-            if observe is not None:
-                observe(mem, r)
-            outcome = injector.report(r.run, r.iteration, r.goal, r.phase, r.action,
-                                      r.exit_code, r.error_text, r.success)
-            rows.append({"index": index, "run": r.run, "project": r.project,
-                         "iteration": r.iteration, "success": r.success, **outcome,
-                         **injected})
-            if progress is not None:
-                progress(index + 1, len(records))
-        injector.verify()
-    wall = time.perf_counter() - started
+        else:
+            home = Path(store)
+        now = [0.0]
+        started = time.perf_counter()
+        # The recorded agent never saw the blocks: crediting outcomes to the lessons would
+        # mark every lesson that foresaw a failure as one that failed to prevent it. A
+        # replay starts from its own empty SQLite store, even where REFLECT_STORE names a
+        # shared one.
+        with Memory(home=home, store_url="", clock=lambda: now[0], credit=False,
+                    **options) as mem:
+            rows = _rows(records, Injector(mem, mode, max_tokens), now, progress, observe,
+                         scope_by_project)
+        wall = time.perf_counter() - started
     summary = {"mode": mode, "trace": trace, "records": len(records),
                "scope_by_project": scope_by_project,
                "embeddings": options.get("embeddings"), "wall_seconds": round(wall, 3),
@@ -214,6 +196,29 @@ def _replay(records, mode, out, home, max_tokens, seed, trace, options, progress
         write_jsonl(out / ITERATIONS_FILE, rows)
         write_json(out / SUMMARY_FILE, summary)
     return summary
+
+
+def _rows(records: Sequence[TraceRecord], injector: Injector, now: list[float],
+          progress: Callable[[int, int], None] | None,
+          observe: Callable[[Memory, TraceRecord], None] | None,
+          scope_by_project: bool) -> list[dict]:
+    """Each record recalled for, then captured or reported, on the store's clock ``now``."""
+    mem, rows = injector.mem, []
+    for index, r in enumerate(records):
+        now[0] = max(r.ts, now[0]) if r.ts is not None else now[0] + 1.0
+        if scope_by_project:
+            mem.scope = project_scope(r.project) if r.project else "global"
+        _, injected = injector.recall(r.run, r.goal, r.phase, r.iteration)
+        if observe is not None:
+            observe(mem, r)
+        outcome = injector.report(r.run, r.iteration, r.goal, r.phase, r.action,
+                                  r.exit_code, r.error_text, r.success)
+        rows.append({"index": index, "run": r.run, "project": r.project,
+                     "iteration": r.iteration, "success": r.success, **outcome, **injected})
+        if progress is not None:
+            progress(index + 1, len(records))
+    injector.verify()
+    return rows
 
 
 def blocks(rows: Sequence[dict]) -> dict:
