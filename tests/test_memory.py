@@ -5,6 +5,7 @@ import pytest
 from conftest import NO_TABLE, store_dump, store_held
 
 from reflect import Memory
+from reflect.controls import UnknownLesson
 from reflect.defuse import NEUTRALIZED
 from reflect.recall.render import RECENT_HEADER
 
@@ -335,3 +336,14 @@ def test_a_module_what_worked_made_is_not_a_package_to_install(mem):
     assert mem.failure(entry.failure_id).resolution.startswith("`mkdir reproduce_app`")
     for text in (mem.recall(run="r").text, mem.recall(run="s").text):
         assert "`reproduce_app` is the run's own code" in text and "pip install" not in text
+
+
+def test_clear_keeps_a_pinned_lesson_as_it_keeps_a_taught_one(mem):
+    """A person's pin protects a lesson from clear as from upkeep."""
+    kept = mem.capture(run="a", exit_code=1, error_text=TRACEBACK)
+    gone = mem.capture(run="a", exit_code=1, error_text="AssertionError: 1 != 2")
+    mem.pin(kept.lesson_id)
+    mem.clear(run="a")
+    assert mem.lesson(kept.lesson_id)["pinned"]
+    with pytest.raises(UnknownLesson):
+        mem.lesson(gone.lesson_id)

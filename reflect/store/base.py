@@ -83,6 +83,13 @@ class Backend:
         raise NotImplementedError
 
 
+def protected(alias: str = "") -> str:
+    """The SQL test of a lesson that only a person lets go: pinned, or taught. Neither
+    upkeep nor clear removes one; it is shown whatever its confidence."""
+    at = f"{alias}." if alias else ""
+    return f"({at}pinned = 1 OR {at}kind = 'taught')"
+
+
 def marks(values: Sequence[Any]) -> str:
     """Placeholders for an ``IN (…)`` of ``values``."""
     return ", ".join("?" * len(values))

@@ -10,7 +10,7 @@ from reflect.config import repo_root
 from reflect.fingerprint import cause, family
 from reflect.gitconfig import project_scope, repo_from_git_config
 from reflect.records import RecallItem
-from reflect.store.base import Row, Tx, insert, marks
+from reflect.store.base import Row, Tx, insert, marks, protected
 from reflect.store.credit import CreditQueries
 from reflect.store.jobs import JobQueries
 from reflect.store.runs import MAX_GOAL_CHARS, RunQueries
@@ -217,7 +217,7 @@ class FailureQueries(CreditQueries, JobQueries, RunQueries):
                 tx.execute(f"DELETE FROM {table} {where}", args)
             kept = "(SELECT DISTINCT fingerprint FROM failures)"
             tx.execute(
-                f"DELETE FROM lessons WHERE kind != 'taught' AND fingerprint NOT IN {kept}"
+                f"DELETE FROM lessons WHERE NOT {protected()} AND fingerprint NOT IN {kept}"
             )
             tx.execute(f"DELETE FROM jobs WHERE kind = 'reflect' AND target NOT IN {kept}")
             tx.execute("DELETE FROM fingerprints")

@@ -16,7 +16,7 @@ from typing import Any
 from reflect.credit import confidence
 from reflect.lessons import may_supersede, merges, same_meaning
 from reflect.records import new_id
-from reflect.store.base import Backend, Row, Tx, insert
+from reflect.store.base import Backend, Row, Tx, insert, protected
 
 # Exports list the best first; ties broken so the same store always gives the same text.
 _BEST_FIRST = "l.confidence DESC, l.evidence DESC, runs DESC, l.id"
@@ -68,7 +68,7 @@ class LessonQueries(Backend):
             " LEFT JOIN fingerprints f ON f.fingerprint = l.fingerprint"
             " LEFT JOIN causes c ON c.cause = f.cause"
             " WHERE l.status = 'active'"
-            " AND (l.confidence >= ? OR l.pinned = 1 OR l.kind = 'taught')"
+            f" AND (l.confidence >= ? OR {protected('l')})"
             f" ORDER BY {_BEST_FIRST}", (min_confidence,))]
 
     @staticmethod

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from reflect.store.base import Backend, Row, Tx, put_meta
+from reflect.store.base import Backend, Row, Tx, protected, put_meta
 
 
 class UpkeepQueries(Backend):
@@ -16,7 +16,7 @@ class UpkeepQueries(Backend):
         ``created_before`` (their grace is over)."""
         return [dict(r) for r in self._rows(
             "SELECT id, fingerprint, confidence, last_used, updated FROM lessons"
-            " WHERE pinned = 0 AND kind != 'taught' AND created < ?", (created_before,))]
+            f" WHERE NOT {protected()} AND created < ?", (created_before,))]
 
     def prune(self, weak: list[Row], now: float, cutoff: float, keep: int | None
               ) -> tuple[int, int]:
