@@ -111,63 +111,80 @@ def _redacts(match: re.Match[str]) -> bool:
     return True
 
 
-def _builtin(match: re.Match[str]) -> str:
-    if not _redacts(match):
-        return match[0]
-    kind = match.lastgroup or ""
-    kept = match.string[match.start():_keep_from(match)]
-    if kind == "cli_password":  # the command line before the flag may hold other secrets
-        kept = _rules(kept).sub(_builtin, kept)
-    return kept + LABEL[kind]
+# The lines after a key block that are more of it: body, or the pieces of its END line
+# that a wrap cut off.
+_KEY_TAIL = lazy.compile(r"(?:\\?\r?\n[ \t]*(?:[A-Za-z0-9+/=]{8,}"
+                         r"|(?![-A-Z0-9 ]*BEGIN)[-A-Z0-9 ]*-[-A-Z0-9 ]*)"
+                         r"(?=[ \t]*\\?(?:\r?\n|\Z)))*")
+# A finding: the span of the text to redact, and its placeholder.
+Finding = tuple[int, int, str]
 
 
-def _findings(seen: str, wraps: Wraps) -> list[tuple[int, int, int, str]]:
-    """(start, redacted from, end, label) of each secret the rules find in ``seen``."""
+def _raw_findings(text: str) -> list[Finding]:
+    found = []
+    for m in _rules(text).finditer(text):
+        if _redacts(m):
+            keep = _keep_from(m)
+            found.append((keep, m.end(), LABEL[m.lastgroup or ""]))
+            if m.lastgroup == "cli_password":  # the command line before the flag may hold others
+                found += [(m.start() + a, m.start() + b, label)
+                          for a, b, label in _raw_findings(text[m.start():keep])]
+    return found
+
+
+def _view_findings(view: View, wraps: Wraps) -> list[Finding]:
+    """What the rules find in the view where it reads the text otherwise (across a
+    wrap, through an escape), the character either side included (a rule's lookaround
+    reads them), as spans of the text."""
+    seen = view.joined()
     found = [(m.start(), _keep_from(m), m.end(), LABEL[m.lastgroup or ""])
              for m in _rules(seen).finditer(seen) if _redacts(m)]
     found += [(m.start(), m.start(), m.end(), LABEL["encoded"])
               for m in ENCODED.finditer(seen) if _encoded(m[0], wraps)]
-    return sorted(found)
+    spans = []
+    for start, keep, end, label in found:
+        if view.span(max(0, start - 1), min(view.size, end + 1))[2]:
+            b = view.span(start, end)[1]
+            spans.append((view.span(keep, end)[0] if keep < end else b, b, label))
+    return spans
 
 
-def _through(view: View, wraps: Wraps, only_across: bool) -> tuple[str, int]:
-    """Redact in the view's text what the rules find in the view. With ``only_across``,
-    only what the view reads otherwise than the text (a secret across a wrap): the main
-    pass finds the rest."""
-    text, out, done, count = view.text, [], 0, 0
-    for start, keep, end, label in _findings(view.joined(), wraps):
-        a, b, differs = view.span(start, end)
-        if only_across and not differs:
+def _apply(text: str, found: list[Finding]) -> tuple[str, int]:
+    """The text with each finding replaced; two that overlap go as one, under the
+    longer one's placeholder (a secret read whole across a wrap, a value that a form's
+    `+` does not cut)."""
+    chosen: list[Finding] = []
+    for a, b, label in sorted(found):
+        if label == LABEL["private_key"]:
+            b = _KEY_TAIL.match(text, b).end()  # type: ignore[union-attr]
+        if chosen and a < chosen[-1][1]:
+            last = chosen[-1]
+            longer = label if b - a > last[1] - last[0] else last[2]
+            chosen[-1] = (last[0], max(b, last[1]), longer)
             continue
-        begin = view.span(keep, end)[0] if keep < end else b
-        if begin < done:
-            continue
+        chosen.append((a, b, label))
+    out, done = [], 0
+    for a, b, label in chosen:
         # the text keeps its lines: a wrapped secret leaves its line breaks behind (a
-        # key block goes whole, as the main pass takes it)
-        breaks = 0 if label == LABEL["private_key"] else text.count("\n", begin, b)
-        out += [text[done:begin], label, "\n" * breaks]
-        done, count = b, count + 1
-    return "".join(out) + text[done:], count
+        # key block goes whole)
+        breaks = 0 if label == LABEL["private_key"] else text.count("\n", a, b)
+        out += [text[done:a], label, "\n" * breaks]
+        done = b
+    return "".join(out) + text[done:], len(chosen)
 
 
 def _builtin_pass(text: str, wraps: Wraps) -> tuple[str, int]:
-    """The built-in rules over the text, its wrapped lines joined and its escapes decoded;
-    then the base64 runs that are left (a run that decodes to no secret is still read by
-    every other rule first)."""
-    total = 0
-    view = unwrapped(text, wraps)
-    if view is not None:
-        text, n = _through(view, wraps, only_across=True)
-        total += n
-    view = percent_decoded(text)
-    if view is not None:
-        text, n = _through(view, wraps, only_across=False)
-        total += n
-    text, n = _subn(_rules(text), _builtin, text)
-    total += n
-    text, n = _subn(ENCODED, lambda m: LABEL["encoded"] if _encoded(m[0], wraps) else m[0],
+    """The built-in rules over the text as it is, its wrapped lines joined and its
+    escapes decoded; then the base64 runs that are left (a run that decodes to no
+    secret is still read by every other rule first)."""
+    found = _raw_findings(text)
+    for view in (unwrapped(text, wraps), percent_decoded(text)):
+        if view is not None:
+            found += _view_findings(view, wraps)
+    text, n = _apply(text, found)
+    text, m = _subn(ENCODED, lambda m: LABEL["encoded"] if _encoded(m[0], wraps) else m[0],
                     text)
-    return text, total + n
+    return text, n + m
 
 
 def _extra(match: re.Match) -> str:

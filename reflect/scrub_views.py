@@ -17,11 +17,12 @@ from reflect import lazy
 # A terminal wraps a long line wherever its width ends, maybe inside a token; a tool may
 # lead the continuation with an indent, or end the line with a backslash. A full line that
 # runs straight into the next, no space either side, may hold half a secret.
-_TOKEN_CHAR = r"[\w+/=.:@~%-]"
-_JOINT = lazy.compile(rf"(?<={_TOKEN_CHAR})(?:\\)?\r?\n[ \t]*(?={_TOKEN_CHAR})")
+_TOKEN_CHAR = r"[\w+/=.:@~%$\"'-]"
+_TOKEN = lazy.compile(_TOKEN_CHAR)
 _NEWLINE = lazy.compile(r"\\?\r?\n")
 _ESCAPE = lazy.compile(r"%[0-9A-Fa-f]{2}|\+")
 _HAS_ESCAPE = lazy.compile(r"%[0-9A-Fa-f]{2}")
+_SPACE = lazy.compile(r"\s")
 
 
 @dataclass(frozen=True)
@@ -73,38 +74,67 @@ def unwrapped(text: str, wraps: Wraps) -> View | None:
     """The text with its wrapped lines joined; None when no line looks wrapped."""
     if "\n" not in text:
         return None
-    joints = [m for m in _JOINT.finditer(text) if _line_width(text, m.start()) >= wraps.min_width]
-    joints += _block_joints(text, wraps, {m.start() for m in joints})
+    newlines = list(_NEWLINE.finditer(text))
+    starts = [0, *(m.end() for m in newlines)]  # where each line starts
+    widths = [m.start() - a for m, a in zip(newlines, starts, strict=False)]
+    widths.append(len(text) - starts[-1])
+    joints: list[tuple[int, int]] = []
+    i = 0
+    while i < len(newlines):
+        # a block: two or more lines of one width, and the line after them
+        j = i
+        while j < len(newlines) and widths[j] == widths[i] >= wraps.min_width and (
+                widths[j + 1] == widths[i] or j > i):
+            j += 1
+        if j > i:
+            joints += [_joint(text, m) or m.span() for m in newlines[i:j]]
+            i = j
+            continue
+        if widths[i] >= wraps.min_width:
+            joint = _joint(text, newlines[i])
+            if joint is not None:
+                joints.append(joint)
+        i += 1
     if not joints:
         return None
-    joints.sort(key=lambda m: m.start())
     view, done = View(text), 0
-    for m in joints:
-        view.add(text[done:m.start()], done, m.start())
-        done = m.end()
+    for a, b in joints:
+        view.add(text[done:a], done, a)
+        done = b
     view.add(text[done:], done, len(text))
     return view
 
 
-def _line_width(text: str, end: int) -> int:
-    return end - text.rfind("\n", 0, end) - 1
+def _leading(text: str, start: int) -> str:
+    end = start
+    while end < len(text) and text[end] in " \t":
+        end += 1
+    return text[start:end]
 
 
-def _block_joints(text: str, wraps: Wraps, taken: set[int]) -> list[re.Match[str]]:
-    """The newlines of a block of lines of one width (two or more), whatever stands
-    beside them: a tool that cuts at a fixed width cuts beside a space too."""
-    newlines = list(_NEWLINE.finditer(text))
-    widths = [_line_width(text, m.start()) for m in newlines]
-    after = [*widths[1:], len(text) - newlines[-1].end()]
-    return [m for i, (m, w) in enumerate(zip(newlines, widths, strict=True))
-            if w >= wraps.min_width and m.start() not in taken
-            and ((i and widths[i - 1] == w) or after[i] == w)]
+def _joint(text: str, newline: re.Match[str]) -> tuple[int, int] | None:
+    """The span a wrap left at this newline, if it looks like one: a token runs on
+    either side, or one space stands beside it (the cut fell next to a space, which
+    the text keeps). Two or more spaces (or a tab) after it are a continuation's
+    indent."""
+    before = text[newline.start() - 1:newline.start()]
+    indent = _leading(text, newline.end())
+    after = text[newline.end() + len(indent):newline.end() + len(indent) + 1]
+    if not _TOKEN.fullmatch(after or "\n"):
+        return None
+    if _TOKEN.fullmatch(before or "\n"):
+        return newline.start(), newline.end() + (0 if indent == " " else len(indent))
+    if before == " " and indent != " " and _TOKEN.fullmatch(
+            text[newline.start() - 2:newline.start() - 1] or "\n"):
+        return newline.start(), newline.end() + len(indent)
+    return None
 
 
 def percent_decoded(text: str) -> View | None:
     """The text with its percent-escapes (and a form's `+` for a space) decoded; None
-    when it holds no escape. An escape of a byte past ASCII stays as it is."""
-    if _HAS_ESCAPE.search(text) is None:
+    when it holds no escape, nor a `+` with no space anywhere (a form's body). An escape
+    of a byte past ASCII stays as it is."""
+    if _HAS_ESCAPE.search(text) is None and not ("+" in text and _SPACE.search(text) is None):
         return None
     view, done = View(text), 0
     for m in _ESCAPE.finditer(text):

@@ -13,13 +13,18 @@ from urllib.parse import quote, quote_plus, unquote, unquote_plus
 
 NARROW = range(20, 40)
 WIDE = 80
-FILLER = "build step output:"
+FILLER = "build step output: "
 
 
 def cut(text: str, width: int, joint: str = "\n", indent: str = "") -> str:
-    """text cut every ``width`` columns, each continuation line led by ``indent``."""
-    lines, rest, first = [], text, True
-    while rest:
+    """Each line of the text cut every ``width`` columns, as a terminal or a tool wraps
+    it, each continuation line led by ``indent``."""
+    return "\n".join(_cut_line(line, width, joint, indent) for line in text.split("\n"))
+
+
+def _cut_line(line: str, width: int, joint: str, indent: str) -> str:
+    lines, rest, first = [], line, True
+    while rest or first:
         room = width - (0 if first else len(indent)) - (1 if joint.startswith("\\") else 0)
         lines.append(("" if first else indent) + rest[:room])
         rest, first = rest[room:], False
@@ -49,7 +54,7 @@ def _straddling(line: str, secret: str, width: int) -> Iterator[str]:
     start = line.index(secret)
     for k in range(3, max(4, len(secret) - 3), 7):
         pad = (width - (start + k) % width) % width
-        yield (FILLER * (pad // len(FILLER) + 1))[:pad] + line
+        yield ((FILLER * (pad // len(FILLER) + 1))[:pad - 1] + " ")[-pad:] + line if pad else line
 
 
 # form name -> (the texts a line takes in it, the inverse of the form)
