@@ -42,10 +42,16 @@ for form in FORMS:
 changed = [t for t in LOOK_ALIKES if scrubbed(t) != t]
 wide = [t for t in LOOK_ALIKES_WIDE if scrubbed(t) != t]
 print(f"look-alikes tried {len(LOOK_ALIKES)}: changed {len(changed)} {changed or ''}")
-print(f"realistic look-alikes tried {len(LOOK_ALIKES_WIDE)}: changed {len(wide)}")
+# the same lines as one log: a wrap is looked for between lines, and must not join them
+log = [line for text in LOOK_ALIKES_WIDE + LOOK_ALIKES for line in text.split("\n")]
+in_log = [a for a, b in zip(log, scrubbed("\n".join(log)).split("\n"), strict=True) if a != b]
+print(f"realistic look-alikes tried {len(LOOK_ALIKES_WIDE)}: changed {len(wide)}; "
+      f"all {len(log)} as one log: lines changed {len(in_log)}")
 if SHOW:
     for text in wide:
         print(f"    {text!r} -> {scrubbed(text)!r}")
+    for text in in_log:
+        print(f"    in the log: {text!r}")
 missed = [t for t in HOSTILE_LESSONS if not hostile_reason(t)]
 flagged = [t for t in BENIGN_LESSONS if hostile_reason(t)]
 print(f"hostile lessons tried {len(HOSTILE_LESSONS)}: not quarantined {len(missed)};"
@@ -58,6 +64,7 @@ emit({"secrets": len(SECRETS), "leaked_whole": len(leaked_by_form["whole"]),
       "leaked_by_form": {k: len(v) for k, v in leaked_by_form.items()},
       "look_alikes": len(LOOK_ALIKES), "look_alikes_changed": len(changed),
       "look_alikes_wide": len(LOOK_ALIKES_WIDE), "look_alikes_wide_changed": len(wide),
+      "look_alikes_log": len(log), "look_alikes_log_changed": len(in_log),
       "hostile": len(HOSTILE_LESSONS), "hostile_missed": len(missed),
       "benign": len(BENIGN_LESSONS), "benign_flagged": len(flagged),
       "payloads": len(PAYLOADS), "payloads_neutralized": len(PAYLOADS) - len(passed)})

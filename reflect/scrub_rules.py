@@ -101,8 +101,9 @@ ANYWHERE = {
     "query": r"[?&;](?i:sig|signature|x-amz-signature|x-amz-security-token|x-amz-credential"
     r"|x-goog-signature|x-goog-credential|sid|session|key|auth|code)="
     r"(?P<v_query>)[^\s&#\"'<>]{8,}",
-    # A PuTTY key file's private half and its MAC.
-    "ppk": r"Private-(?:Lines:[ \t]*\d+(?P<v_ppk>)(?:\r?\n[A-Za-z0-9+/=]+)+"
+    # A PuTTY key file's private half (its lines, or put on one line) and its MAC.
+    "ppk": r"Private-(?:Lines:[ \t]*\d+(?P<v_ppk>)(?:(?:\r?\n[A-Za-z0-9+/=]+)+"
+    r"|(?:[ \t]+[A-Za-z0-9+/=]{16,})+)"
     r"|MAC:[ \t]*[0-9a-fA-F]{16,})",
 }
 WORD_START = {

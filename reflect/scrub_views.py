@@ -19,7 +19,7 @@ from reflect import lazy
 # runs straight into the next, no space either side, may hold half a secret.
 _TOKEN_CHAR = r"[\w+/=.:@~%$\"'-]"
 _TOKEN = lazy.compile(_TOKEN_CHAR)
-_NEWLINE = lazy.compile(r"\\?\r?\n")
+_NEWLINE = lazy.compile(r"(\\?)\r?\n")
 _ESCAPE = lazy.compile(r"%[0-9A-Fa-f]{2}|\+")
 _HAS_ESCAPE = lazy.compile(r"%[0-9A-Fa-f]{2}")
 _SPACE = lazy.compile(r"\s")
@@ -27,11 +27,14 @@ _SPACE = lazy.compile(r"\s")
 
 @dataclass(frozen=True)
 class Wraps:
-    """Which lines are taken for wrapped: a line at least ``min_width`` columns long
-    (narrower ones ended for a reason of their own); and in a block of lines of one
-    width, every line but the last, even where the cut fell beside a space."""
+    """Which lines are taken for wrapped: in a block of two or more lines of one width
+    (at least ``min_width`` columns), every line but the last, even where the cut fell
+    beside a space; elsewhere a line that a token runs out of and into the next, when
+    it is at least ``min_cut`` columns long, or ``min_width`` and the next line no wider
+    (narrower lines ended for a reason of their own)."""
 
     min_width: int = 20
+    min_cut: int = 40
 
 
 @dataclass
@@ -76,7 +79,8 @@ def unwrapped(text: str, wraps: Wraps) -> View | None:
         return None
     newlines = list(_NEWLINE.finditer(text))
     starts = [0, *(m.end() for m in newlines)]  # where each line starts
-    widths = [m.start() - a for m, a in zip(newlines, starts, strict=False)]
+    # a line's width holds its closing backslash
+    widths = [m.end(1) - a for m, a in zip(newlines, starts, strict=False)]
     widths.append(len(text) - starts[-1])
     joints: list[tuple[int, int]] = []
     i = 0
@@ -87,10 +91,15 @@ def unwrapped(text: str, wraps: Wraps) -> View | None:
                 widths[j + 1] == widths[i] or j > i):
             j += 1
         if j > i:
-            joints += [_joint(text, m) or m.span() for m in newlines[i:j]]
+            # a backslash closes every line of a block it continues; else it is text
+            kept = 0 if all(m[1] for m in newlines[i:j]) else 1
+            joints += [(m.start() + kept * len(m[1]), (_joint(text, m) or m.span())[1])
+                       for m in newlines[i:j]]
             i = j
             continue
-        if widths[i] >= wraps.min_width:
+        # one line cut in two: the cut one is wide, or narrower but the rest no wider
+        # (a terminal's continuation never is)
+        if widths[i] >= wraps.min_cut or wraps.min_width <= widths[i] >= widths[i + 1]:
             joint = _joint(text, newlines[i])
             if joint is not None:
                 joints.append(joint)
