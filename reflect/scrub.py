@@ -209,9 +209,9 @@ class Scrubber:
 
     def __init__(
         self, extra_patterns: Iterable[str] = (), repo: tuple[str, str] | None = None,
-        wraps: Wraps = Wraps(),
+        wraps: Wraps | None = None,
     ):
-        self._wraps = wraps
+        self._wraps = wraps or Wraps()
         if isinstance(extra_patterns, str):
             extra_patterns = (extra_patterns,)
         self._extras = [_compile_extra(p) for p in extra_patterns]

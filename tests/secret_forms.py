@@ -9,7 +9,7 @@ import binascii
 import json
 import re
 from collections.abc import Callable, Iterator
-from urllib.parse import quote, quote_plus, unquote, unquote_plus
+from urllib.parse import quote, quote_plus, unquote_plus
 
 NARROW = range(20, 40)
 WIDE = 80
@@ -54,7 +54,8 @@ def _straddling(line: str, secret: str, width: int) -> Iterator[str]:
     start = line.index(secret)
     for k in range(3, max(4, len(secret) - 3), 7):
         pad = (width - (start + k) % width) % width
-        yield ((FILLER * (pad // len(FILLER) + 1))[:pad - 1] + " ")[-pad:] + line if pad else line
+        filler = ((FILLER * (pad // len(FILLER) + 1))[:pad - 1] + " ")[-pad:] if pad else ""
+        yield filler + line
 
 
 # form name -> (the texts a line takes in it, the inverse of the form)
@@ -67,7 +68,8 @@ FORMS: Forms = {
         lambda line, secret: (cut(t, WIDE, indent="    ") for t in _straddling(line, secret, WIDE)),
         _unwrap),
     "wrapped at 80, backslash continuation": (
-        lambda line, secret: (cut(t, WIDE, joint="\\\n") for t in _straddling(line, secret, WIDE - 1)),
+        lambda line, secret: (cut(t, WIDE, joint="\\\n")
+                              for t in _straddling(line, secret, WIDE - 1)),
         _unwrap),
     "URL-encoded": (lambda line, secret: iter([quote(line, safe=""), quote_plus(line)]),
                     unquote_plus),

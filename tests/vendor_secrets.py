@@ -60,7 +60,7 @@ def _kinds() -> dict[str, tuple[str, str]]:
     s = fake("apim", 32, HEX)
     add("azure_apim", s, f"curl -H 'Ocp-Apim-Subscription-Key: {s}' https://api.example.net/v1")
     s = "LTAI" + fake("alibaba", 20)
-    add("alibaba", s, f"aliyun: InvalidAccessKeyId.NotFound: Specified access key is not found: {s}")
+    add("alibaba", s, f"aliyun: InvalidAccessKeyId.NotFound: access key is not found: {s}")
     s = "ABSK" + fake("bedrock", 132, B64)
     add("aws_bedrock", s, f"bedrock runtime rejected the api key {s}")
     s = "IQoJb3JpZ2luX2Vj" + fake("session", 180, B64)
@@ -118,7 +118,8 @@ def _kinds() -> dict[str, tuple[str, str]]:
     s = "dckr_pat_" + fake("dckr", 27, URLSAFE)
     add("dockerhub", s, f"Error response from daemon: unauthorized: {s}")
     s = b64("deploy:" + fake("dockerauth", 16))
-    add("docker_config_auth", s, json.dumps({"auths": {"https://index.docker.io/v1/": {"auth": s}}}))
+    add("docker_config_auth", s,
+        json.dumps({"auths": {"https://index.docker.io/v1/": {"auth": s}}}))
     s = b64("ci-bot:" + fake("npmauth", 14))
     add("npmrc_auth", s, f"_auth={s}")
     s = "rubygems_" + fake("rubygems", 48, HEX)
@@ -213,9 +214,11 @@ def _kinds() -> dict[str, tuple[str, str]]:
         "kubetok2", 86, URLSAFE)
     add("kubeconfig_token", s, f"    token: {s}")
     s = fake("openssh", 70, B64)
-    add("openssh_key", s, f"-----BEGIN OPENSSH PRIVATE KEY-----\n{s}\n-----END OPENSSH PRIVATE KEY-----")
+    add("openssh_key", s,
+        f"-----BEGIN OPENSSH PRIVATE KEY-----\n{s}\n-----END OPENSSH PRIVATE KEY-----")
     s = fake("pgp", 64, B64)
-    add("pgp_key", s, f"-----BEGIN PGP PRIVATE KEY BLOCK-----\n\n{s}\n-----END PGP PRIVATE KEY BLOCK-----")
+    add("pgp_key", s,
+        f"-----BEGIN PGP PRIVATE KEY BLOCK-----\n\n{s}\n-----END PGP PRIVATE KEY BLOCK-----")
     s = "0x" + fake("eth", 64, HEX)
     add("ethereum", s, f'acct = Account.from_key("{s}")')
     s = "5" + fake("wif", 50, BASE58)
