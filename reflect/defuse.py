@@ -15,7 +15,7 @@ import unicodedata
 
 from reflect import lazy
 
-__all__ = ["NEUTRALIZED", "neutralize"]
+__all__ = ["NEUTRALIZED", "look_alikes_folded", "neutralize"]
 
 NEUTRALIZED = "[instruction-like text removed]"
 
@@ -47,9 +47,14 @@ def clean(text: str) -> str:
     return _ESCAPES.sub("", text).translate(_INVISIBLE)
 
 
+def look_alikes_folded(text: str) -> str:
+    """Cyrillic and Greek letters that look Latin, as the Latin ones (offsets hold)."""
+    return text.translate(_LOOK_ALIKE)
+
+
 def neutralize(text: str) -> str:
     text = clean(text)
-    folded = text.translate(_LOOK_ALIKE)
+    folded = look_alikes_folded(text)
     spans = [m.span() for m in _INSTRUCTION_LIKE.finditer(folded)]
     for start, end in reversed(spans):
         text = text[:start] + NEUTRALIZED + text[end:]
