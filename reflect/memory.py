@@ -179,6 +179,11 @@ class Memory:
             return _entry({**failure, "seq": 0, "lesson_id": lesson["id"]}, lesson)
         return _entry(stored, lesson_row)
 
+    def _run_id(self, run: str | None) -> str:
+        """The run id as capture stores it (scrubbed, cut): recall, outcome and the logs
+        use the same, so a run id holding an address finds its own failures."""
+        return clip(self.scrubber.scrub(run or self.run)[0], MAX_FIELD)
+
     def _keep_benign(self, run: str, iteration: int | None, goal: str, phase: str,
                      action: str, exit_code: int | None, program: str) -> ErrorEntry:
         def scrub(text: str) -> str:
@@ -212,7 +217,7 @@ class Memory:
 
         if config.offline():  # recency only: this run's failures and hints, from SQL
             sections = tuple(s for s in sections if s == "recent")
-        run = run or self.run
+        run = self._run_id(run)
         goal = clip(self.scrubber.scrub(goal)[0], MAX_GOAL_CHARS)
         now = self.clock()
         query = block.Query(
@@ -293,7 +298,7 @@ class Memory:
         """Report how an iteration ended. On success, each open failure of the run that
         ``action`` re-ran (same program and target) gets what changed before this rerun
         as what worked; returns the ids of the failures resolved."""
-        run = run or self.run
+        run = self._run_id(run)
         if not self.enabled or not success:
             return []  # a failed iteration is credited when it is captured
         if not self.store.has_run(run) and not self.store.injections(run, 1):
