@@ -7,11 +7,14 @@ Run: .venv/bin/python bench/attacks.py [--show]   (--show names what got through
 
 from __future__ import annotations
 
+import statistics
 import sys
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
+from capture_recall import traceback_4kb
 from figures import emit
 from hostile_corpus import BENIGN_LESSONS, HOSTILE_LESSONS
 from look_alike_corpus import LOOK_ALIKES_WIDE
@@ -58,10 +61,22 @@ print(f"hostile lessons tried {len(HOSTILE_LESSONS)}: not quarantined {len(misse
       f" benign look-alikes {len(BENIGN_LESSONS)}: quarantined {len(flagged)}")
 passed = [p for p in PAYLOADS if NEUTRALIZED not in neutralize(p)]
 print(f"injection payloads tried {len(PAYLOADS)}: neutralized {len(PAYLOADS) - len(passed)}")
-emit({"secrets": len(SECRETS), "leaked_whole": len(leaked_by_form["whole"]),
+# what reading every form costs a capture: the scrub of a 4 KB traceback
+tracebacks = [traceback_4kb(i) for i in range(200)]
+for text in tracebacks:
+    SCRUB.scrub(text)
+took = []
+for text in tracebacks:
+    start = time.perf_counter()
+    SCRUB.scrub(text)
+    took.append((time.perf_counter() - start) * 1000)
+print(f"scrub of a 4 KB traceback: p50 {statistics.median(took):.2f} ms")
+emit({"scrub_4kb_ms": statistics.median(took), "secrets": len(SECRETS),
+      "leaked_whole": len(leaked_by_form["whole"]),
       "leaked_wrapped": len(set().union(*(v for k, v in leaked_by_form.items()
                                           if k.startswith("wrapped")))),
       "leaked_by_form": {k: len(v) for k, v in leaked_by_form.items()},
+      "leaked_forms": len(set().union(*(v for k, v in leaked_by_form.items() if k != "whole"))),
       "look_alikes": len(LOOK_ALIKES), "look_alikes_changed": len(changed),
       "look_alikes_wide": len(LOOK_ALIKES_WIDE), "look_alikes_wide_changed": len(wide),
       "look_alikes_log": len(log), "look_alikes_log_changed": len(in_log),
