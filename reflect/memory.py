@@ -311,13 +311,14 @@ class Memory:
             self.store.open_failures(run, iteration), action,
             lambda after: self.store.successes_between(run, after, iteration))
         # With a model, the worker revises the lessons of what this fixed.
-        outcome = {"run": run, "iteration": iteration, "action": action, "resolutions": found,
-                   "ts": self.clock(), "reflect": self.model is not None, "credit": self.credit}
+        now, reflect = self.clock(), self.model is not None
         try:
-            self.store.resolve(outcome["run"], iteration, action, found, outcome["ts"],
-                               reflect=outcome["reflect"], credit_outcome=self.credit)
+            self.store.resolve(run, iteration, action, found, now, reflect=reflect,
+                               credit_outcome=self.credit)
         except (StoreUnavailable, Rejected, OSError) as e:
-            path = pending.keep_outcome(self.home, outcome)
+            path = pending.keep_outcome(self.home, {
+                "run": run, "iteration": iteration, "action": action, "resolutions": found,
+                "ts": now, "reflect": reflect, "credit": self.credit})
             config.warn(f"store {self.home} not writable ({e}); outcome kept in {path}")
         return list(found)
 
