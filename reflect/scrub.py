@@ -229,6 +229,7 @@ class Scrubber:
 
     def scrub(self, text: str) -> tuple[str, int]:
         total = 0
+        text = storable(text)
         if self._extras:
             # User patterns see the raw text, but never the inside of a placeholder.
             parts = _PLACEHOLDER.split(text)
@@ -254,6 +255,18 @@ def _compile_extra(pattern: str) -> re.Pattern:
             f"invalid scrub pattern '{pattern}': {e}. Fix the regular expression "
             "(escape literal characters such as ( [ + * ? with a backslash) or remove it."
         ) from None
+
+
+def storable(text: str) -> str:
+    """``text`` with what no store or JSON encoder takes replaced by U+FFFD: lone
+    surrogates (invalid UTF-8 in argv, ``"\\udcff"`` in a crash file) and NUL."""
+    if _UNSTORABLE.search(text) is None:
+        return text
+    fixed = text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+    return fixed.replace("\x00", "\ufffd")
+
+
+_UNSTORABLE = lazy.compile("[\ud800-\udfff\x00]")
 
 
 def scrub_text(text: str) -> str:
