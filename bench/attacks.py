@@ -1,19 +1,25 @@
-"""The attack corpora of tests/ against the product's own code: secrets, hostile lessons,
-instruction-like payloads. Prints what was tried and what got through.
+"""The attack corpora of tests/ against the product's own code: secrets in every form,
+look-alikes, hostile lessons, instruction-like payloads. Prints what was tried and what
+got through.
 
-Run: .venv/bin/python bench/attacks.py
+Run: .venv/bin/python bench/attacks.py [--show]   (--show names what got through)
 """
 
 from __future__ import annotations
 
+import statistics
 import sys
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
+from capture_recall import traceback_4kb
 from figures import emit
 from hostile_corpus import BENIGN_LESSONS, HOSTILE_LESSONS
+from look_alike_corpus import LOOK_ALIKES_WIDE
 from secret_corpus import LOOK_ALIKES, SECRETS
+from secret_forms import FORMS, leaks
 from test_defuse import PAYLOADS
 
 from reflect.defuse import NEUTRALIZED, neutralize
@@ -21,34 +27,59 @@ from reflect.review import hostile_reason
 from reflect.scrub import Scrubber
 
 SCRUB = Scrubber()
+SHOW = "--show" in sys.argv
 
 
-def leaks_when_wrapped(secret: str, line: str) -> bool:
-    text = "x" * 70 + " " + line
-    start = text.index(secret)
-    for cut in range(start + 4, start + len(secret) - 4, 7):
-        if " " in text[cut - 1:cut + 1]:
-            continue
-        out = SCRUB.scrub(text[:cut] + "\n" + text[cut:])[0]
-        if any(len(h) >= 8 and h in out for h in (text[start:cut], text[cut:start + len(secret)])):
-            return True
-    return False
+def scrubbed(text: str) -> str:
+    return SCRUB.scrub(text)[0]
 
 
-whole = [k for k, (s, line) in SECRETS.items() if s in SCRUB.scrub(line)[0]]
-wrapped = [k for k, (s, line) in SECRETS.items() if leaks_when_wrapped(s, line)]
-changed = [t for t in LOOK_ALIKES if SCRUB.scrub(t)[0] != t]
-print(f"secret kinds tried {len(SECRETS)}: leaked whole {len(whole)}, leaked when wrapped"
-      f" {len(wrapped)} {whole + wrapped or ''}")
+print(f"secret kinds tried {len(SECRETS)}; kinds caught in every text of the form:")
+leaked_by_form = {}
+for form in FORMS:
+    leaked = [kind for kind, (secret, line) in SECRETS.items()
+              if leaks(scrubbed, secret, line, form)]
+    leaked_by_form[form] = leaked
+    print(f"  {form:40} {len(SECRETS) - len(leaked):4} of {len(SECRETS)}"
+          + (f"  leaked: {' '.join(leaked)}" if SHOW and leaked else ""))
+changed = [t for t in LOOK_ALIKES if scrubbed(t) != t]
+wide = [t for t in LOOK_ALIKES_WIDE if scrubbed(t) != t]
 print(f"look-alikes tried {len(LOOK_ALIKES)}: changed {len(changed)} {changed or ''}")
+# the same lines as one log: a wrap is looked for between lines, and must not join them
+log = [line for text in LOOK_ALIKES_WIDE + LOOK_ALIKES for line in text.split("\n")]
+in_log = [a for a, b in zip(log, scrubbed("\n".join(log)).split("\n"), strict=True) if a != b]
+print(f"realistic look-alikes tried {len(LOOK_ALIKES_WIDE)}: changed {len(wide)}; "
+      f"all {len(log)} as one log: lines changed {len(in_log)}")
+if SHOW:
+    for text in wide:
+        print(f"    {text!r} -> {scrubbed(text)!r}")
+    for text in in_log:
+        print(f"    in the log: {text!r}")
 missed = [t for t in HOSTILE_LESSONS if not hostile_reason(t)]
 flagged = [t for t in BENIGN_LESSONS if hostile_reason(t)]
 print(f"hostile lessons tried {len(HOSTILE_LESSONS)}: not quarantined {len(missed)};"
       f" benign look-alikes {len(BENIGN_LESSONS)}: quarantined {len(flagged)}")
 passed = [p for p in PAYLOADS if NEUTRALIZED not in neutralize(p)]
 print(f"injection payloads tried {len(PAYLOADS)}: neutralized {len(PAYLOADS) - len(passed)}")
-emit({"secrets": len(SECRETS), "leaked_whole": len(whole), "leaked_wrapped": len(wrapped),
+# what reading every form costs a capture: the scrub of a 4 KB traceback
+tracebacks = [traceback_4kb(i) for i in range(200)]
+for text in tracebacks:
+    SCRUB.scrub(text)
+took = []
+for text in tracebacks:
+    start = time.perf_counter()
+    SCRUB.scrub(text)
+    took.append((time.perf_counter() - start) * 1000)
+print(f"scrub of a 4 KB traceback: p50 {statistics.median(took):.2f} ms")
+emit({"scrub_4kb_ms": statistics.median(took), "secrets": len(SECRETS),
+      "leaked_whole": len(leaked_by_form["whole"]),
+      "leaked_wrapped": len(set().union(*(v for k, v in leaked_by_form.items()
+                                          if k.startswith("wrapped")))),
+      "leaked_by_form": {k: len(v) for k, v in leaked_by_form.items()},
+      "leaked_forms": len(set().union(*(v for k, v in leaked_by_form.items() if k != "whole"))),
       "look_alikes": len(LOOK_ALIKES), "look_alikes_changed": len(changed),
+      "look_alikes_wide": len(LOOK_ALIKES_WIDE), "look_alikes_wide_changed": len(wide),
+      "look_alikes_log": len(log), "look_alikes_log_changed": len(in_log),
       "hostile": len(HOSTILE_LESSONS), "hostile_missed": len(missed),
       "benign": len(BENIGN_LESSONS), "benign_flagged": len(flagged),
       "payloads": len(PAYLOADS), "payloads_neutralized": len(PAYLOADS) - len(passed)})

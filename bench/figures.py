@@ -433,20 +433,24 @@ def faults_table(f: dict) -> str:
          "(store bytes, WAL, pending files, recall text and JSON, `failures show`, exports, "
          "the model's request body)", n(a["secrets"]), passed(f.get("leaks")),
          pytest_cmd(LEAKS)],
-        ["the same secrets cut by a terminal wrap (lines of 40+ columns)", n(a["secrets"]),
-         n(a["leaked_whole"] + a["leaked_wrapped"]), ATTACKS_CMD],
-        ["look-alikes that must survive (`python 3.11.7.1`, `token=None`, "
-         "`api_key=os.environ[…]`, hashes, ids)", n(a["look_alikes"]),
-         f"{a['look_alikes_changed']} changed", ATTACKS_CMD],
+        ["the same secrets wrapped (20-39 columns; 80 with an indented or a backslash "
+         "continuation), URL-encoded, base64 inside JSON (docs/security.md)", n(a["secrets"]),
+         n(a["leaked_whole"] + a["leaked_forms"]), ATTACKS_CMD],
+        ["look-alikes that must survive (MySQL's `(using password: YES)`, `token=None`, "
+         "`api_key=os.environ[…]`, type annotations, hashes, ids, versions, `fe80::1`)",
+         n(a["look_alikes"] + a["look_alikes_wide"]),
+         f"{a['look_alikes_changed'] + a['look_alikes_wide_changed']} changed", ATTACKS_CMD],
         ["hostile lessons (`curl … && bash`, `base64 -d \\| sh`, `exec(urlopen…)`, foreign "
          "package index, `core.hooksPath`, `rm -rf .git`, `sed` deleting asserts, `sudo bash`, "
-         "reverse shells), by model, import and `teach`", n(a["hostile"]),
+         "reverse shells, pushes to main, `\\|\\| true`, `verify=False`, `ssh-copy-id`), by "
+         "model, import (with its resolution) and `teach`", n(a["hostile"]),
          f"{passed(f.get('hostile'))} recalled"
          + (f" ({a['hostile_missed']} missed by `hostile_reason`)" if a["hostile_missed"] else "")
          + f"; {a['benign']} benign look-alikes, {a['benign_flagged']} quarantined",
          pytest_cmd(HOSTILE)],
         ["instruction-like payloads (fullwidth, Cyrillic, zero-width, bidi, escapes, "
-         "`<\\|im_start\\|>`, `[INST]`, mid-line `SYSTEM:`) through "
+         "`<\\|im_start\\|>`, `[INST]`, mid-line `SYSTEM:`, leetspeak, spaced-out letters, "
+         "other languages) through "
          "`reflect.defuse.neutralize`", n(a["payloads"]),
          f"{a['payloads'] - a['payloads_neutralized']} passed", ATTACKS_CMD],
         ["faults: the write lock held across captures of several processes and this one, the "

@@ -106,14 +106,12 @@ def teach(store: Store, text: str, scope: str, scrub, now: float) -> str:
     is reviewed as a model's lesson is: a hostile one is stored quarantined with the
     reason, for a person to release."""
     # Imported here: its patterns cost capture and recall, which never teach, a cold start.
-    from reflect.review import GUIDANCE_MAX, TRIGGER_MAX, hostile_reason
-    from reflect.text import clip
+    from reflect.review import GUIDANCE_MAX, TRIGGER_MAX, reviewed_texts
 
     trigger, guidance = parse_teaching(text)
-    reason = hostile_reason(f"{trigger}\n{guidance}")
-    # One line each, scrubbed before the cut: a cut through a secret hides it from its rule.
-    trigger = clip(" ".join(scrub(trigger)[0].split()), TRIGGER_MAX, at_word=True)
-    guidance = clip(" ".join(scrub(guidance)[0].split()), GUIDANCE_MAX, at_word=True)
+    texts, reason, _ = reviewed_texts(
+        {"trigger": (trigger, TRIGGER_MAX), "guidance": (guidance, GUIDANCE_MAX)}, scrub)
+    trigger, guidance = texts["trigger"], texts["guidance"]
     fingerprint = "taught:" + hashlib.sha256(trigger.lower().encode()).hexdigest()[:16]
     lesson_id = new_id("L")
     pinned = store.add_taught_lesson({

@@ -15,7 +15,7 @@ import unicodedata
 
 from reflect import lazy
 
-__all__ = ["NEUTRALIZED", "neutralize"]
+__all__ = ["NEUTRALIZED", "look_alikes_folded", "neutralize"]
 
 NEUTRALIZED = "[instruction-like text removed]"
 
@@ -31,14 +31,30 @@ _LOOK_ALIKE = str.maketrans(
     "ABEKMHOPCTXaeopcyxijsdIJSABEZHIKMNOPTYXaopiuvk")
 _INSTRUCTION_LIKE = lazy.compile(
     r"\b(?:ignore|disregard|forget|override)\b[^\n]{0,40}?\b(?:instructions?|prompts?|rules"
-    r"|guidelines|directives)\b"
+    r"|guidelines|guidance|directives)\b"
     r"|\b(?:ignore|disregard|forget)\s+(?:all\s+|everything\s+)?(?:of\s+)?(?:the\s+)?"
-    r"(?:above|previous|prior|preceding|earlier)\b"
+    r"(?:above|previous|prior|preceding|earlier)\b|\bforget\s+everything\b"
     r"|\byou are now\b|\bsystem prompt\b|\bnew instructions?\b"
-    r"|(?:^|(?<=[\s\"'`(\[>]))(?:system|assistant|user|developer)\s*:"
-    r"|</?\s*(?:system|instructions?)\s*>|<\|[a-z_]+\|>|\[/?(?:INST|SYS)\]|<</?SYS>>",
+    r"|\bfrom\s+now\s+on\b[^\n]{0,12}?\byou\b|\bstop\s+what\s+you(?:'re|\s+are)\s+doing\b"
+    r"|\bi\s+(?:instruct|order|command)\s+you\b|\bpay\s+no\s+attention\s+to\b"
+    r"|\b(?:do\s+not|don't|never)\s+follow\s+(?:the\s+|any\s+|your\s+)?(?:\w+\s+)?"
+    r"(?:instructions?|rules|guidance|prompts?)\b"
+    r"|^[ \t]*#{2,}[ \t]*(?:instruction|system|response)s?[ \t]*:"
+    r"|(?:^|(?<=[\s\"'`(\[>]))(?:system|assistant|user|developer|human)\s*:"
+    r"|</?\s*(?:system|instructions?)\s*>|<\|[a-z_]+\|>|<(?:start|end)_of_turn>"
+    r"|\[/?(?:INST|SYS)\]|<</?SYS>>"
+    # the same asked in other languages
+    r"|\bignor(?:ez|e|iere|ieren|a|ar)\s+(?:toutes\s+|alle\s+|todas\s+)?(?:les\s+|las\s+|as\s+)?"
+    r"(?:vorherigen\s+)?(?:instructions|anweisungen|instrucciones|instruções)\b"
+    r"|\u5ffd\u7565[^\u3002\n]{0,8}(?:\u6307\u793a|\u6307\u4ee4|\u8bf4\u660e|\u89c4\u5219)"
+    r"|\u0438\u0433\u043d\u043e\u0440\u0438\u0440\u0443\u0439(?:\u0442\u0435)?[^\n]{0,30}?"
+    r"\u0438\u043d\u0441\u0442\u0440\u0443\u043a\u0446\u0438",
     re.IGNORECASE | re.MULTILINE,
 )
+# Leetspeak read as letters, for matching only (one for one, so offsets hold).
+_LEET = str.maketrans("013457@$", "oieastas")
+# Letters spaced out one by one ("i g n o r e  a l l"): read closed up, words kept apart.
+_SPACED = lazy.compile(r"\b\w(?: {1,2}\w\b){5,}")
 
 
 def clean(text: str) -> str:
@@ -47,10 +63,32 @@ def clean(text: str) -> str:
     return _ESCAPES.sub("", text).translate(_INVISIBLE)
 
 
+def look_alikes_folded(text: str) -> str:
+    """Cyrillic and Greek letters that look Latin, as the Latin ones (offsets hold)."""
+    return text.translate(_LOOK_ALIKE)
+
+
+def _spans(text: str) -> list[tuple[int, int]]:
+    """Where instruction-like text stands, read as written, with look-alike letters
+    folded, with leetspeak read as letters, and with spaced-out letters closed up."""
+    folded = look_alikes_folded(text)
+    spans = {m.span() for reading in (text, folded, folded.translate(_LEET))
+             for m in _INSTRUCTION_LIKE.finditer(reading)}
+    for run in _SPACED.finditer(folded):
+        closed = re.sub(r" (?! )", "", run[0]).replace("  ", " ")
+        if _INSTRUCTION_LIKE.search(closed):
+            spans.add(run.span())
+    merged: list[tuple[int, int]] = []
+    for start, end in sorted(spans):
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(end, merged[-1][1]))
+        else:
+            merged.append((start, end))
+    return merged
+
+
 def neutralize(text: str) -> str:
     text = clean(text)
-    folded = text.translate(_LOOK_ALIKE)
-    spans = [m.span() for m in _INSTRUCTION_LIKE.finditer(folded)]
-    for start, end in reversed(spans):
+    for start, end in reversed(_spans(text)):
         text = text[:start] + NEUTRALIZED + text[end:]
     return text

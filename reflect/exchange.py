@@ -39,7 +39,7 @@ from typing import cast
 from reflect.choices import EXPORT_FORMATS
 from reflect.heuristics import CATEGORIES, SEVERITIES
 from reflect.lessons import KIND_RANK
-from reflect.review import GUIDANCE_MAX, TRIGGER_MAX, hostile_reason
+from reflect.review import GUIDANCE_MAX, TRIGGER_MAX, reviewed_texts
 from reflect.store import Store
 from reflect.text import clip, counted
 
@@ -187,11 +187,12 @@ def _validate(line: str, scrub: Callable[[str], tuple[str, int]], now: float) ->
     kind = _get(data, "kind", str, "heuristic")
     if kind not in KIND_RANK:
         raise _Invalid(f"kind must be one of {', '.join(KIND_RANK)}")
-    trigger, guidance = _get(data, "trigger", str, None), _get(data, "guidance", str, None)
-    # Judged in full, before scrubbing and trimming hide part of it (as review does).
-    reason = hostile_reason(f"{trigger}\n{guidance}")
-    trigger = _clean(trigger, scrub, TRIGGER_MAX)
-    guidance = _clean(guidance, scrub, GUIDANCE_MAX)
+    # What worked is shown to the agent as a lesson is: reviewed with it.
+    texts, reason, _ = reviewed_texts({
+        "trigger": (_get(data, "trigger", str, None), TRIGGER_MAX),
+        "guidance": (_get(data, "guidance", str, None), GUIDANCE_MAX),
+        "resolution": (_get(data, "resolution", str, ""), TEXT_MAX)}, scrub)
+    trigger, guidance = texts["trigger"], texts["guidance"]
     if not trigger or not guidance:
         raise _Invalid("trigger and guidance must not be empty")
     category = _get(data, "category", str, "general")
@@ -210,7 +211,7 @@ def _validate(line: str, scrub: Callable[[str], tuple[str, int]], now: float) ->
         "confidence": confidence,
         "prior": _unit(_get(data, "prior", float, confidence), "prior"),
         "evidence": evidence,
-        "resolution": _clean(_get(data, "resolution", str, ""), scrub, TEXT_MAX),
+        "resolution": texts["resolution"],
         "error_text": _clean(_get(data, "error_text", str, ""), scrub, TEXT_MAX),
         "scope": scope,
         "pinned": int(_get(data, "pinned", bool, False)),

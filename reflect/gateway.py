@@ -61,6 +61,20 @@ def provider_of(model: str) -> str:
     return model or "unknown"
 
 
+def endpoint(api_base: str) -> str:
+    """Where an API base points, without what it may carry besides (``user:pass@``,
+    ``?api-key=…``, a fragment): the name the circuit breaker keeps it under."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(api_base.strip())
+        host = parts.hostname or ""
+        port = f":{parts.port}" if parts.port else ""
+    except ValueError:  # a port that is no number: keep no part of it
+        return "unparsable"
+    return f"{parts.scheme}://{host}{port}{parts.path}" if parts.scheme else host + parts.path
+
+
 def complete(
     model: str,
     messages: list[dict],

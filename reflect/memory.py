@@ -246,6 +246,11 @@ class Memory:
             cwd = Path(".")
         return own_module.own_module(name, cwd, [action, *earlier])
 
+    def _run_id(self, run: str | None) -> str:
+        """The run id as capture stores it (scrubbed, cut): recall, outcome and the logs
+        use the same, so a run id holding an address finds its own failures."""
+        return clip(self.scrubber.scrub(run or self.run)[0], MAX_FIELD)
+
     def _keep_benign(self, run: str, iteration: int | None, goal: str, phase: str,
                      action: str, exit_code: int | None, program: str) -> ErrorEntry:
         def scrub(text: str) -> str:
@@ -269,7 +274,7 @@ class Memory:
         from reflect.recall import block
 
         return block.Query(
-            run=run or self.run, goal=clip(self.scrubber.scrub(goal)[0], MAX_GOAL_CHARS),
+            run=self._run_id(run), goal=clip(self.scrubber.scrub(goal)[0], MAX_GOAL_CHARS),
             phase=phase, iteration=iteration, scope="global", now=self.clock(),
             max_tokens=max_tokens, sections=sections, embed=self.embed_here,
             escalate_after=config.escalate_after())
@@ -371,7 +376,7 @@ class Memory:
         """Report how an iteration ended. On success, each open failure of the run that
         ``action`` re-ran (same program and target) gets what changed before this rerun
         as what worked; returns the ids of the failures resolved."""
-        run = run or self.run
+        run = self._run_id(run)
         if not self.enabled or not success:
             return []  # a failed iteration is credited when it is captured
         if not self.store.has_run(run) and not self.store.injections(run, 1):
@@ -383,8 +388,15 @@ class Memory:
             self.store.open_failures(run, iteration), action,
             lambda after: self.store.successes_between(run, after, iteration))
         # With a model, the worker revises the lessons of what this fixed.
-        self.store.resolve(run, iteration, action, found, self.clock(),
-                           reflect=self.model is not None, credit_outcome=self.credit)
+        now, reflect = self.clock(), self.model is not None
+        try:
+            self.store.resolve(run, iteration, action, found, now, reflect=reflect,
+                               credit_outcome=self.credit)
+        except (StoreUnavailable, Rejected, OSError) as e:
+            path = pending.keep_outcome(self.home, {
+                "run": run, "iteration": iteration, "action": action, "resolutions": found,
+                "ts": now, "reflect": reflect, "credit": self.credit})
+            config.warn(f"store {self.home} not writable ({e}); outcome kept in {path}")
         return list(found)
 
     def failures(self, run: str | None = None, limit: int = 20,

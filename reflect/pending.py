@@ -1,4 +1,5 @@
-"""Captures that could not reach the store: kept in a file, replayed by the next capture.
+"""Captures and outcomes that could not reach the store: kept in a file, replayed by the
+next capture.
 
 The file sits beside the store, or, when even the store directory cannot be
 written, in the temp directory under a name derived from the store's path, so
@@ -35,7 +36,17 @@ def places(home: Path) -> tuple[Path, Path]:
 
 
 def keep(home: Path, failure: dict, lesson: dict) -> Path:
-    line = json.dumps({"failure": failure, "lesson": lesson}) + "\n"
+    return _keep(home, {"failure": failure, "lesson": lesson})
+
+
+def keep_outcome(home: Path, outcome: dict) -> Path:
+    """An outcome the store could not take (its write lock held): the arguments of
+    ``Store.resolve``, what it resolved read while the store could still be read."""
+    return _keep(home, {"outcome": outcome})
+
+
+def _keep(home: Path, record: dict) -> Path:
+    line = json.dumps(record) + "\n"
     full = False
     for path in places(home):
         try:
@@ -144,7 +155,11 @@ def _replay_file(claimed: Path, rejected: Path, store: Store) -> None:
 def _replay_line(line: str, rejected: Path, store: Store) -> None:
     try:
         record = json.loads(line)
-        if store.failure(record["failure"]["id"]) is None:  # else replayed already
+        if "outcome" in record:
+            o = record["outcome"]
+            store.resolve(o["run"], o["iteration"], o["action"], o["resolutions"], o["ts"],
+                          reflect=o["reflect"], credit_outcome=o["credit"])
+        elif store.failure(record["failure"]["id"]) is None:  # else replayed already
             store.add_failure(record["failure"], record["lesson"])
     except (Rejected, ValueError, KeyError, TypeError, OverflowError):
         _reject(rejected, line)  # torn or foreign: it must not block the records after it

@@ -16,11 +16,12 @@ import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from reflect.defuse import look_alikes_folded
 from reflect.details import foreign
 from reflect.heuristics import CATEGORIES, GUIDANCE_MAX, TRIGGER_MAX
 from reflect.text import clip
 
-__all__ = ["HOSTILE", "KINDS", "MalformedLesson", "Reviewed", "review"]
+__all__ = ["HOSTILE", "KINDS", "MalformedLesson", "Reviewed", "review", "reviewed_texts"]
 
 KINDS = ("fix", "avoid", "check")  # do this instead / do not do this again / verify first
 DEFAULT_KIND = "fix"
@@ -49,11 +50,10 @@ def review(text: str, scrub: Callable[[str], tuple[str, int]],
     """``failures``: those the lesson stands for; a lesson naming a file, path, module or
     table none of them has is quarantined (it is about one run, not a generalization)."""
     data = _first_object(text or "")
-    trigger, guidance = _text(data, "trigger"), _text(data, "guidance")
-    # Judge what the model said in full, before scrubbing and trimming hide part of it.
-    quarantine = hostile_reason(f"{trigger}\n{guidance}")
-    trigger, n_trigger = scrub(trigger)
-    guidance, n_guidance = scrub(guidance)
+    texts, quarantine, redactions = reviewed_texts(
+        {"trigger": (_text(data, "trigger"), TRIGGER_MAX),
+         "guidance": (_text(data, "guidance"), GUIDANCE_MAX)}, scrub)
+    trigger, guidance = texts["trigger"], texts["guidance"]
     # Judged scrubbed: the reason names what it found, and must not carry a secret.
     if (not quarantine and failures is not None
             and (named := sorted(foreign(f"{trigger}\n{guidance}", failures)))):
@@ -62,14 +62,31 @@ def review(text: str, scrub: Callable[[str], tuple[str, int]],
     category = str(data.get("category", "")).strip().lower()
     kind = str(data.get("kind", "")).strip().lower()
     return Reviewed(
-        trigger=clip(trigger, TRIGGER_MAX, at_word=True),
-        guidance=clip(guidance, GUIDANCE_MAX, at_word=True),
+        trigger=trigger,
+        guidance=guidance,
         kind=kind if kind in KINDS else DEFAULT_KIND,
         category=category if category in CATEGORIES else "general",
         confidence=_confidence(data.get("confidence")),
-        redactions=n_trigger + n_guidance,
+        redactions=redactions,
         quarantine=quarantine,
     )
+
+
+def reviewed_texts(texts: dict[str, tuple[str, int]], scrub: Callable[[str], tuple[str, int]]
+                   ) -> tuple[dict[str, str], str, int]:
+    """The one review every text of a lesson passes, whatever brought it (a model, an
+    import file with its ``resolution``, a person's ``teach``): all of them judged
+    together and in full (``hostile_reason``), before scrubbing and trimming hide part
+    of them; then each made one line, scrubbed before it is cut (a cut through a secret
+    hides it from its rule) and cut at a word. ``texts``: name -> (text, at most how
+    many characters). Returns the texts, the quarantine reason ("" when none) and how
+    many secrets the scrub removed."""
+    reason = hostile_reason("\n".join(text for text, _ in texts.values()))
+    out, redactions = {}, 0
+    for name, (text, limit) in texts.items():
+        scrubbed, n = scrub(" ".join(text.split()))
+        out[name], redactions = clip(scrubbed, limit, at_word=True), redactions + n
+    return out, reason, redactions
 
 
 # -- parsing ------------------------------------------------------------------
@@ -140,6 +157,9 @@ _DEST = (
     r"|e-?mail\b|[\w.+-]+@[\w-]+\.[\w.]+|remote\s+(?:server|host|endpoint)|external\s+\w+"
 )
 
+# A verb that a negation comes before is advice against it ("do not skip the test").
+_NOT = r"(?<!\bnot\s)(?<!\bnever\s)(?<!\bdon't\s)(?<!\bno\s)(?<!\bwithout\s)"
+
 # (reason, pattern), checked in order; the first match names the reason.
 HOSTILE: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
     (reason, re.compile(pattern, re.IGNORECASE))
@@ -176,31 +196,42 @@ HOSTILE: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
             rf"|\b(?:curl|wget)\b[^\n|]*(?:\s-d\s*@|--data(?:-binary|-raw|-urlencode)?[\s=]*@"
             rf"|\s-F\s*\S*=@|--form\s*\S*=@|--upload-file|\s-T\s|--post-file)[^\n|]*{_REMOTE}"
             rf"|\b(?:curl|wget|nc|ncat|netcat)\b[^\n]*\$\(\s*(?:env|printenv|cat|base64|set)\b"
+            r"|\b(?:requests|httpx|session)\.(?:post|put|patch)\([^\n]*\bos\.environ"
+            r"|\b(?:dig|nslookup|host)\s[^\n]*\$\("
             r"|\b(?:env|printenv|cat\s+\S+)\s*\|\s*(?:base64\s*\|\s*)?(?:curl|wget|nc|ncat|netcat)\b",
         ),
         (
             "disables tests or safety checks",
-            rf"\b(?:skip|skipping|delete|remove|comment(?:ing)?\s+out|disable|xfail|drop|ignore)\s+{_TESTS}"
+            rf"{_NOT}\b(?:skip|skipping|delete|remove|comment(?:ing)?\s+out|disable|xfail|drop|ignore)\s+{_TESTS}"
             r"|@?pytest\.mark\.(?:skip|xfail)|\bpytest\.(?:skip|xfail)\s*\(|\bunittest\.skip"
             r"|\b(?:it|describe|test)\.skip\b|\bxit\s*\(|--deselect\b|--ignore(?:-glob)?[= ]\S*test"
             r"|\b(?:rm|del|delete|remove)\s+(?:-\w+\s+)*\S*\btest\w*\.(?:py|js|ts|go|rb)\b"
             r"|\bassert\s+True\b|\balways\s+pass|--no-verify\b|\bHUSKY=0\b"
             r"|\bsed\s+(?:-\w+\s+)*-i\S*\s[^\n]*\bassert|\btruncate\s+-s\s*0\s+\S*test"
-            r"|\b(?:disable|turn\s+off|skip|bypass|remove|delete|silence|suppress)\s+(?:the\s+|all\s+)?"
+            rf"|{_NOT}\b(?:disable|turn\s+off|skip|bypass|remove|delete|silence|suppress)\s+(?:the\s+|all\s+)?"
             r"(?:\w+\s+)?(?:linters?|linting|type[- ]?check(?:s|ing|er)?|mypy|ruff|flake8|eslint"
             r"|pylint|pre-commit(?:\s+hooks?)?|git\s+hooks?|hooks|ci|ci\s+(?:pipeline|checks?)"
             r"|workflows?|safety\s+checks?|security\s+checks?|(?:ssl|tls|certificate)\s+verification"
-            r"|coverage\s+threshold)\b|\bNODE_TLS_REJECT_UNAUTHORIZED=0|\bPYTHONHTTPSVERIFY=0",
+            r"|coverage\s+threshold)\b|\bNODE_TLS_REJECT_UNAUTHORIZED=0|\bPYTHONHTTPSVERIFY=0"
+            # a failing step made to pass: `|| true`, `exit 0`, verify=False, tests moved away
+            r"|\|\|\s*true\b|\bexit\s+0\b|\bverify\s*=\s*False\b|--insecure\b|--no-check-certificate\b"
+            r"|\bpytest\b[^\n]*\s-k\s*['\"]?not\b|\bcollect_ignore\b"
+            r"|\bmv\s+(?:-\w+\s+)*(?:\./)?tests?/?\s",
         ),
         (
             "installs from an unofficial package index",
             r"(?:--index-url|--extra-index-url|\bPIP_(?:EXTRA_)?INDEX_URL\s*=|\bpip\S*\s+install\s[^\n]*\s-i)"
             r"[\s=]*['\"]?(?!https://(?:pypi\.org|files\.pythonhosted\.org|download\.pytorch\.org)/)\S*://"
-            r"|\b(?:npm|yarn|pnpm)\s+config\s+set\s+(?:\S*:)?registry\b|--registry[\s=]+(?!https://registry\.npmjs\.org)\S*://",
+            r"|\b(?:npm|yarn|pnpm)\s+config\s+set\s+(?:\S*:)?registry\b|--registry[\s=]+(?!https://registry\.npmjs\.org)\S*://"
+            # a package from a repository or a URL, not the index; the index itself changed
+            r"|\bpip\S*\s+install\s[^\n]*(?:git\+|https?://)|\bpip\S*\s+config\s+set\b[^\n]*index"
+            r"|\b(?:npx|npm\s+(?:i|install)|yarn\s+add)\s[^\n]*(?:github:|git\+|https?://)",
         ),
         (
             "changes git's hooks or commands",
-            r"\bgit\s+config\b[^\n]*\bcore\.(?:hooksPath|sshCommand|fsmonitor|pager|editor|gitProxy)\b",
+            r"\bgit\s+config\b[^\n]*\bcore\.(?:hooksPath|sshCommand|fsmonitor|pager|editor|gitProxy)\b"
+            r"|\balias\s+(?:git|python\d?|pip\d?|pytest|npm|node|sudo|ls|cd|make)="
+            r"|\bgit\s+remote\s+(?:add|set-url)\b",
         ),
         (
             "opens a shell to another machine or as root",
@@ -209,7 +240,9 @@ HOSTILE: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         (
             "destructive command outside the task",
             r"\brm\s+(?:-\w+\s+)*-\w*r\w*\s+(?:-\S+\s+)*(?:\./)?\.git(?=$|[\s`'\";/])"
-            r"|\bgit\s+push\b[^\n]*\s(?:--force\b|-f\b)"
+            r"|\bgit\s+push\b[^\n]*\s(?:--force\b|-f\b|--all\b|--mirror\b|(?:\S+:)?(?:main|master)\b)"
+            r"|\brm\s+(?:-\w+\s+)*-\w*r\w*\s+(?:\./)?\*|\bgit\s+clean\s+-\w*f"
+            r"|\bfind\s+(?:/|~/?|\$HOME/?)(?=\s)[^\n]*(?:-delete\b|-exec\s+rm\b)"
             r"|\brm\s+(?:-\w+\s+)*-\w*r\w*\s+(?:-\S+\s+)*"
             r"(?:/\*?|~/?|\$HOME/?|/(?:etc|usr|home|var|bin|boot|lib|opt|root)\S*)(?=$|[\s`'\";])"
             r"|--no-preserve-root|\bchmod\s+(?:-R\s+)?0?777\s+/(?=$|[\s`'\";*])|\bchmod\s+-R\s+0?777\b"
@@ -217,7 +250,8 @@ HOSTILE: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ),
         (
             "touches credentials",
-            rf"{_CRED_FILE}"
+            rf"{_CRED_FILE}|\bssh-copy-id\b|\bauthorized_keys\b|\bdeploy-keys?\s+add\b"
+            r"|\b(?:npm|yarn)\s+config\s+set\s+\S*_auth"
             rf"|\b(?:print|echo|cat|show|dump|display|log|reveal|output|expose|copy|cp|paste|list)\b"
             rf"[^.\n]{{0,40}}?(?<!\w)(?:{_SECRET})"
             r"|\b(?:print|dump|show|list|echo|display|log)\s+(?:all\s+)?(?:the\s+)?"
@@ -231,8 +265,9 @@ _INVISIBLE = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u2060\ufeff\u00ad"))
 
 def hostile_reason(text: str) -> str:
     """Why ``text`` steers an agent outside its task, or "" when it does not."""
-    # NFKC folds look-alike characters (fullwidth letters); invisible ones split words.
-    text = unicodedata.normalize("NFKC", text).translate(_INVISIBLE)
+    # NFKC folds fullwidth letters; invisible ones split words; Cyrillic and Greek
+    # letters that look Latin (curl spelled with a Cyrillic es) are read as the Latin ones.
+    text = look_alikes_folded(unicodedata.normalize("NFKC", text).translate(_INVISIBLE))
     for reason, pattern in HOSTILE:
         if pattern.search(text):
             return reason

@@ -4,13 +4,14 @@ Everything ``reflect`` keeps passes through :class:`Scrubber`. Each redaction
 leaves a typed placeholder, so a lesson still says *what* was there:
 
     [REDACTED:private_key]  PEM private key blocks, truncated ones too
-    [REDACTED:api_key]      vendor keys (OpenAI, Anthropic, GitHub, GitLab, AWS, Slack, Stripe,
-                            Google, Hugging Face, npm, PyPI, Twilio, SendGrid and more), also
-                            base64-encoded
+    [REDACTED:api_key]      vendor keys by their documented prefixes and shapes (OpenAI,
+                            Anthropic, GitHub, GitLab, AWS, Azure, Alibaba, Slack, Stripe,
+                            Square, Google, Hugging Face, Docker Hub, npm, PyPI, Twilio,
+                            Grafana, New Relic and about 80 more), also base64-encoded
     [REDACTED:token]        JWTs, ``Bearer`` tokens, Authorization headers, webhook URLs
     [REDACTED:secret]       the value of a password/secret/token/key assignment, a cookie
-                            header, a password on a command line, a bare 40-character
-                            AWS-style secret
+                            header, a password on a command line or in a .netrc, a URL's
+                            signature or session parameter, a wallet's private key
     [REDACTED:credentials]  ``user:pass`` in a URL
     [REDACTED:card]         payment card numbers (Luhn-checked)
     [REDACTED:ssn]          US social security numbers
@@ -20,199 +21,41 @@ leaves a typed placeholder, so a lesson still says *what* was there:
     [REPO]                  the current repository's ``owner/name``
     [REDACTED]              a match of a user-supplied pattern
 
-No rule matches a placeholder, so scrubbing twice changes nothing.
+A secret is also found where a wrap cut it (lines of 20 columns or more, an indented
+or a backslash continuation), percent-encoded, or base64-encoded. No rule matches a
+placeholder, so scrubbing twice changes nothing. The rules are in scrub_rules.py, the
+other readings of a text (wrap, escapes) in scrub_views.py.
 """
 
 from __future__ import annotations
 
 import base64
-import ipaddress
-import itertools
-import math
+import binascii
 import re
-from collections import Counter
 from collections.abc import Callable, Iterable
 
 from reflect import lazy
+from reflect.scrub_rules import (
+    ALL_RULES,
+    AWS_SECRET_ENTROPY,
+    ENCODED,
+    GATES,
+    LABEL,
+    VERSIONED,
+    alternation,
+    entropy,
+    is_card,
+    is_ip,
+    is_value,
+    names_a_hash,
+)
+from reflect.scrub_views import View, Wraps, percent_decoded, unwrapped
 
-__all__ = ["Scrubber"]
+__all__ = ["Scrubber", "Wraps", "scrub_text"]
 
-_B64 = r"[A-Za-z0-9+/=]"
-_TOKEN = r"[A-Za-z0-9._~+/=-]"
-_HEX = r"[0-9A-Fa-f]"
-_IPV4 = r"\d{1,3}(?:\.\d{1,3}){3}"
-_HOME_USER = r"[^\s/\\:\"'\[\]]+"
-# A key holding a secret ends with one of these (DB_PASSWORD, clientSecret,
-# X-Api-Key, AWS_SECRET_ACCESS_KEY); `tokenizer` and `max_tokens` do not.
-_KEY_ENDS = ("password", "passwd", "passphrase", "secret", "token", "apikey", "api[_-]key",
-             "access[_-]key", "secret[_-]key", "private[_-]key", "accountkey", "[_-]pwd")
-# Upper-case environment names: STRIPE_KEY, DB_PASS (a lower-case `sort_key` is code).
-_ENV_ENDS = ("[A-Z0-9]_KEY", "[A-Z0-9]_PASS", "[A-Z0-9]_AUTH")
-_KEY_END = ("(?:" + "|".join(f"(?i:(?<={k}))" for k in _KEY_ENDS)
-            + "|" + "|".join(f"(?<={k})" for k in _ENV_ENDS) + ")")
-# Values that are code, not secrets: token=None, api_key=os.environ[...], ${DB_PASSWORD}.
-_NOT_A_VALUE = (r"(?!(?:None|null|nil|true|false|True|False|undefined)(?![\w-])"
-                r"|os\.(?:environ|getenv)\b|getenv\(|process\.env\b|ENV\[|\$\{|\$[A-Z_][A-Z0-9_]*\b)")
-_KEY = r"[A-Za-z_][A-Za-z0-9_.-]*+"
-_ASSIGN = r"\\?[\"']?[ \t]*[:=](?![:=])[ \t]*"  # =, :, "key": but not ==, ::
-
-# The built-in rules are one alternation (of the rules a text could trigger: see
-# _GATES), applied in one pass. Each rule ends with an empty group named for it
-# (match.lastgroup says which rule matched) and may hold an empty group v_<rule> where
-# the redacted part starts: what comes before it is kept. Speed (~0.3 ms for 4 KB, on
-# the capture hot path): every rule starts with a literal or a character class (or a
-# choice of them), so the engine drops a position on its first character; lookbehinds
-# come after that character. The rules that start a word share one lookbehind, which
-# rejects the inside of a word at once and keeps every scan linear.
-_ANYWHERE = {
-    # The END is looked for up to the next BEGIN, so many unclosed blocks stay linear.
-    "private_key": r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----"
-    r"(?:(?:[^-]|-(?!----BEGIN))*?-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----"
-    # No END (the output was cut off): take the following lines that look like key body.
-    rf"|(?:(?:\s|\\[nr])+(?:{_B64}+|(?:Proc-Type|DEK-Info):[^\r\n\\]*)"
-    r"(?=[ \t]*(?:[\r\n\"]|\\[nr]|\Z)))*)",
-    # The user may be empty (redis://:pw@host); the password runs to the last @.
-    "credentials": r"://(?P<v_credentials>)[^\s/@:\[]*:[^\s/]+(?=@)",
-    # Not only at a word start, so /var/home/alice is caught too; /root stays.
-    "home": rf"/(?:home|Users)/(?P<v_home>){_HOME_USER}",
-    # A Windows user name may hold spaces when a separator follows (C:\Users\Jo Ann\).
-    "home_win": r":(?<=[A-Za-z]:)(?:\\\\?|/)Users(?:\\\\?|/)(?P<v_home_win>)"
-    rf"(?:[^\r\n\\/:\"'\[\]]+(?=[\\/])|{_HOME_USER})",
-    # Incoming webhooks: the URL is the credential.
-    "webhook": r"\.(?:(?<=hooks\.)slack\.com/(?:services|workflows|triggers)/"
-    r"|(?<=discord\.)com/api/webhooks/|(?<=discordapp\.)com/api/webhooks/)"
-    r"(?P<v_webhook>)[A-Za-z0-9_/-]{10,}",
-}
-_WORD_START = {
-    # --KEY v, --KEY=v, KEY=v, KEY: v, "KEY": "v" (a quoted value may hold spaces).
-    "secret": rf"(?:--{_KEY}{_KEY_END}(?:[ \t]*=[ \t]*|[ \t]+(?!-))"
-    rf"|{_KEY}(?={_ASSIGN}){_KEY_END}{_ASSIGN})"
-    # A JSON string value runs over its escapes (a service account's "private_key").
-    r"(?:(?P<eq>\\[\"'])|(?P<dq>\")|(?P<sq>'))?(?P<v_secret>)(?!\[REDACTED)" + _NOT_A_VALUE
-    + r"(?(eq)[^\"'\\\n]+|(?(dq)(?:[^\"\\\n]|\\.)+|(?(sq)[^'\\\n]+"
-    r"|(?:[Bb]earer[ \t]+)?[^\s\"'\\&,;]+)))",
-    # The header's value, whatever its scheme: Basic, token, Digest...
-    "authorization": r"(?i:authorization)\\?[\"']?[ \t]*[:=][ \t]*"
-    r"(?:(?i:basic|bearer|token|digest|negotiate|ntlm)[ \t]+)?(?P<v_authorization>)"
-    r"(?=[^\s\"'\\]*\d|[^\s\"'\\]{16})[^\r\n\"'\\]+",
-    "cookie": r"(?i:(?:set-)?cookie)[ \t]*:[ \t]*(?P<v_cookie>)[^\r\n\"'\\]+",
-    # Passwords given to a command: curl -u user:pw, sshpass -p, mysql -ppw, redis-cli -a.
-    "cli_password": r"(?:curl\b[^\n|;&]*?[ \t](?:-u|--user)[ \t=]*[\"']?[^\s:\"']*:"
-    r"|sshpass[ \t]+(?:-\w[ \t]+)*?-p[ \t]*[\"']?"
-    r"|mysql(?:dump|admin|sh)?\b[^\n|;&]*?[ \t]-p(?=\S)"
-    r"|redis-cli\b[^\n|;&]*?[ \t](?:-a|--pass)[ \t]+[\"']?)"
-    r"(?P<v_cli_password>)[^\s\"']+",
-    # A bearer token holds a digit or is long: "Bearer authentication" is prose.
-    "bearer": rf"[Bb](?i:earer)[ \t]+(?P<v_bearer>)"
-    rf"(?:(?=[A-Za-z._~+/=-]*\d){_TOKEN}{{8,}}|{_TOKEN}{{20,}})",
-    "jwt": r"eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*",
-    # `sk-` wants 20 characters with a digit: `sk-learn-style` is a word.
-    "api_key": r"sk-(?=[A-Za-z0-9_-]*\d)[A-Za-z0-9_-]{20,}|gh[pousr]_[A-Za-z0-9]{30,}"
-    r"|github_pat_[A-Za-z0-9_]{22,}|A[KS]IA[A-Z0-9]{16}(?![A-Za-z0-9])|xox[abprs]-[A-Za-z0-9-]{10,}"
-    r"|xapp-[A-Za-z0-9-]{20,}|[sr]k_(?:live|test)_[A-Za-z0-9]{16,}"
-    r"|gl(?:pat|dt|rt|ptt|ft|soat)-[A-Za-z0-9_-]{20,}|AIza[0-9A-Za-z_-]{35}"
-    r"|ya29\.[0-9A-Za-z_-]{20,}|hf_[A-Za-z0-9]{30,}|npm_[A-Za-z0-9]{36}"
-    r"|pypi-AgE[A-Za-z0-9_-]{50,}|SK[0-9a-fA-F]{32}(?![0-9A-Za-z])"
-    r"|SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}|key-[0-9a-f]{32}(?![0-9a-z])"
-    r"|shp(?:at|ss|ca|pa)_[a-fA-F0-9]{32}|do[por]_v1_[a-f0-9]{64}|dapi[a-f0-9]{32}"
-    r"|gsk_[A-Za-z0-9]{48,}|r8_[A-Za-z0-9]{37}|PMAK-[a-f0-9]{24}-[a-f0-9]{34}"
-    r"|AGE-SECRET-KEY-1[0-9A-Z]{58}|hv[sbr]\.[A-Za-z0-9_-]{24,}"
-    r"|dp\.(?:pt|st|sa|ct)\.[A-Za-z0-9]{40,}|lin_api_[A-Za-z0-9]{40}"
-    r"|sntry[su]_[A-Za-z0-9+/=_-]{40,}|xai-[A-Za-z0-9]{60,}|secret_[A-Za-z0-9]{43}(?!\w)"
-    r"|ATATT3[A-Za-z0-9_=-]{50,}|\d{8,10}:AA[A-Za-z0-9_-]{33}(?![\w-])",
-    # Base64 that decodes to a secret (checked by _encoded), or a bare 40-character
-    # AWS-style secret (mixed case and digits, high entropy: not a hash, not a path).
-    "encoded": r"[A-Za-z0-9+/]{24,}={0,2}(?![A-Za-z0-9+/=])",
-    # Card numbers pass the Luhn check (_is_card): most other long numbers fail it.
-    "card": r"[2-6]\d{3}(?P<c16>[ -]?)\d{4}(?:(?P=c16)\d{4}){2}(?![\d-])"
-    r"|3[47]\d{2}(?P<c15>[ -]?)\d{6}(?P=c15)\d{5}(?![\d-])",
-    "ssn": r"(?!000|666|9)\d{3}-(?!00)\d{2}-(?!0000)\d{4}(?![\d-])",
-    # `git@host:owner/repo` is an SSH remote, not a person.
-    "email": r"[A-Za-z0-9._%+-][A-Za-z0-9._%+-]*+(?<!\bgit)@"
-    r"[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b",
-    # IPv4 starts a word and follows no version specifier, so `v1.2.3.4`,
-    # `==1.2.3.4`, `python3.11.7.1`, `1.2.3.4.tar.gz` are versions, but a bare
-    # dotted quad such as 3.11.7.1 is taken for an address unless a program's name
-    # comes before it (`python 3.11.7.1`, _VERSIONED): otherwise the two cannot be
-    # told apart and a leaked address costs more than a blurred version.
-    # IPv6 here is a candidate: _is_ip turns down `a::b`, times and slices.
-    "ip": rf"\d(?<![=<>~!]=\d)\d{{0,2}}(?:\.\d{{1,3}}){{3}}(?!\.?\w)"
-    rf"|(?:{_HEX}(?<!:.){_HEX}{{0,3}}:|:(?<!::))"
-    rf"(?:{_HEX}{{0,4}}:){{1,6}}(?:{_IPV4}|{_HEX}{{0,4}})(?![\w:])",
-}
-_LABEL = {
-    "private_key": "[REDACTED:private_key]",
-    "credentials": "[REDACTED:credentials]",
-    "home": "[USER]",
-    "home_win": "[USER]",
-    "secret": "[REDACTED:secret]",
-    "bearer": "[REDACTED:token]",
-    "jwt": "[REDACTED:token]",
-    "api_key": "[REDACTED:api_key]",
-    "email": "[REDACTED:email]",
-    "ip": "[REDACTED:ip]",
-    "webhook": "[REDACTED:token]",
-    "authorization": "[REDACTED:token]",
-    "cookie": "[REDACTED:secret]",
-    "cli_password": "[REDACTED:secret]",
-    "encoded": "[REDACTED:api_key]",
-    "card": "[REDACTED:card]",
-    "ssn": "[REDACTED:ssn]",
-}
-
-
-
-
-def _holds(*words: str) -> Callable[[str], bool]:
-    return lambda text: any(word in text for word in words)
-
-
-def _finds(pattern: re.Pattern[str]) -> Callable[[str], bool]:
-    return lambda text: pattern.search(text) is not None
-
-
-# A rule's gate: what a text holds wherever the rule matches in it (a word the rule
-# spells out, with the rule's own case rules). A text whose gate is shut is scanned
-# without that rule, which cannot change what the rules find in it; so a process
-# compiles only the rules its texts could trigger, not the whole alternation (~10 ms,
-# on every capture). A rule changed here changes its gate too; the rules without one
-# (encoded, card, ssn, email, ip) are always compiled.
-_GATES: dict[str, Callable[[str], bool]] = {
-    "private_key": _holds("-----BEGIN"),
-    "credentials": _holds("://"),
-    "home": _holds("/home/", "/Users/"),
-    "home_win": _holds("Users"),
-    "webhook": _holds("slack.com/", "com/api/webhooks/"),
-    "secret": _finds(lazy.compile("(?i:" + "|".join(_KEY_ENDS) + ")|" + "|".join(_ENV_ENDS))),
-    "authorization": _finds(lazy.compile(r"(?i:authorization)")),
-    "cookie": _finds(lazy.compile(r"(?i:cookie)")),
-    "cli_password": _holds("curl", "sshpass", "mysql", "redis-cli"),
-    "bearer": _finds(lazy.compile(r"[Bb](?i:earer)")),
-    "jwt": _holds("eyJ"),
-    # one word of each vendor's alternative, in their order
-    "api_key": _holds("sk-", "gh", "github_pat_", "AKIA", "ASIA", "xox", "xapp-", "k_live_",
-                      "k_test_", "gl", "AIza", "ya29.", "hf_", "npm_", "pypi-AgE", "SK", "SG.",
-                      "key-", "shp", "_v1_", "dapi", "gsk_", "r8_", "PMAK-", "AGE-SECRET-KEY-1",
-                      "hv", "dp.", "lin_api_", "sntry", "xai-", "secret_", "ATATT3", ":AA"),
-}
-
-
-def _alternatives(rules: dict[str, str], names: frozenset[str]) -> str:
-    return "|".join(f"(?:{rx})(?P<{name}>)" for name, rx in rules.items() if name in names)
-
-
-def _alternation(names: frozenset[str]) -> str:
-    """The built-in rules of ``names`` as one pattern, in the rules' order."""
-    anywhere = _alternatives(_ANYWHERE, names)
-    word_start = _alternatives(_WORD_START, names)
-    return "|".join([*([anywhere] if anywhere else []),
-                     *([f"(?<![\\w.%+-])(?:{word_start})"] if word_start else [])])
-
-
-ALL_RULES = frozenset({**_ANYWHERE, **_WORD_START})
 # The rules compiled so far and their pattern, replaced as one value: threads that
 # race compile twice, and each scans with a pattern that holds what its text needs.
-_compiled: tuple[frozenset[str], re.Pattern[str] | None] = (ALL_RULES - set(_GATES), None)
+_compiled: tuple[frozenset[str], re.Pattern[str] | None] = (ALL_RULES - set(GATES), None)
 
 
 def _rules(text: str) -> re.Pattern[str]:
@@ -220,131 +63,128 @@ def _rules(text: str) -> re.Pattern[str]:
     ``text``: the rules compiled so far, and those whose gates ``text`` opens."""
     global _compiled
     names, pattern = _compiled
-    opened = {name for name, gate in _GATES.items() if name not in names and gate(text)}
+    opened = {name for name, gate in GATES.items() if name not in names and gate(text)}
     if opened or pattern is None:
         names = names | opened
-        pattern = re.compile(_alternation(names))
+        pattern = re.compile(alternation(names))
         _compiled = (names, pattern)
     return pattern
+
 
 _PLACEHOLDER = lazy.compile(r"(\[(?:REDACTED(?::[a-z_]+)?|USER|REPO)\])")
 
 
-def _is_ip(text: str) -> bool:
-    if "::" in text:
-        # Compressed IPv6 also looks like code (`a::b`, `x[1::2]`): ask for a digit
-        # and either three groups or a long one (`2001:db8::7`, `fe80::1`).
-        groups = [g for g in text.split(":") if g]
-        if not any(c.isdigit() for c in text):
-            return False
-        if len(groups) < 3 and max(map(len, groups), default=0) < 3:
-            return False
-    elif text.count(":") not in (0, 6, 7):  # times (12:34:56), MAC addresses
-        return False
-    try:
-        address = ipaddress.ip_address(text)
-    except ValueError:
-        return False
-    # Loopback and 0.0.0.0 identify nobody, and "refused on 127.0.0.1" is a lesson.
-    return not (address.is_loopback or address.is_unspecified)
-
-
-# Bits per character of a random 40-character base64 string: about 4.9; words and paths
-# stay well under 4.5 (the limit detect-secrets uses for base64).
-AWS_SECRET_ENTROPY = 4.5
-_VERSIONED = lazy.compile(
-    r"(?i:python|pypy|version|ver|release|node|ruby|perl|php|java|go|gcc|clang|cmake"
-    r"|pip|npm|yarn|rustc|cargo|dotnet|kernel)[ \t]+$")
-
-
-def _is_card(number: str) -> bool:
-    digits = [int(c) for c in number if c.isdigit()]
-    odd = sum(digits[-1::-2])
-    even = sum(sum(divmod(2 * d, 10)) for d in digits[-2::-2])
-    return (odd + even) % 10 == 0
-
-
-def _entropy(text: str) -> float:
-    return -sum(n / len(text) * math.log2(n / len(text)) for n in Counter(text).values())
-
-
-def _encoded(text: str) -> bool:
+def _encoded(text: str, wraps: Wraps) -> bool:
     """Base64 of text holding a secret, or a bare AWS-style secret."""
     try:
-        decoded = base64.b64decode(text + "=" * (-len(text) % 4), validate=True)
-        plain = decoded.decode("ascii")
-    except (ValueError, UnicodeDecodeError):
+        plain = base64.b64decode(text + "=" * (-len(text) % 4), validate=True).decode("ascii")
+    except (binascii.Error, UnicodeDecodeError):
         plain = ""
-    if plain.isprintable() and _subn(_rules(plain), _builtin, plain)[1]:
+    # a decoded PEM block or config file keeps its line breaks
+    if plain and all(c.isprintable() or c in "\r\n\t" for c in plain) and (
+            _builtin_pass(plain, wraps)[1]):
         return True
     kinds = (str.isupper, str.islower, str.isdigit)
     return (len(text) == 40 and all(any(map(kind, text)) for kind in kinds)
-            and _entropy(text) >= AWS_SECRET_ENTROPY)
+            and entropy(text) >= AWS_SECRET_ENTROPY)
 
 
-def _builtin(match: re.Match[str]) -> str:
+def _keep_from(match: re.Match[str]) -> int:
+    """Where the redacted part of a match starts: its v_<rule> group, else its start."""
+    keep = f"v_{match.lastgroup}"
+    start = match.start(keep) if keep in match.re.groupindex else -1
+    return start if start >= 0 else match.start()
+
+
+def _redacts(match: re.Match[str]) -> bool:
+    """Whether a rule's match is a secret, by the checks a pattern cannot make."""
     kind = match.lastgroup or ""  # every alternative of the rules is a named group
-    if kind == "ip" and (not _is_ip(match[0]) or _VERSIONED.search(
-            match.string, max(0, match.start() - 12), match.start())):
-        return match[0]
-    if (kind == "card" and not _is_card(match[0])) or (
-        kind == "encoded" and not _encoded(match[0])
-    ):
-        return match[0]
-    keep = f"v_{kind}"
-    start = match.start(keep) if keep in match.re.groupindex else match.start()
-    kept = match.string[match.start() : start]
-    if kind == "cli_password":  # the command line before the flag may hold other secrets
-        kept = _rules(kept).sub(_builtin, kept)
-    return kept + _LABEL[kind]
+    if kind == "ip":
+        return is_ip(match[0]) and not VERSIONED.search(
+            match.string, max(0, match.start() - 12), match.start())
+    if kind == "card":
+        return is_card(match[0])
+    if kind == "secret":
+        return is_value(match)
+    if kind == "key_shape" and match[0].startswith("0x"):
+        return not names_a_hash(match.string, match.start())
+    return True
 
 
-# A terminal wraps a long line wherever its width ends, maybe inside a token: a full
-# line that runs straight into the next, no space either side, may hold half a secret.
-_JOINT = lazy.compile(r"(?<=[\w+/=.:@-])\r?\n(?=[\w+/=.:@-])")
-MIN_WRAP = 40  # columns: narrower lines ended for a reason of their own
+# The lines after a key block that are more of it: body, or the pieces of its END line
+# that a wrap cut off.
+_KEY_TAIL = lazy.compile(r"(?:\\?\r?\n[ \t]*(?:[A-Za-z0-9+/=]{8,}"
+                         r"|(?![-A-Z0-9 ]*BEGIN)[-A-Z0-9 ]*-[-A-Z0-9 ]*)"
+                         r"(?=[ \t]*\\?(?:\r?\n|\Z)))*")
+# A finding: the span of the text to redact, and its placeholder.
+Finding = tuple[int, int, str]
 
 
-def _unwrap(text: str) -> tuple[str, int]:
-    """Redact the secrets that a line wrap cut in two: each run of wrapped lines is
-    scanned joined, and a secret found across a joint is replaced where it lies."""
-    joints = [m for m in _JOINT.finditer(text)
-              if m.start() - text.rfind("\n", 0, m.start()) > MIN_WRAP]
-    if not joints:
-        return text, 0
-    out, done, count = [], 0, 0
-    i = 0
-    while i < len(joints):
-        chain = [joints[i]]  # joints whose lines follow one another
-        while i + 1 < len(joints) and "\n" not in text[chain[-1].end():joints[i + 1].start()]:
-            i += 1
-            chain.append(joints[i])
-        i += 1
-        start = text.rfind("\n", 0, chain[0].start()) + 1
-        end = text.find("\n", chain[-1].end())
-        end = len(text) if end == -1 else end
-        pieces = [start, *(p for m in chain for p in m.span()), end]
-        lines = [text[a:b] for a, b in zip(pieces[::2], pieces[1::2], strict=True)]
-        joined = "".join(lines)
-        cuts = list(itertools.accumulate(len(line) for line in lines[:-1]))
-        for match in _rules(joined).finditer(joined):
-            kind = match.lastgroup or ""
-            keep = f"v_{kind}"
-            cut_from = match.start(keep) if keep in match.re.groupindex else match.start()
-            crossed = [k for k, cut in enumerate(cuts) if cut_from < cut < match.end()]
-            # A private key block spans lines anyway: the main pass takes it whole.
-            if not crossed or kind == "private_key" or _builtin(match) == match[0]:
-                continue
-            # joined offset -> text offset: add the joints (newlines) before it
-            begin = start + cut_from + sum(len(chain[k][0]) for k, cut in enumerate(cuts)
-                                          if cut <= cut_from)
-            stop = start + match.end() + sum(len(chain[k][0]) for k, cut in enumerate(cuts)
-                                             if cut < match.end())
-            if begin < done:
-                continue
-            out += [text[done:begin], _LABEL[kind], "\n" * len(crossed)]
-            done, count = stop, count + 1
-    return "".join(out) + text[done:], count
+def _raw_findings(text: str) -> list[Finding]:
+    found = []
+    for m in _rules(text).finditer(text):
+        if _redacts(m):
+            keep = _keep_from(m)
+            found.append((keep, m.end(), LABEL[m.lastgroup or ""]))
+            if m.lastgroup == "cli_password":  # the command line before the flag may hold others
+                found += [(m.start() + a, m.start() + b, label)
+                          for a, b, label in _raw_findings(text[m.start():keep])]
+    return found
+
+
+def _view_findings(view: View, wraps: Wraps) -> list[Finding]:
+    """What the rules find in the view where it reads the text otherwise (across a
+    wrap, through an escape), the character either side included (a rule's lookaround
+    reads them), as spans of the text."""
+    seen = view.joined()
+    found = [(m.start(), _keep_from(m), m.end(), LABEL[m.lastgroup or ""])
+             for m in _rules(seen).finditer(seen) if _redacts(m)]
+    found += [(m.start(), m.start(), m.end(), LABEL["encoded"])
+              for m in ENCODED.finditer(seen) if _encoded(m[0], wraps)]
+    spans = []
+    for start, keep, end, label in found:
+        if view.span(max(0, start - 1), min(view.size, end + 1))[2]:
+            b = view.span(start, end)[1]
+            spans.append((view.span(keep, end)[0] if keep < end else b, b, label))
+    return spans
+
+
+def _apply(text: str, found: list[Finding]) -> tuple[str, int]:
+    """The text with each finding replaced; two that overlap go as one, under the
+    longer one's placeholder (a secret read whole across a wrap, a value that a form's
+    `+` does not cut)."""
+    chosen: list[Finding] = []
+    for a, b, label in sorted(found):
+        if label == LABEL["private_key"]:
+            b = _KEY_TAIL.match(text, b).end()  # type: ignore[union-attr]
+        if chosen and a < chosen[-1][1]:
+            last = chosen[-1]
+            longer = label if b - a > last[1] - last[0] else last[2]
+            chosen[-1] = (last[0], max(b, last[1]), longer)
+            continue
+        chosen.append((a, b, label))
+    out, done = [], 0
+    for a, b, label in chosen:
+        # the text keeps its lines: a wrapped secret leaves its line breaks behind (a
+        # key block goes whole)
+        breaks = 0 if label == LABEL["private_key"] else text.count("\n", a, b)
+        out += [text[done:a], label, "\n" * breaks]
+        done = b
+    return "".join(out) + text[done:], len(chosen)
+
+
+def _builtin_pass(text: str, wraps: Wraps) -> tuple[str, int]:
+    """The built-in rules over the text as it is, its wrapped lines joined and its
+    escapes decoded; then the base64 runs that are left (a run that decodes to no
+    secret is still read by every other rule first)."""
+    found = _raw_findings(text)
+    for view in (unwrapped(text, wraps), percent_decoded(text)):
+        if view is not None:
+            found += _view_findings(view, wraps)
+    text, n = _apply(text, found)
+    text, m = _subn(ENCODED, lambda m: LABEL["encoded"] if _encoded(m[0], wraps) else m[0],
+                    text)
+    return text, n + m
 
 
 def _extra(match: re.Match) -> str:
@@ -368,8 +208,10 @@ class Scrubber:
     """Redacts secrets and personal data; ``scrub`` returns the text and a count."""
 
     def __init__(
-        self, extra_patterns: Iterable[str] = (), repo: tuple[str, str] | None = None
+        self, extra_patterns: Iterable[str] = (), repo: tuple[str, str] | None = None,
+        wraps: Wraps | None = None,
     ):
+        self._wraps = wraps or Wraps()
         if isinstance(extra_patterns, str):
             extra_patterns = (extra_patterns,)
         self._extras = [_compile_extra(p) for p in extra_patterns]
@@ -387,6 +229,7 @@ class Scrubber:
 
     def scrub(self, text: str) -> tuple[str, int]:
         total = 0
+        text = storable(text)
         if self._extras:
             # User patterns see the raw text, but never the inside of a placeholder.
             parts = _PLACEHOLDER.split(text)
@@ -395,9 +238,7 @@ class Scrubber:
                     parts[i], n = _subn(pattern, _extra, parts[i])
                     total += n
             text = "".join(parts)
-        text, n = _unwrap(text)
-        total += n
-        text, n = _subn(_rules(text), _builtin, text)
+        text, n = _builtin_pass(text, self._wraps)
         total += n
         # The substring test spares a regex pass over text that cannot match.
         if self._repo and self._repo_key in text.lower():
@@ -414,3 +255,24 @@ def _compile_extra(pattern: str) -> re.Pattern:
             f"invalid scrub pattern '{pattern}': {e}. Fix the regular expression "
             "(escape literal characters such as ( [ + * ? with a backslash) or remove it."
         ) from None
+
+
+def storable(text: str) -> str:
+    """``text`` with what no store or JSON encoder takes replaced by U+FFFD: lone
+    surrogates (invalid UTF-8 in argv, ``"\\udcff"`` in a crash file) and NUL."""
+    if _UNSTORABLE.search(text) is None:
+        return text
+    fixed = text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+    return fixed.replace("\x00", "\ufffd")
+
+
+_UNSTORABLE = lazy.compile("[\ud800-\udfff\x00]")
+
+
+def scrub_text(text: str) -> str:
+    """``text`` with the built-in rules applied: for a caller that keeps text outside the
+    store (a hook's state file) and has no configured Scrubber at hand."""
+    return _DEFAULT.scrub(text)[0]
+
+
+_DEFAULT = Scrubber()

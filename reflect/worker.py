@@ -126,14 +126,15 @@ class Worker:
     # -- reflection --------------------------------------------------------------
 
     def _reflect(self, job: queue.Job) -> None:
-        from reflect.gateway import ProviderError, complete, provider_of
+        from reflect.gateway import ProviderError, complete, endpoint, provider_of
         from reflect.review import MalformedLesson, review
 
         model = self.model
         if model is None:  # never: only a worker with a model takes reflect jobs
             raise RuntimeError("a reflect job reached a worker without a model")
         # Two local servers behind one provider fail independently.
-        provider = provider_of(model.model) + (f"@{model.api_base}" if model.api_base else "")
+        provider = provider_of(model.model) + (f"@{endpoint(model.api_base)}"
+                                               if model.api_base else "")
         limits = queue.Limits(provider, model.max_cost_usd, model.max_calls_per_run,
                               queue.BREAKER_THRESHOLD, queue.BREAKER_COOLDOWN)
         if not self.store.gate_job(job, self.owner, self.clock(), limits):

@@ -5,6 +5,8 @@ and the end-to-end leak tests (every field, every output)."""
 import base64
 import json
 
+from vendor_secrets import VENDOR_SECRETS
+
 PEM_BODY = ("MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7VJTUt9Us8cKj"
             "MzEfYyjiWA4R4ugjbWj8N2H1Dr3rrk0oVbQpQ1wBUQdnV8sBoeYqmx3dm9S9qDEZ")
 AZURE_KEY = "np/wUtJWQNVTQ6jwZAPUSsLRQYfQjmGu+lNv4DKiDyzJpBx9N6q9Y47XUIzE+RTZNrdjLXL9t1OwH20gsg5oNF=="
@@ -116,3 +118,5 @@ LOOK_ALIKES = [
     "phone 555-123-4567", "tests/test_api.py::TestClient::test_login PASSED",
     "mysql -u root -p app_db", "curl -u deploy https://ci.example.com",
 ]
+
+SECRETS.update(VENDOR_SECRETS)

@@ -131,3 +131,26 @@ def test_import_cuts_an_endless_line(tmp_path):
     path.write_text("x" * 5_000_000 + "\n" + json.dumps(good) + "\n")
     out = run_cli("import", str(path))
     assert b"lessons.jsonl:1: line longer" in out.stderr and b"imported 1" in out.stdout
+
+
+@pytest.mark.parametrize("value", ["10**5000", "9" * 4000 + "**9999", "", "abc", "nan", "inf",
+                                   "1e400", "0x10", "9" * 5000])
+@pytest.mark.parametrize("option", ["--exit-code", "--iteration"])
+def test_an_absurd_number_keeps_its_row_in_bounded_time(own_store, value, option):
+    start = time.monotonic()
+    out = run_cli("capture", "--run", "r", option, value, "--error-file", "-",
+                  "--format", "json", stdin=b"ValueError: kept")
+    assert out.returncode == 0, out.stderr
+    assert time.monotonic() - start < 20
+    listed = json.loads(run_cli("failures", "list", "--format", "json").stdout)["failures"]
+    assert len(listed) == 1
+
+
+def test_invalid_utf8_and_nul_in_the_fields_keep_the_row(own_store):
+    from reflect import Memory
+
+    with Memory() as mem:
+        entry = mem.capture(run="r\udcff", goal="g\udcff\x00", phase="p\ud800", action="a\x00",
+                            exit_code=1, error_text="ValueError: bad \udcff byte\x00")
+        assert mem.failure(entry.failure_id) is not None
+        assert "\x00" not in json.dumps(mem.failure(entry.failure_id).to_dict())

@@ -48,7 +48,7 @@ def test_run_defaults_to_reflect_run():
 
 
 @pytest.mark.parametrize("args", [
-    ["capture", "--iteration", "three"],
+    ["capture", "--no-such-option"],  # a bad number is no misuse: see test_bounds
     ["nonsense"],
     ["outcome", "--iteration", "2"],  # neither --success nor --failure
     ["recall", "--format", "yaml"],

@@ -346,3 +346,15 @@ def test_importing_the_gateway_does_not_import_litellm():
 def test_a_model_string_litellm_cannot_route_is_final_without_a_request(api):
     error = fail("nonsense-model")
     assert not error.retryable and "provider" in error.reason.lower()
+
+
+@pytest.mark.parametrize(("api_base", "kept"), [
+    ("https://bot:Tr0ub4dor-3@llm.example.net/v1?api-key=Zq8vT3xLp9#frag",
+     "https://llm.example.net/v1"),
+    ("http://127.0.0.1:8765/v1", "http://127.0.0.1:8765/v1"),
+    ("http://host:notaport/v1", "unparsable"),
+])
+def test_the_breaker_names_an_api_base_without_its_credentials(api_base, kept):
+    from reflect.gateway import endpoint
+
+    assert endpoint(api_base) == kept

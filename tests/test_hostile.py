@@ -75,3 +75,14 @@ def test_hostile_model_lessons_are_quarantined(api):  # noqa: F811
         assert all(r["status"] == "quarantined" and r["quarantine"] for r in models)
         text = mem.recall(run="r0").text
         assert not [t for t in HOSTILE_LESSONS if " ".join(t.split()) in text]
+
+
+@pytest.mark.parametrize("text", HOSTILE_LESSONS[:6] + HOSTILE_LESSONS[-6:])
+def test_an_imported_resolution_is_reviewed_with_its_lesson(tmp_path, text):
+    path = tmp_path / "lessons.jsonl"
+    path.write_text(json.dumps({"fingerprint": "0123456789abcdef", "trigger": "the build fails",
+                                "guidance": "Pin the version in requirements.txt.",
+                                "resolution": text, "kind": "model"}) + "\n")
+    with Memory() as mem:
+        report = import_lessons(mem.store, path, mem.scrubber.scrub, mem.clock())
+        assert (report.quarantined, report.imported) == (1, 0)

@@ -143,3 +143,45 @@ def test_pending_file_is_private(own_store):
         mem.capture(run="r", exit_code=1)
     release(blocker)
     assert (own_store / pending.PENDING_FILE).stat().st_mode & 0o777 == 0o600
+
+
+def test_reads_go_on_while_another_process_holds_the_write_lock(own_store):
+    from conftest import run_cli
+
+    with Memory() as mem:
+        mem.capture(run="r", goal="ship", action="pytest tests/test_io.py", exit_code=1,
+                    error_text="ModuleNotFoundError: No module named 'yaml'")
+    blocker = hold_lock(own_store)
+    try:
+        start = time.monotonic()
+        with Memory(busy_timeout=2.0) as mem:
+            rec = mem.recall(run="r")
+            listed = mem.failures()
+        # the stored history, not only what was kept aside, and no wait for the lock
+        assert [i.section for i in rec.items] == ["recent"] and len(listed) == 1
+        assert time.monotonic() - start < 1.5
+        for args in (("failures", "list"), ("status",)):
+            out = run_cli(*args)
+            assert out.returncode == 0, out.stderr
+    finally:
+        release(blocker)
+
+
+def test_an_outcome_under_a_held_lock_is_kept_aside_and_replayed(own_store):
+    with Memory() as mem:
+        failure = mem.capture(run="r", iteration=1, action="pytest tests/test_io.py",
+                              exit_code=1, error_text="ModuleNotFoundError: No module named 'yaml'")
+    blocker = hold_lock(own_store)
+    try:
+        with Memory(busy_timeout=0.05) as mem:
+            resolved = mem.outcome(run="r", iteration=2, success=True,
+                                   action="pytest tests/test_io.py")
+    finally:
+        release(blocker)
+    assert resolved == [failure.failure_id]
+    assert pending.waiting(own_store) == (1, 0)
+    with Memory() as mem:
+        assert mem.failure(failure.failure_id).resolution == ""  # not in the store yet
+        mem.capture(run="other", exit_code=1, error_text="ValueError: x")  # replays
+        assert mem.failure(failure.failure_id).resolution != ""
+    assert pending.waiting(own_store) == (0, 0)

@@ -7,7 +7,7 @@ import pytest
 from secret_corpus import LOOK_ALIKES as PLANTED_LOOK_ALIKES
 from secret_corpus import SECRETS
 
-from reflect import scrub
+from reflect import scrub, scrub_rules
 from reflect.scrub import Scrubber
 
 SCRUB = Scrubber()
@@ -186,19 +186,20 @@ def corpus() -> list[str]:
     return lines + ["x" * 70 + " " + line[:30] + "\n" + line[30:] for line in lines]
 
 
-@pytest.mark.parametrize("rule", sorted(scrub._GATES))
+@pytest.mark.parametrize("rule", sorted(scrub_rules.GATES))
 def test_a_rule_matches_only_in_a_text_its_gate_opens(rule):
-    alone = re.compile(scrub._alternation(frozenset({rule})))
+    alone = re.compile(scrub_rules.alternation(frozenset({rule})))
     found = [text for text in corpus() if alone.search(text)]
     assert found, f"the corpus never triggers {rule}"
-    assert [text for text in found if not scrub._GATES[rule](text)] == []
+    assert [text for text in found if not scrub_rules.GATES[rule](text)] == []
 
 
 def test_scanning_with_the_gated_rules_finds_what_all_rules_find(monkeypatch):
     for text in corpus():
-        monkeypatch.setattr(scrub, "_compiled", (scrub.ALL_RULES - set(scrub._GATES), None))
+        ungated = scrub_rules.ALL_RULES - set(scrub_rules.GATES)
+        monkeypatch.setattr(scrub, "_compiled", (ungated, None))
         gated = Scrubber().scrub(text)
-        monkeypatch.setattr(scrub, "_compiled", (scrub.ALL_RULES, None))
+        monkeypatch.setattr(scrub, "_compiled", (scrub_rules.ALL_RULES, None))
         assert Scrubber().scrub(text) == gated, text
 
 

@@ -81,3 +81,15 @@ def test_a_secret_across_the_field_bound_is_scrubbed_before_the_cut():
     with Memory() as mem:
         entry = mem.capture(run="r", goal=goal, exit_code=1)
     assert key[:8] not in entry.goal and entry.redactions == 1
+
+
+def test_a_run_id_holding_secrets_is_stored_scrubbed_everywhere_and_finds_its_block(own_store):
+    run = f"deploy {SECRETS['email']} {SECRETS['github']}"
+    with Memory() as mem:
+        mem.capture(run=run, iteration=1, exit_code=1, error_text="ValueError: bad row")
+        rec = mem.recall(run=run, iteration=2)
+        assert [i.section for i in rec.items] == ["recent"]  # its own failure, found
+        mem.outcome(run=run, iteration=3, success=True, action="pytest")
+    out = run_cli("injections", "--format", "json")
+    assert out.returncode == 0 and leaks(out.stdout) == []
+    assert leaks((own_store / DB_NAME).read_bytes()) == []

@@ -50,3 +50,18 @@ def test_a_removal_rebuilds_the_index_without_the_removed_run(own_store):
         assert sorted(mem.vectors.index().ids) == ["a", "b", "c"]
         mem.clear(run="b")
         assert sorted(mem.vectors.index().ids) == ["a", "c"] and read == [3, 2]
+
+
+def test_clearing_a_run_takes_its_error_and_goal_texts_out_of_the_vector_table(own_store):
+    from conftest import store_dump
+
+    with Memory(embeddings="hash") as mem:
+        mem.capture(run="a", goal="ship the quarterly-ledger export", exit_code=1,
+                    error_text="ValueError: ledger-row-77 is malformed")
+        mem.capture(run="b", goal="another goal", exit_code=1,
+                    error_text="ValueError: kept-row-12 is malformed")
+        assert "ledger-row-77" in store_dump(own_store)
+        mem.clear(run="a")
+    dump = store_dump(own_store)
+    assert "ledger-row-77" not in dump and "quarterly-ledger" not in dump
+    assert "kept-row-12" in dump  # another run's texts stay

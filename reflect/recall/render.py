@@ -69,7 +69,9 @@ def _heuristic_hint(error_type: str, message: str, action: str, phase: str,
 
 def failure_line(failure: dict) -> str:
     """The failed command and its error, both cut short."""
-    what = f"{failure['error_type']}: {quoted(clip(failure['message'], MESSAGE_CHARS))}"
+    # every field is neutralized: a crash file's error class is the caller's text too
+    what = (f"{neutralize(failure['error_type'])}: "
+            f"{quoted(clip(failure['message'], MESSAGE_CHARS))}")
     if failure["action"].strip():
         what = f"{code(commands.brief(failure['action'], ACTION_CHARS))} -> {what}"
     return what
@@ -81,7 +83,7 @@ def recent_item_text(failure: dict, count: int, lesson: dict | None, shown_faile
     often in this run it failed again right after the block had shown it."""
     where = f"iteration {failure['iteration']}"
     if failure["phase"]:
-        where += f", phase {clip(failure['phase'], 20)}"
+        where += f", phase {clip(neutralize(failure['phase']), 20)}"
     if count > 1:
         where += f", failed {count}x"
     lesson_id = lesson["id"] if lesson else failure["lesson_id"]

@@ -212,6 +212,10 @@ class FailureQueries(CreditQueries, JobQueries, RunQueries):
         a person's taught lessons stay."""
         with self.write() as tx:
             where, args = ("WHERE run = ?", (run,)) if run is not None else ("", ())
+            # the texts whose vectors the run's failures asked for (error lines, goals)
+            texts = {text_key(t) for r in tx.execute(
+                f"SELECT error_type, message, goal FROM failures {where}", args).fetchall()
+                for t in (error_query(r), clip(r["goal"], MAX_GOAL_CHARS))}
             n = tx.execute(f"DELETE FROM failures {where}", args).rowcount
             for table in ("injections", "benign", "successes", "runs"):
                 tx.execute(f"DELETE FROM {table} {where}", args)
@@ -229,5 +233,11 @@ class FailureQueries(CreditQueries, JobQueries, RunQueries):
                            f" MAX(ts) FROM failures GROUP BY {key}")
             if run is None:
                 tx.execute("DELETE FROM query_vectors")
+            # a run's error and goal texts go with it, unless a failure left still has them
+            left = {text_key(t) for r in tx.execute(
+                "SELECT error_type, message, goal FROM failures").fetchall()
+                for t in (error_query(r), clip(r["goal"], MAX_GOAL_CHARS))} if texts else set()
+            for key in sorted(texts - left):
+                tx.execute("DELETE FROM query_vectors WHERE key = ?", (key,))
         self.purge()
         return n

@@ -69,10 +69,14 @@ class SQLiteStore(SQLStore):
         self._writing = threading.RLock()
         try:
             with translated(self.path):  # a full disk, a damaged file: said so
-                # Takes effect in a new file only (before its first table); upkeep
-                # converts an older one. Free pages can then be given back.
-                self.conn.execute("PRAGMA auto_vacuum=INCREMENTAL")
-                self._set_wal(busy_timeout)
+                # Opening a store never needs the write lock, so reads go on while
+                # another process writes: what only a new file needs is done to a new
+                # file alone. auto_vacuum takes effect before the first table only
+                # (upkeep converts an older file); free pages can then be given back.
+                if self._value("PRAGMA page_count") == 0:
+                    self.conn.execute("PRAGMA auto_vacuum=INCREMENTAL")
+                if self._value("PRAGMA journal_mode") != "wal":
+                    self._set_wal(busy_timeout)
                 self.conn.execute("PRAGMA synchronous=NORMAL")
                 # Deleted rows are overwritten, not left in free pages: a forgotten
                 # secret is gone.
