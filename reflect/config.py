@@ -69,6 +69,12 @@ def escalate_after(env=os.environ) -> int:
     return _number(env, "REFLECT_ESCALATE_AFTER", int, 2)
 
 
+def similar_runs(env=os.environ) -> int:
+    """How many earlier runs of like goals the default predictor compares this run with
+    (0, the default: on the public data sets they did not improve its score)."""
+    return max(0, _number(env, "REFLECT_SIMILAR_RUNS", int, 0))
+
+
 def half_life_days(env=os.environ) -> float:
     """Days without use over which a lesson's effective confidence halves."""
     return _number(env, "REFLECT_HALF_LIFE_DAYS", float, 90.0)

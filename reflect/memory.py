@@ -303,7 +303,8 @@ class Memory:
             if self._kept_aside is not None:  # this step's capture found the store held
                 raise self._kept_aside
             query = replace(query, scope=self.scope)
-            rec = block.build(self.store, self.vectors, query, self.predictor or block.Predictor())
+            predictor = self.predictor or block.Predictor(k=config.similar_runs())
+            rec = block.build(self.store, self.vectors, query, predictor)
             try:  # the log is best effort: it must not cost the agent its block
                 self.store.register_run(run, goal, self.scope, now, wait=LOG_WAIT)
                 if rec.items:  # what the agent saw, for credit and people

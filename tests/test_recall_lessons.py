@@ -26,6 +26,12 @@ def mem():
         yield m
 
 
+@pytest.fixture
+def similar(monkeypatch):
+    """Goals compared with the 10 most similar earlier runs' (off by default)."""
+    monkeypatch.setenv("REFLECT_SIMILAR_RUNS", "10")
+
+
 def lesson_items(rec):
     return [i for i in rec.items if i.section == "lesson"]
 
@@ -45,7 +51,7 @@ def fill(mem, django_runs=3, frontend_runs=8):
     return table
 
 
-def test_a_cause_common_among_similar_runs_is_predicted_with_provenance(mem):
+def test_a_cause_common_among_similar_runs_is_predicted_with_provenance(mem, similar):
     table = fill(mem)
     rec = mem.recall(run="new", goal=DJANGO_GOAL)
     (item,) = [i for i in lesson_items(rec) if "no such table" in i.text]
@@ -172,7 +178,7 @@ def test_quarantined_lessons_and_other_projects_lessons_stay_out(tmp_path, monke
         assert lesson_items(here.recall(run="n3", goal=DJANGO_GOAL)) == []
 
 
-def test_without_vectors_similar_runs_are_found_by_the_goals_words(monkeypatch):
+def test_without_vectors_similar_runs_are_found_by_the_goals_words(monkeypatch, similar):
     monkeypatch.setenv("REFLECT_EMBEDDINGS", "off")
     with Memory() as m:
         fill(m)
@@ -190,7 +196,7 @@ def test_offline_is_recency_only(monkeypatch):
         assert m.embeddings is None and m.vectors.embedder() is None
 
 
-def test_cached_mode_never_embeds_and_queues_the_goal(monkeypatch):
+def test_cached_mode_never_embeds_and_queues_the_goal(monkeypatch, similar):
     import reflect.index
 
     monkeypatch.setattr(reflect.index, "load_embedder",
@@ -285,7 +291,7 @@ def test_ten_missing_modules_teach_what_one_lesson_about_missing_modules_says(me
     assert len(item.source_failure_ids) == 5  # the family's latest failures
 
 
-def test_a_small_store_stays_quiet_for_an_unrelated_goal(mem):
+def test_a_small_store_stays_quiet_for_an_unrelated_goal(mem, similar):
     """Four earlier runs, one of them Django's missing table: a front-end goal is not
     told about it, a Django goal is."""
     mem.recall(run="dj", goal=DJANGO_GOAL)

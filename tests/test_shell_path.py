@@ -1,9 +1,10 @@
 """The shell path: a bash loop that only calls `reflect capture` and `reflect recall`.
 
 The CLI never loads the embedding model; the detached worker that capture starts
-embeds the queued goals, so a later recall finds the earlier runs whose goals mean
-the same as this one's, and predicts the failure they hit, where the goals' words
-alone (no word is shared) find nothing. Uses the real bundled model.
+embeds the queued goals, so a later recall with REFLECT_SIMILAR_RUNS set finds the
+earlier runs whose goals mean the same as this one's, and predicts the failure they
+hit, where the goals' words alone (no word is shared) find nothing. Uses the real
+bundled model.
 """
 
 import contextlib
@@ -51,6 +52,7 @@ def test_a_bash_loop_predicts_what_runs_with_a_goal_of_like_meaning_hit(
         tmp_path, own_store, monkeypatch):
     monkeypatch.delenv("REFLECT_WORKER")  # capture may start the detached worker
     monkeypatch.setenv("REFLECT_EMBEDDINGS", "")  # the bundled model
+    monkeypatch.setenv("REFLECT_SIMILAR_RUNS", "10")  # goals compared (off by default)
     (tmp_path / "earlier.log").write_text(NO_TABLE)
     (tmp_path / "other.log").write_text("TypeError: Cannot read properties of undefined")
     assert not set(words(GOAL)) & set(words(EARLIER_GOAL))

@@ -118,7 +118,7 @@ def neighbourhood(store: Store, vectors: Vectors, q: Query, predictor: Predictor
     latest, hits = store.recent_families(q.run, q.scope, predictor.window)
     near = Neighbourhood(following=store.families_after(seen, q.run), latest=latest,
                          latest_hits=hits)
-    if q.goal:
+    if q.goal and predictor.k:
         vector = vectors.query_vector(q.goal, q.embed) if vectors.spec is not None else None
         if vector is not None:
             near.similar = relative(vectors.similar_runs(vector, q.run, predictor.k))
@@ -133,7 +133,7 @@ def predicted(store: Store, vectors: Vectors, q: Query, predictor: Predictor,
     ``seen`` (the families it already has)."""
     earlier = store.earlier_runs(q.run, q.scope)
     if earlier == 0:  # nothing to predict from, but later runs will look for this one
-        if q.goal and vectors.spec is not None:
+        if q.goal and predictor.k and vectors.spec is not None:
             vectors.query_vector(q.goal, q.embed)
         return []
     near = neighbourhood(store, vectors, q, predictor, seen)

@@ -52,13 +52,13 @@ MAX_TERMS = 12  # a goal is an issue text of hundreds of words: keep its rarest 
 class Predictor:
     """Tuned by bench/predictor.py on mini-swe-agent and DebugBench (see the README)."""
 
-    k: int = 10  # similar earlier runs
+    k: int = 0  # similar earlier runs (0: none; they did not improve the score, see docs)
     prior: float = 10.0  # the base rate's weight, in runs
     follow: float = 0.5  # weight of an earlier run that shared a family with this one
     threshold: float = 0.08  # p a family needs for its lesson to be offered
     min_runs: int = 1  # earlier runs a family needs, unless a similar run had it
     max_items: int = 6
-    window: int = 50  # the latest runs whose rate the base rate starts from
+    window: int = 25  # the latest runs whose rate the base rate starts from
     recent_prior: float = 10.0  # the weight, in runs, of all earlier runs' rate in it
     candidates: int = 20  # the most widespread families, which always get an estimate
 
