@@ -4,12 +4,15 @@ credit by how the iteration after it ended. Shared by both backends (a mixin of
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from reflect import credit
 from reflect.records import RecallItem
-from reflect.store.base import Tx
+from reflect.store.base import Row, Tx, marks
 from reflect.store.lessons import LessonQueries
+
+if TYPE_CHECKING:
+    from reflect.recall.holdout import Eligible
 
 
 class CreditQueries(LessonQueries):
@@ -24,6 +27,34 @@ class CreditQueries(LessonQueries):
                 (run, iteration, i.id, i.fingerprint, i.section, rank, i.score, tokens, now))
             tx.execute("UPDATE lessons SET injected = injected + 1, last_used = ? WHERE id = ?",
                        (now, i.id))
+
+    @staticmethod
+    def _log_eligible(tx: Tx, run: str, iteration: int, eligible: list[Eligible],
+                      now: float) -> None:
+        """Log each lesson recall would have shown with its arm (``recall.holdout``): once
+        per run, where it first was, since a run stays in one arm for a lesson."""
+        for e in eligible:
+            tx.execute(
+                "INSERT INTO eligible (run, iteration, lesson_id, family, arm, predicted, ts)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (lesson_id, run) DO NOTHING",
+                (run, iteration, e.lesson_id, e.family, e.arm, e.predicted, now))
+
+    def holdout_arms(self, lesson_ids: list[str] | None = None) -> list[Row]:
+        """Per lesson (of ``lesson_ids``, else every one) and arm: the runs it was eligible
+        in (``runs``), those its family failed in at or after that point (``hits``) and
+        the predicted p then (``predicted``, their mean)."""
+        where, args = "", ()
+        if lesson_ids is not None:
+            if not lesson_ids:
+                return []
+            where, args = f"WHERE e.lesson_id IN ({marks(lesson_ids)})", tuple(lesson_ids)
+        return [dict(r) for r in self._rows(
+            f"""SELECT e.lesson_id, MAX(e.family) AS family, e.arm, COUNT(*) AS runs,
+                   SUM(CASE WHEN EXISTS (SELECT 1 FROM failures f WHERE f.run = e.run
+                       AND f.family = e.family AND f.iteration >= e.iteration)
+                       THEN 1 ELSE 0 END) AS hits, AVG(e.predicted) AS predicted
+                FROM eligible e {where} GROUP BY e.lesson_id, e.arm
+                ORDER BY e.lesson_id, e.arm""", args)]
 
     def _credit_failure(self, tx: Tx, run: str, iteration: int, fingerprint: str) -> None:
         """The iteration failed with ``fingerprint``: credit what was injected before it."""

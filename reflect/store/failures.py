@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from reflect.config import repo_root
 from reflect.fingerprint import cause, family
@@ -15,6 +16,9 @@ from reflect.store.credit import CreditQueries
 from reflect.store.jobs import JobQueries
 from reflect.store.runs import MAX_GOAL_CHARS, RunQueries
 from reflect.text import clip, text_key
+
+if TYPE_CHECKING:
+    from reflect.recall.holdout import Eligible
 
 EMBED_TARGET = "pending"  # one embed job covers everything that lacks a vector
 
@@ -178,9 +182,13 @@ class FailureQueries(CreditQueries, JobQueries, RunQueries):
     # -- changes ---------------------------------------------------------------
 
     def record_injections(self, run: str, iteration: int, items: list[RecallItem], tokens: int,
-                          now: float, wait: float | None = None) -> None:
+                          now: float, wait: float | None = None,
+                          eligible: list[Eligible] | None = None) -> None:
+        """What went into the prompt for ``iteration``, and (``eligible``) every lesson of
+        an earlier run recall would have shown there, with its holdout arm."""
         with self.write(wait) as tx:
             self._log_injections(tx, run, iteration, items, tokens, now)
+            self._log_eligible(tx, run, iteration, eligible or [], now)
 
     def injections(self, run: str | None, limit: int) -> list[Row]:
         return self._newest("injections", "id", limit, {"run = ?": run})
@@ -214,7 +222,7 @@ class FailureQueries(CreditQueries, JobQueries, RunQueries):
         with self.write() as tx:
             where, args = ("WHERE run = ?", (run,)) if run is not None else ("", ())
             n = tx.execute(f"DELETE FROM failures {where}", args).rowcount
-            for table in ("injections", "benign", "successes", "runs"):
+            for table in ("injections", "eligible", "benign", "successes", "runs"):
                 tx.execute(f"DELETE FROM {table} {where}", args)
             kept = "(SELECT DISTINCT fingerprint FROM failures)"
             tx.execute(

@@ -373,7 +373,25 @@ def pool_families(tx: Any) -> None:
     """)
 
 
-MIGRATIONS: list[Callable[[Any], None]] = [create_schema, pool_families]
+def log_eligible_lessons(tx: Any) -> None:
+    """As SQLite's migration of the same name: the holdout's log of eligible lessons."""
+    tx.execute("""
+        CREATE TABLE eligible (
+            id BIGSERIAL PRIMARY KEY,
+            run TEXT NOT NULL,
+            iteration BIGINT NOT NULL,
+            lesson_id TEXT NOT NULL,
+            family TEXT NOT NULL,
+            arm TEXT NOT NULL,
+            predicted DOUBLE PRECISION NOT NULL,
+            ts DOUBLE PRECISION NOT NULL
+        );
+        CREATE UNIQUE INDEX eligible_lesson_run ON eligible (lesson_id, run);
+        CREATE INDEX eligible_run ON eligible (run)
+    """)
+
+
+MIGRATIONS: list[Callable[[Any], None]] = [create_schema, pool_families, log_eligible_lessons]
 
 
 class NewerSchema(StoreUnavailable):

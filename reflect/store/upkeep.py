@@ -33,9 +33,11 @@ class UpkeepQueries(Backend):
                     " VALUES (?, ?, 'low confidence', ?)", (r["id"], r["fingerprint"], now))
             failures = tx.execute("DELETE FROM failures WHERE ts < ?", (cutoff,)).rowcount
             injections = tx.execute("DELETE FROM injections WHERE ts < ?", (cutoff,)).rowcount
+            tx.execute("DELETE FROM eligible WHERE ts < ?", (cutoff,))
             if keep is not None:  # the oldest first
                 failures += _keep_newest(tx, "failures", "seq", keep)
                 injections += _keep_newest(tx, "injections", "id", keep)
+                _keep_newest(tx, "eligible", "id", keep)
                 _keep_newest(tx, "benign", "seq", keep)
                 _keep_newest(tx, "successes", "seq", keep)
                 # The goals of the runs kept are what similar runs are found by.
