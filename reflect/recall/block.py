@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from reflect.embedding import Vectors
 from reflect.recall import taught
-from reflect.recall.holdout import DEMOTED, WITHHELD, Eligible, Holdout, arm, effects
+from reflect.recall.holdout import DEMOTED, PROMOTED, WITHHELD, Eligible, Holdout, arm, effects
 from reflect.recall.predict import Estimate, Neighbourhood, Predictor, estimate, similar_by_words
 from reflect.recall.render import (
     LESSON_ITEM_TOKENS,
@@ -191,10 +191,12 @@ def lesson_items(store: Store, vectors: Vectors, q: Query, predictor: Predictor,
             continue  # an imported lesson its trigger already brought in
         text = lesson_item_text(lesson, failure, e.why())
         value = e.p * LESSON_ITEM_TOKENS / estimate_tokens(text)  # per a full item's tokens
-        if value >= predictor.threshold:
-            chosen[lesson["id"]] = Eligible(
-                lesson["id"], e.family, arm(q.run, lesson["id"], verdicts.get(lesson["id"], ""),
-                                            holdout), e.p)
+        verdict = verdicts.get(lesson["id"], "")
+        # A promoted lesson needs no threshold: what it prevents no longer shows in p.
+        if value >= predictor.threshold or verdict == PROMOTED:
+            chosen[lesson["id"]] = Eligible(lesson["id"], e.family,
+                                            arm(q.run, lesson["fingerprint"], verdict, holdout),
+                                            e.p)
             if chosen[lesson["id"]].arm == DEMOTED:
                 continue
             offered.append((value, RecallItem(

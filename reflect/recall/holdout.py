@@ -2,8 +2,10 @@
 
 Credit says a lesson shown and not followed by its cause won, though the cause might not
 have come anyway. A holdout knows: of the runs where recall would show a lesson from an
-earlier run, a share ``p`` do not see it, chosen by a hash of (run, lesson), so a run stays
-in one arm for that lesson and a rerun of a recall gives the same block. Per lesson, the
+earlier run, a share ``p`` do not see it, chosen by a hash of the run and the lesson's
+fingerprint (the failure it is the lesson of: a lesson rewritten by the worker keeps its
+runs' arms), so a run stays in one arm for that lesson and a rerun of a recall gives the
+same block. Effects are counted per lesson id: a rewritten lesson is a new experiment. Per lesson, the
 rate at which its family followed in each arm, with Wilson intervals, and their difference
 (Newcombe's interval from the two) say what it changes; the predictor's rate stands beside
 them. A lesson is judged when each arm has ``min_runs`` runs, and again each time the
@@ -49,9 +51,10 @@ class Eligible:
     predicted: float  # the predictor's p(family) when it was chosen
 
 
-def withheld(run: str, lesson_id: str, p: float) -> bool:
-    """Whether ``run`` is in the withheld arm for ``lesson_id``: the same every time."""
-    digest = hashlib.sha256(f"{run}\0{lesson_id}".encode()).digest()
+def withheld(run: str, fingerprint: str, p: float) -> bool:
+    """Whether ``run`` is in the withheld arm for the lesson of ``fingerprint``: the same
+    every time."""
+    digest = hashlib.sha256(f"{run}\0{fingerprint}".encode()).digest()
     return int.from_bytes(digest[:8], "big") / 2.0**64 < p
 
 
@@ -122,23 +125,27 @@ class Effect:
 
 
 def effects(rows: Iterable[dict], rule: Holdout) -> dict[str, Effect]:
-    """Per lesson, from the store's ``holdout_arms`` (per lesson and arm: runs, hits and
-    the mean predicted p), each judged by ``rule``."""
+    """Per lesson, from the store's ``holdout_arms`` (per lesson and arm: runs, hits, the
+    mean predicted p, the latest row), each judged by ``rule``. A verdict once given is
+    in the log (the runs after it are logged ``promoted`` or ``demoted``) and stands,
+    whatever rule reads it later."""
     found: dict[str, Effect] = {}
     weighed: dict[str, float] = {}  # predicted p summed over the randomized runs
+    given: dict[str, tuple[int, str]] = {}  # lesson -> (latest row, verdict) of the log
     for r in rows:
-        if r["arm"] not in RANDOMIZED:
-            continue  # shown or not by a verdict: no longer an experiment
         e = found.setdefault(r["lesson_id"], Effect(r["lesson_id"], r["family"]))
         runs, hits = int(r["runs"]), int(r["hits"])
+        if r["arm"] not in RANDOMIZED:  # shown or not by a verdict: not an experiment
+            given[e.lesson_id] = max(given.get(e.lesson_id, (0, "")), (int(r["last"]), r["arm"]))
+            continue
         if r["arm"] == SHOWN:
             e.shown, e.shown_hits = runs, hits
         else:
             e.withheld, e.withheld_hits = runs, hits
         weighed[e.lesson_id] = weighed.get(e.lesson_id, 0.0) + float(r["predicted"]) * runs
     for e in found.values():
-        e.predicted = weighed[e.lesson_id] / (e.shown + e.withheld)
-        e.verdict = e.judge(rule)
+        e.predicted = weighed.get(e.lesson_id, 0.0) / max(e.shown + e.withheld, 1)
+        e.verdict = given[e.lesson_id][1] if e.lesson_id in given else e.judge(rule)
     return found
 
 
@@ -148,8 +155,8 @@ def measured(store, rule: Holdout, lesson_ids: list[str] | None = None) -> list[
     return sorted(found, key=lambda e: (-e.effect(), e.lesson_id))
 
 
-def arm(run: str, lesson_id: str, verdict: str, rule: Holdout) -> str:
-    """The arm a run is in for a lesson, given the lesson's verdict so far."""
+def arm(run: str, fingerprint: str, verdict: str, rule: Holdout) -> str:
+    """The arm a run is in for the lesson of ``fingerprint``, given its verdict so far."""
     if verdict:
         return verdict
-    return WITHHELD if withheld(run, lesson_id, rule.p) else SHOWN
+    return WITHHELD if withheld(run, fingerprint, rule.p) else SHOWN

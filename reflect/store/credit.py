@@ -42,7 +42,8 @@ class CreditQueries(LessonQueries):
     def holdout_arms(self, lesson_ids: list[str] | None = None) -> list[Row]:
         """Per lesson (of ``lesson_ids``, else every one) and arm: the runs it was eligible
         in (``runs``), those its family failed in at or after that point (``hits``) and
-        the predicted p then (``predicted``, their mean)."""
+        the predicted p then (``predicted``, their mean), and the latest row's id
+        (``last``)."""
         where, args = "", ()
         if lesson_ids is not None:
             if not lesson_ids:
@@ -52,7 +53,8 @@ class CreditQueries(LessonQueries):
             f"""SELECT e.lesson_id, MAX(e.family) AS family, e.arm, COUNT(*) AS runs,
                    SUM(CASE WHEN EXISTS (SELECT 1 FROM failures f WHERE f.run = e.run
                        AND f.family = e.family AND f.iteration >= e.iteration)
-                       THEN 1 ELSE 0 END) AS hits, AVG(e.predicted) AS predicted
+                       THEN 1 ELSE 0 END) AS hits, AVG(e.predicted) AS predicted,
+                   MAX(e.id) AS last
                 FROM eligible e {where} GROUP BY e.lesson_id, e.arm
                 ORDER BY e.lesson_id, e.arm""", args)]
 
