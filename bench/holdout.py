@@ -75,8 +75,9 @@ def main() -> None:
                 cells.append("never eligible")
                 continue
             e = found[k]["effect"]
+            held = "ok" if found[k]["covered"] else "MISS"
             cells.append(f"{e.verdict or '-':<8} shown {e.shown_hits}/{e.shown} withheld "
-                         f"{e.withheld_hits}/{e.withheld} {'ok' if found[k]['covered'] else 'MISS'}")
+                         f"{e.withheld_hits}/{e.withheld} {held}")
         print(f"{seed:>4}  {cells[0]:<48} {cells[1]:<48}")
         right += ("A" in found and found["A"]["effect"].verdict == "promoted"
                   and "B" in found and found["B"]["effect"].verdict == "demoted")

@@ -43,8 +43,11 @@ class Query:
     escalate_after: int = 2
 
 
+NO_HOLDOUT = Holdout()  # every eligible lesson shown
+
+
 def build(store: Store, vectors: Vectors, q: Query, predictor: Predictor,
-          holdout: Holdout = Holdout()) -> Recall:
+          holdout: Holdout = NO_HOLDOUT) -> Recall:
     # The window is read lean: whole rows only for the failures an item shows.
     rows = store.recent_failures(q.run, q.iteration, RECENT_WINDOW, "id, fingerprint, family")
     recent = recent_items(store, q, rows) if "recent" in q.sections else []
@@ -155,7 +158,7 @@ def predicted(store: Store, vectors: Vectors, q: Query, predictor: Predictor,
 
 
 def lesson_items(store: Store, vectors: Vectors, q: Query, predictor: Predictor,
-                 rows: list[dict], holdout: Holdout = Holdout()
+                 rows: list[dict], holdout: Holdout = NO_HOLDOUT
                  ) -> tuple[list[RecallItem], dict[str, Eligible]]:
     """Taught and imported lessons the query's words call for, then the lessons of the
     mistakes this run is most likely to make; none of a family this run already has. With

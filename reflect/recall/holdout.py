@@ -5,17 +5,17 @@ have come anyway. A holdout knows: of the runs where recall would show a lesson 
 earlier run, a share ``p`` do not see it, chosen by a hash of the run and the lesson's
 fingerprint (the failure it is the lesson of: a lesson rewritten by the worker keeps its
 runs' arms), so a run stays in one arm for that lesson and a rerun of a recall gives the
-same block. Effects are counted per lesson id: a rewritten lesson is a new experiment. Per lesson, the
-rate at which its family followed in each arm, with Wilson intervals, and their difference
-(Newcombe's interval from the two) say what it changes; the predictor's rate stands beside
-them. A lesson is judged when each arm has ``min_runs`` runs, and again each time the
-smaller one has doubled (a few looks, not one per recall: an interval read at every
-recall crosses its bound by chance): promoted when the interval of its effect lies above
-zero (shown always from then on, and exported as a house rule), demoted when it lies
-below ``min_effect`` (not shown: its place goes to the next lesson). After a verdict the
-lesson leaves the holdout (its runs are logged ``promoted`` or ``demoted``, outside the
-arms), so the verdict stands and withholding costs repeats only while it is in question.
-The rule is one value, ``Holdout``.
+same block. Effects are counted per lesson id: a rewritten lesson is a new experiment.
+Per lesson, the rate at which its family followed in each arm, with Wilson intervals, and
+their difference (Newcombe's interval from the two) say what it changes; the predictor's
+rate stands beside them. A lesson is judged when each arm has ``min_runs`` runs, and
+again each time the smaller one has doubled (a few looks, not one per recall: an interval
+read at every recall crosses its bound by chance): promoted when the interval of its
+effect lies above zero (shown from then on, past the predictor's threshold too, and
+exported as a house rule), demoted when it lies below ``min_effect`` (not shown: its
+place goes to the next lesson). After a verdict the lesson leaves the holdout (its runs
+are logged ``promoted`` or ``demoted``, outside the arms), so the verdict stands and
+withholding costs repeats only while it is in question. The rule is one value, ``Holdout``.
 """
 
 from __future__ import annotations
@@ -65,7 +65,8 @@ def wilson(hits: int, n: int, z: float) -> tuple[float, float]:
     rate = hits / n
     centre = rate + z * z / (2 * n)
     spread = z * math.sqrt(rate * (1 - rate) / n + z * z / (4 * n * n))
-    return max(0.0, (centre - spread) / (1 + z * z / n)), min(1.0, (centre + spread) / (1 + z * z / n))
+    scale = 1 + z * z / n
+    return max(0.0, (centre - spread) / scale), min(1.0, (centre + spread) / scale)
 
 
 @dataclass

@@ -44,11 +44,10 @@ class CreditQueries(LessonQueries):
         in (``runs``), those its family failed in at or after that point (``hits``) and
         the predicted p then (``predicted``, their mean), and the latest row's id
         (``last``)."""
-        where, args = "", ()
-        if lesson_ids is not None:
-            if not lesson_ids:
-                return []
-            where, args = f"WHERE e.lesson_id IN ({marks(lesson_ids)})", tuple(lesson_ids)
+        if lesson_ids == []:
+            return []
+        ids = lesson_ids or []
+        where = f"WHERE e.lesson_id IN ({marks(ids)})" if ids else ""
         return [dict(r) for r in self._rows(
             f"""SELECT e.lesson_id, MAX(e.family) AS family, e.arm, COUNT(*) AS runs,
                    SUM(CASE WHEN EXISTS (SELECT 1 FROM failures f WHERE f.run = e.run
@@ -56,7 +55,7 @@ class CreditQueries(LessonQueries):
                        THEN 1 ELSE 0 END) AS hits, AVG(e.predicted) AS predicted,
                    MAX(e.id) AS last
                 FROM eligible e {where} GROUP BY e.lesson_id, e.arm
-                ORDER BY e.lesson_id, e.arm""", args)]
+                ORDER BY e.lesson_id, e.arm""", ids)]
 
     def _credit_failure(self, tx: Tx, run: str, iteration: int, fingerprint: str) -> None:
         """The iteration failed with ``fingerprint``: credit what was injected before it."""
