@@ -209,3 +209,33 @@ def test_a_population_of_scripted_agents_recovers_what_each_lesson_changes():
     out = run_cli("eval", "effect", "--format", "json")
     verdicts = {r["lesson_id"]: r["verdict"] for r in json.loads(out.stdout)["effects"]}
     assert verdicts == {a.lesson_id: PROMOTED, b.lesson_id: DEMOTED}
+
+
+def test_upkeep_drops_the_holdout_log_with_the_old_history():
+    now = [1_000_000.0]
+    with Memory(holdout=0.5, clock=lambda: now[0]) as mem:
+        earlier_runs(mem)
+        assert arms(mem)
+        now[0] += 200 * 86400  # past the history upkeep keeps
+        mem.consolidate()
+        assert arms(mem) == {}
+
+
+def test_eval_effect_says_how_to_start_when_nothing_was_withheld():
+    out = run_cli("eval", "effect")
+    assert out.returncode == 0 and b"REFLECT_HOLDOUT=0.1" in out.stdout
+
+
+def test_the_effect_table_and_chart(tmp_path):
+    pytest.importorskip("matplotlib")
+    from reflect.eval.effect import chart, table
+
+    rule = Holdout(p=0.5, min_runs=30)
+    found = [Effect("L-a", "f", 60, 6, 60, 18, 0.2, PROMOTED),
+             Effect("L-b", "g", 60, 18, 60, 18, 0.3, "")]
+    text = table(found, rule, {"L-a": "running `python -c 'import yaml'`"})
+    a_line = next(line for line in text.splitlines() if line.startswith("L-a"))
+    assert "10.0%" in a_line and "30.0%" in a_line and "+20.0" in a_line
+    assert "promoted" in a_line and "import yaml" in a_line
+    assert chart(found, rule, tmp_path / "e.png")
+    assert (tmp_path / "e.png").read_bytes().startswith(b"\x89PNG")
