@@ -18,6 +18,8 @@ from __future__ import annotations
 import argparse
 import tempfile
 
+from figures import emit
+
 from reflect import Memory
 from reflect.eval.scripted import Mistake, run_population
 from reflect.recall.holdout import Holdout, wilson
@@ -85,11 +87,14 @@ def main() -> None:
         if "A" in found:
             extra += found["A"]["extra"]
             expected += found["A"]["expected"]
-    print(f"A promoted and B demoted: {right}/{args.seeds} seeds; truth within the intervals: "
-          f"{covered}/{2 * args.seeds} lessons")
-    print(f"A's extra repeats, all seeds: {extra:.1f} (p x effect x judged runs: "
-          f"{expected:.1f}); an all-shown fleet of {args.seeds * args.runs} runs would make "
-          f"{A.shown_rate * args.seeds * args.runs:.0f}")
+    summary = [f"A promoted and B demoted: {right}/{args.seeds} seeds; truth within the "
+               f"intervals: {covered}/{2 * args.seeds} lessons",
+               f"A's extra repeats, all seeds: {extra:.1f} (p x effect x judged runs: "
+               f"{expected:.1f}); an all-shown fleet of {args.seeds * args.runs} runs would "
+               f"make {A.shown_rate * args.seeds * args.runs:.0f}"]
+    print("\n".join(summary))
+    emit({"summary": summary, "right": right, "seeds": args.seeds, "covered": covered,
+          "extra": extra, "expected": expected})
 
 
 if __name__ == "__main__":
