@@ -239,3 +239,23 @@ def test_the_effect_table_and_chart(tmp_path):
     assert "promoted" in a_line and "import yaml" in a_line
     assert chart(found, rule, tmp_path / "e.png")
     assert (tmp_path / "e.png").read_bytes().startswith(b"\x89PNG")
+
+
+def test_a_failure_counts_against_the_arm_it_followed_logged_before_or_after_it():
+    from reflect.recall.holdout import Eligible
+
+    with Memory() as mem:
+        entry = earlier_runs(mem, 1)
+        mine = mem.store.failure(entry.failure_id)["family"]
+        e = Eligible(entry.lesson_id, mine, WITHHELD, 0.3)
+        mem.store.record_injections("before", 1, [], 0, 1.0, eligible=[e])
+        mem.capture(run="before", iteration=2, action="python -c 'import yaml'", exit_code=1,
+                    error_text=NO_YAML)
+        mem.capture(run="late", iteration=3, action="python -c 'import yaml'", exit_code=1,
+                    error_text=NO_YAML)
+        mem.store.record_injections("late", 2, [], 0, 1.0, eligible=[e])  # logged after
+        mem.store.record_injections("early", 5, [], 0, 1.0, eligible=[e])
+        mem.capture(run="early", iteration=4, action="python -c 'import yaml'", exit_code=1,
+                    error_text=NO_YAML)  # before it was eligible: not its arm's doing
+        (row,) = mem.store.holdout_arms([entry.lesson_id])
+        assert (row["arm"], row["runs"], row["hits"]) == (WITHHELD, 3, 2)

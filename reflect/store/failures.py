@@ -12,7 +12,7 @@ from reflect.fingerprint import cause, family
 from reflect.gitconfig import repo_from_git_config
 from reflect.records import RecallItem
 from reflect.store.base import Row, Tx, insert, marks
-from reflect.store.credit import CreditQueries
+from reflect.store.credit import CreditQueries, recount_holdout
 from reflect.store.jobs import JobQueries
 from reflect.store.runs import MAX_GOAL_CHARS, RunQueries
 from reflect.text import clip, text_key
@@ -75,6 +75,7 @@ class FailureQueries(CreditQueries, JobQueries, RunQueries):
                 (failure[key], failure["run"]),
             ).fetchone() is None for key in ("cause", "family"))
             stored = dict(insert(tx, "failures", failure, returning="*").fetchone())
+            self._mark_followed(tx, failure)
             tx.execute("INSERT INTO fingerprints VALUES (?, ?) ON CONFLICT DO NOTHING",
                        (fp, failure["cause"]))
             tx.execute(
@@ -224,6 +225,7 @@ class FailureQueries(CreditQueries, JobQueries, RunQueries):
             n = tx.execute(f"DELETE FROM failures {where}", args).rowcount
             for table in ("injections", "eligible", "benign", "successes", "runs"):
                 tx.execute(f"DELETE FROM {table} {where}", args)
+            recount_holdout(tx)
             kept = "(SELECT DISTINCT fingerprint FROM failures)"
             tx.execute(
                 f"DELETE FROM lessons WHERE kind != 'taught' AND fingerprint NOT IN {kept}"

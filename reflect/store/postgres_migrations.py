@@ -384,10 +384,22 @@ def log_eligible_lessons(tx: Any) -> None:
             family TEXT NOT NULL,
             arm TEXT NOT NULL,
             predicted DOUBLE PRECISION NOT NULL,
+            hit BIGINT NOT NULL DEFAULT 0,
             ts DOUBLE PRECISION NOT NULL
         );
         CREATE UNIQUE INDEX eligible_lesson_run ON eligible (lesson_id, run);
-        CREATE INDEX eligible_run ON eligible (run)
+        CREATE INDEX eligible_run ON eligible (run);
+        -- Per lesson and arm, the counts the holdout judges by: a recall reads a few rows.
+        CREATE TABLE holdout_counts (
+            lesson_id TEXT NOT NULL,
+            arm TEXT NOT NULL,
+            family TEXT NOT NULL,
+            runs BIGINT NOT NULL,
+            hits BIGINT NOT NULL,
+            predicted DOUBLE PRECISION NOT NULL,
+            last DOUBLE PRECISION NOT NULL,
+            PRIMARY KEY (lesson_id, arm)
+        )
     """)
 
 

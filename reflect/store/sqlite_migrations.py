@@ -444,8 +444,9 @@ def pool_families(conn: sqlite3.Connection) -> None:
 def log_eligible_lessons(conn: sqlite3.Connection) -> None:
     """The holdout's log (``recall.holdout``): each lesson of an earlier run that recall
     would show, once per run (where it first would), with its arm (shown, withheld,
-    promoted, demoted) and the predicted p of its family then: what showing it changes
-    can be measured."""
+    promoted, demoted), the predicted p of its family then and whether the family
+    followed in that run (``hit``, set by capture): what showing it changes can be
+    measured."""
     _script(
         conn,
         """
@@ -457,10 +458,22 @@ def log_eligible_lessons(conn: sqlite3.Connection) -> None:
         family TEXT NOT NULL,
         arm TEXT NOT NULL,
         predicted REAL NOT NULL,
+        hit INTEGER NOT NULL DEFAULT 0,
         ts REAL NOT NULL
     );
     CREATE UNIQUE INDEX eligible_lesson_run ON eligible (lesson_id, run);
-    CREATE INDEX eligible_run ON eligible (run)
+    CREATE INDEX eligible_run ON eligible (run);
+    -- Per lesson and arm, the counts the holdout judges by: a recall reads a few rows.
+    CREATE TABLE holdout_counts (
+        lesson_id TEXT NOT NULL,
+        arm TEXT NOT NULL,
+        family TEXT NOT NULL,
+        runs INTEGER NOT NULL,
+        hits INTEGER NOT NULL,
+        predicted REAL NOT NULL,
+        last REAL NOT NULL,
+        PRIMARY KEY (lesson_id, arm)
+    )
     """,
     )
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from reflect.store.base import Backend, Row, Tx, put_meta
+from reflect.store.credit import recount_holdout
 
 
 class UpkeepQueries(Backend):
@@ -43,6 +44,7 @@ class UpkeepQueries(Backend):
                 # The goals of the runs kept are what similar runs are found by.
                 _keep_newest(tx, "query_vectors", "created", keep,
                              "key NOT IN (SELECT goal_key FROM runs)")
+            recount_holdout(tx)
             tx.execute("DELETE FROM jobs WHERE state IN ('done', 'failed', 'skipped')"
                        " AND updated < ?", (cutoff,))
             tx.execute("DELETE FROM query_vectors WHERE created < ?", (cutoff,))
