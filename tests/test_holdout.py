@@ -221,9 +221,11 @@ def test_upkeep_drops_the_holdout_log_with_the_old_history():
         assert arms(mem) == {}
 
 
-def test_eval_effect_says_how_to_start_when_nothing_was_withheld():
-    out = run_cli("eval", "effect")
+def test_eval_effect_says_how_to_start_when_nothing_was_withheld(tmp_path):
+    out = run_cli("eval", "effect", "--chart", str(tmp_path / "e.png"))
     assert out.returncode == 0 and b"REFLECT_HOLDOUT=0.1" in out.stdout
+    if b"matplotlib is not installed" not in out.stderr:
+        assert (tmp_path / "e.png").read_bytes().startswith(b"\x89PNG")
 
 
 def test_the_effect_table_and_chart(tmp_path):

@@ -123,6 +123,17 @@ def _arms(text: str) -> tuple[str, ...]:
     return arms
 
 
+def _said(drawn: bool, path: str) -> None:
+    """Where the chart went, or why there is none."""
+    from reflect.eval.compare import INSTALL_CHARTS
+
+    if drawn:
+        print(f"chart: {path}", file=sys.stderr)
+    else:
+        print(f"reflect: note: no chart: matplotlib is not installed ({INSTALL_CHARTS})",
+              file=sys.stderr)
+
+
 def _fail(message: str) -> int:
     print(f"reflect: error: {message}", file=sys.stderr)
     return 1
@@ -186,22 +197,17 @@ def cmd_replay(args) -> int:
 
 @_guarded
 def cmd_compare(args) -> int:
-    from reflect.eval.compare import INSTALL_CHARTS, chart, compare, table
+    from reflect.eval.compare import chart, compare, table
 
     result = compare(args.inputs, seed=args.seed, resamples=args.resamples)
     print(json.dumps(result, ensure_ascii=False) if args.format == "json" else table(result))
     if args.chart:
-        if chart(result, args.chart):
-            print(f"chart: {args.chart}", file=sys.stderr)
-        else:
-            print(f"reflect: note: no chart: matplotlib is not installed ({INSTALL_CHARTS})",
-                  file=sys.stderr)
+        _said(chart(result, args.chart), args.chart)
     return 0
 
 
 @_guarded
 def cmd_effect(args) -> int:
-    from reflect.eval.compare import INSTALL_CHARTS
     from reflect.eval.effect import chart, rows, table
     from reflect.memory import Memory
 
@@ -215,11 +221,7 @@ def cmd_effect(args) -> int:
     else:
         print(table(effects, rule, triggers))
     if args.chart:
-        if chart(effects, rule, args.chart):
-            print(f"chart: {args.chart}", file=sys.stderr)
-        else:
-            print(f"reflect: note: no chart: matplotlib is not installed ({INSTALL_CHARTS})",
-                  file=sys.stderr)
+        _said(chart(effects, rule, args.chart), args.chart)
     return 0
 
 

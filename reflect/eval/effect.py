@@ -4,10 +4,9 @@ with intervals, the predicted rate beside them, and the verdict. A table and a P
 
 from __future__ import annotations
 
-import io
 from pathlib import Path
 
-from reflect.eval.trace import write_bytes
+from reflect.eval.charts import pyplot, save
 from reflect.recall.holdout import Effect, Holdout, wilson
 from reflect.text import clip
 
@@ -45,12 +44,8 @@ def table(effects: list[Effect], rule: Holdout, triggers: dict[str, str]) -> str
 def chart(effects: list[Effect], rule: Holdout, path: str | Path) -> bool:
     """A PNG of the lessons by measured effect, with intervals; False (nothing written)
     when matplotlib is not installed."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
+    plt = pyplot()
+    if plt is None:
         return False
     shown = sorted(effects, key=lambda e: e.effect())
     fig, ax = plt.subplots(figsize=(7, 1.2 + 0.35 * max(len(shown), 1)))
@@ -67,9 +62,4 @@ def chart(effects: list[Effect], rule: Holdout, path: str | Path) -> bool:
     ax.set_xlabel("points its family's rate falls when shown (withheld minus shown)")
     ax.set_title(f"what each lesson changes ({rule.z:g}-sigma intervals; green promoted, "
                  "red demoted)", fontsize=9)
-    fig.tight_layout()
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=120)
-    plt.close(fig)
-    write_bytes(path, buffer.getvalue())
-    return True
+    return save(plt, fig, path)
