@@ -90,6 +90,7 @@ STEPS = (
     tests("hostile", *HOSTILE),
     tests("faults", *FAULTS),
     tests("store_faults", *STORE_FAULTS),
+    bench("holdout"),
     bench("replay"),
     bench("predictor"),
 )
@@ -487,6 +488,11 @@ def team_table(f: dict) -> str:
                   f"{t['failures']} failures", "PostgreSQL", "SQLite"], rows)
 
 
+def holdout_block(f: dict) -> str:
+    h = f["holdout"]
+    return "\n".join(["```", *h["summary"], "```"])
+
+
 # README section -> (the steps it needs, its renderer)
 SECTIONS = (
     ("## The two commands", ("demo",), demo_block),
@@ -498,6 +504,7 @@ SECTIONS = (
      speed_table),
     ("## Storage and durability", ("store_bound",), store_table),
     ("## A shared PostgreSQL store", ("team",), team_table),
+    ("## What it costs", ("holdout",), holdout_block),
     ("## Faults and attacks, measured", ("attacks",), faults_table),
 )
 

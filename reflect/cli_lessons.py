@@ -151,8 +151,25 @@ def cmd_show(args) -> int:
     text += [f"   failure: {f['id']} {f['run']}#{f['iteration']} {f['error_type']}: "
              f"{first_line(f['message'], 70)}" for f in lesson["failures"]]
     text += [f"   history: {h['id']} {h['kind']} {h['status']}" for h in lesson["history"]]
+    if lesson["holdout"]:
+        text += holdout_lines(lesson["holdout"])
     emit(args, lesson, "\n".join(text))
     return 0
+
+
+def holdout_lines(effect: dict) -> list[str]:
+    """What the holdout measured: its family's rate after it became eligible, per arm."""
+    def arm(name: str) -> str:
+        a = effect[name]
+        lo, hi = a["interval"]
+        return (f"{100 * a['rate']:.1f}% [{100 * lo:.1f}, {100 * hi:.1f}] in "
+                f"{a['runs']} run(s)")
+
+    lo, hi = effect["effect_interval"]
+    return [f"{'shown':>10}: {arm('shown')}", f"{'withheld':>10}: {arm('withheld')}",
+            f"{'predicted':>10}: {100 * effect['predicted']:.1f}%",
+            f"{'effect':>10}: {100 * effect['effect']:+.1f} points [{100 * lo:+.1f}, "
+            f"{100 * hi:+.1f}]" + (f" {effect['verdict']}" if effect["verdict"] else "")]
 
 
 def cmd_search(args) -> int:

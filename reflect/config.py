@@ -87,6 +87,15 @@ def max_failures(env=os.environ) -> int | None:
     return value if value > 0 else None
 
 
+def holdout(env=os.environ) -> float:
+    """``REFLECT_HOLDOUT``: the share of (run, lesson) pairs recall withholds (default 0)."""
+    p = _number(env, "REFLECT_HOLDOUT", float, 0.0)
+    if not 0.0 <= p < 1.0:
+        warn(f"REFLECT_HOLDOUT={p} is not a share (0 <= p < 1, e.g. 0.1); using 0")
+        return 0.0
+    return p
+
+
 def worker_allowed(env=os.environ) -> bool:
     """``REFLECT_WORKER=off``: capture never starts a detached worker."""
     return env.get("REFLECT_WORKER", "").strip().lower() not in {"off", "0", "false", "no"}

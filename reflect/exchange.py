@@ -55,13 +55,23 @@ _SCOPE = re.compile(r"global|project:[0-9a-f]{12,64}")
 # -- export ---------------------------------------------------------------------
 
 
-def export_lessons(store: Store, fmt: str, min_confidence: float = 0.5) -> str:
+def export_lessons(store: Store, fmt: str, min_confidence: float = 0.5,
+                   verdicts: dict[str, dict] | None = None) -> str:
     """The active lessons with confidence >= ``min_confidence``, plus every pinned or
-    taught one, best first; the same store always gives the same text."""
+    taught one, best first; the same store always gives the same text. ``verdicts``
+    (lesson id -> ``holdout.Effect.to_dict``): the holdout's promoted lessons are the
+    house rules, first, with what they were measured to change; its demoted ones are
+    left out."""
     if fmt not in FORMATS:
         raise ValueError(f"unknown format {fmt!r}: use one of {', '.join(FORMATS)}")
-    rows = store.confident_lessons(min_confidence)
-    return _markdown(rows) if fmt == "markdown" else "".join(_json_line(r) for r in rows)
+    verdicts = verdicts or {}
+    proven = {i: v for i, v in verdicts.items() if v["verdict"] == "promoted"}
+    rows = [r for r in store.confident_lessons(min_confidence, sorted(proven))
+            if verdicts.get(r["id"], {}).get("verdict") != "demoted"]
+    if fmt != "markdown":
+        return "".join(_json_line(r) for r in rows)
+    return _markdown([r for r in rows if r["id"] not in proven],
+                     [(r, proven[r["id"]]) for r in rows if r["id"] in proven])
 
 
 def _json_line(row: dict) -> str:
@@ -73,11 +83,22 @@ def _json_line(row: dict) -> str:
     return json.dumps(record, sort_keys=True, ensure_ascii=False) + "\n"
 
 
-def _markdown(rows: list[dict]) -> str:
+def _markdown(rows: list[dict], proven: list[tuple[dict, dict]] | None = None) -> str:
     out = ["# Lessons from failures", "",
            "Exported by reflect: what coding agents learnt from their own failures, "
            "best first.", ""]
-    if not rows:
+    if proven:
+        out += ["## House rules: proven by the holdout", ""]
+        for r, effect in sorted(proven, key=lambda pair: -pair[1]["effect"]):
+            out.append(f"- **When** {_line(r['trigger'])}: {_line(r['guidance'])}")
+            lo, _ = effect["effect_interval"]
+            out.append(f"  `{r['id']}` · its cause followed in "
+                       f"{100 * effect['withheld']['rate']:.0f}% of "
+                       f"{effect['withheld']['runs']} runs without it, "
+                       f"{100 * effect['shown']['rate']:.0f}% of {effect['shown']['runs']} "
+                       f"with it (at least {100 * lo:.0f} points fewer)")
+        out.append("")
+    if not rows and not proven:
         out += ["No confident lessons yet.", ""]
     for category in sorted({r["category"] for r in rows}):
         out += [f"## {category.capitalize()}", ""]

@@ -24,6 +24,7 @@ from reflect import (
     upkeep,
 )
 from reflect.capture import MAX_FIELD, Parsed, entry_rows, parse, synthesize
+from reflect.recall.holdout import Holdout
 from reflect.records import ErrorEntry, Recall
 from reflect.store import Rejected, Store, StoreUnavailable, open_store
 from reflect.store import store_url as store_url_of
@@ -53,6 +54,7 @@ class Memory:
         embed_here: bool = True,
         credit: bool = True,
         predictor: Predictor | None = None,
+        holdout: float | Holdout | None = None,
         busy_timeout: float = 5.0,
         close_timeout: float = 2.0,
         clock: Callable[[], float] = time.time,
@@ -66,7 +68,10 @@ class Memory:
         in a daemon thread (``reflect=True``, its first name, still does).
         ``credit=False`` keeps the injection log but never credits outcomes to lessons:
         for replays of recorded agents, which never saw what was injected. ``predictor``
-        holds the thresholds of the prediction of lessons from earlier runs.
+        holds the thresholds of the prediction of lessons from earlier runs. ``holdout``
+        (else ``REFLECT_HOLDOUT``, default 0) is the share of runs that do not see a
+        lesson from an earlier run, to measure what it changes; a ``Holdout`` gives the
+        rule that judges lessons too (``recall.holdout``).
         ``store_url`` (else ``REFLECT_STORE``) names a shared PostgreSQL store; "" is the
         SQLite file in ``home``, which holds what stays on this machine either way."""
         self.home = Path(home) if home is not None else config.default_home()
@@ -79,6 +84,9 @@ class Memory:
         self.embed_here = embed_here
         self.credit = credit
         self.predictor = predictor  # None: the default, made by the first recall
+        if not isinstance(holdout, Holdout):
+            holdout = Holdout(p=config.holdout() if holdout is None else float(holdout))
+        self.holdout = holdout
         self.scrubber = config.scrubber(self.home, scrub_patterns)
         self.benign_exits = benign.rules(self.home)
         self.model = config.model_settings(model) if self.enabled else None
@@ -304,14 +312,14 @@ class Memory:
                 raise self._kept_aside
             query = replace(query, scope=self.scope)
             predictor = self.predictor or block.Predictor(k=config.similar_runs())
-            rec = block.build(self.store, self.vectors, query, predictor)
+            rec = block.build(self.store, self.vectors, query, predictor, self.holdout)
             try:  # the log is best effort: it must not cost the agent its block
                 self.store.register_run(run, goal, self.scope, now, wait=LOG_WAIT)
-                if rec.items:  # what the agent saw, for credit and people
+                if rec.items or rec.eligible:  # what the agent saw or was kept from
                     if iteration is None:
                         iteration = self.store.next_iteration(run)
                     self.store.record_injections(run, iteration, rec.items, rec.tokens, now,
-                                                 wait=LOG_WAIT)
+                                                 wait=LOG_WAIT, eligible=rec.eligible)
             except (StoreUnavailable, Rejected, OSError) as e:
                 config.warn(f"store {self.home}: injection log not written ({e})")
             return rec
@@ -446,8 +454,18 @@ class Memory:
                                 limit=limit)
 
     def lesson(self, lesson_id: str) -> dict:
-        """One lesson with its provenance; raises ``controls.UnknownLesson``."""
-        return controls.detail(self.store, lesson_id)
+        """One lesson with its provenance and (``holdout``) its measured effect, if it was
+        ever eligible; raises ``controls.UnknownLesson``."""
+        lesson = controls.detail(self.store, lesson_id)
+        found = self.effects([lesson_id])
+        return {**lesson, "holdout": found[0].to_dict(self.holdout) if found else None}
+
+    def effects(self, lesson_ids: list[str] | None = None) -> list:
+        """What showing each lesson changes, measured by the holdout (``holdout.Effect``
+        each), the largest effect first."""
+        from reflect.recall.holdout import measured
+
+        return measured(self.store, self.holdout, lesson_ids)
 
     def search_lessons(self, text: str, limit: int = 20) -> list[dict]:
         return controls.search(self.store, text, limit)
@@ -479,10 +497,12 @@ class Memory:
 
     def export(self, fmt: str = "markdown", min_confidence: float = 0.5) -> str:
         """The confident lessons (and every pinned or taught one), best first: ``markdown``
-        a house-rules file for people, ``jsonl`` for ``import_lessons`` in another store."""
+        a house-rules file for people, ``jsonl`` for ``import_lessons`` in another store.
+        Lessons the holdout promoted lead as house rules; those it demoted are left out."""
         from reflect.exchange import export_lessons
 
-        return export_lessons(self.store, fmt, min_confidence)
+        verdicts = {e.lesson_id: e.to_dict(self.holdout) for e in self.effects() if e.verdict}
+        return export_lessons(self.store, fmt, min_confidence, verdicts)
 
     def import_lessons(self, path: str | os.PathLike) -> ImportReport:
         """Read a ``jsonl`` export, every line checked and scrubbed again; a bad line is

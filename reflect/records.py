@@ -63,6 +63,9 @@ class Recall:
     text: str = ""
     tokens: int = 0
     items: list[RecallItem] = field(default_factory=list)
+    # Each lesson of an earlier run this block would show, with its holdout arm
+    # (``recall.holdout.Eligible``): the log's, not the prompt's.
+    eligible: list[Any] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         items = [i.to_dict() for i in self.items]

@@ -38,7 +38,7 @@ django.db.utils.OperationalError: no such table: auth_user
 # `make test` starts with .ci/postgres). A test there about the SQLite file itself is
 # marked sqlite_only.
 BOTH_BACKENDS = frozenset({
-    "test_bounds", "test_cli", "test_controls", "test_exchange", "test_hostile",
+    "test_bounds", "test_cli", "test_controls", "test_exchange", "test_holdout", "test_hostile",
     "test_memory", "test_pending", "test_progress", "test_queue", "test_recall_lessons",
     "test_review", "test_store", "test_store_bound", "test_vector_sync", "test_worker",
 })

@@ -22,7 +22,7 @@ MAX_TOKENS = f"the block's budget in tokens (default {DEFAULT_MAX_TOKENS})"
 def add_eval_command(sub: argparse._SubParsersAction) -> None:
     c = sub.add_parser("eval", help="Evaluate failure memory on recorded or live runs.",
                        description="Evaluate failure memory on recorded or live runs.")
-    what = c.add_subparsers(dest="what", required=True, metavar="convert|replay|compare|ab")
+    what = c.add_subparsers(dest="what", required=True, metavar="convert|replay|compare|ab|effect")
 
     p = what.add_parser(
         "convert", help="convert published agent logs into a trace (JSONL)",
@@ -98,6 +98,18 @@ def add_eval_command(sub: argparse._SubParsersAction) -> None:
                    help="each arm's store and results, DIR/ARM (default reflect-ab)")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
 
+    p = what.add_parser(
+        "effect", help="what each lesson changes, measured by the holdout (REFLECT_HOLDOUT)",
+        description="Per lesson, how often its family followed once it was eligible, in runs "
+        "that saw it and in runs the holdout kept it from, with Wilson intervals, the "
+        "predicted rate beside both, the effect (withheld minus shown) with its interval, "
+        "and the verdict (promoted, demoted). Reads the store (REFLECT_HOME or REFLECT_STORE).")
+    p.set_defaults(handler=cmd_effect)
+    p.add_argument("--chart", nargs="?", const="effect.png", metavar="PNG",
+                   help="also draw the lessons by effect with intervals (default effect.png; "
+                   "needs matplotlib)")
+    format_option(p)
+
 
 def _positive(text: str) -> int:
     value = int(text)
@@ -112,6 +124,17 @@ def _arms(text: str) -> tuple[str, ...]:
         raise argparse.ArgumentTypeError(
             f"give two or three distinct modes among {','.join(MEMORY_MODES)}, e.g. on,off")
     return arms
+
+
+def _said(drawn: bool, path: str) -> None:
+    """Where the chart went, or why there is none."""
+    from reflect.eval.compare import INSTALL_CHARTS
+
+    if drawn:
+        print(f"chart: {path}", file=sys.stderr)
+    else:
+        print(f"reflect: note: no chart: matplotlib is not installed ({INSTALL_CHARTS})",
+              file=sys.stderr)
 
 
 def _fail(message: str) -> int:
@@ -177,16 +200,31 @@ def cmd_replay(args) -> int:
 
 @_guarded
 def cmd_compare(args) -> int:
-    from reflect.eval.compare import INSTALL_CHARTS, chart, compare, table
+    from reflect.eval.compare import chart, compare, table
 
     result = compare(args.inputs, seed=args.seed, resamples=args.resamples)
     print(json.dumps(result, ensure_ascii=False) if args.format == "json" else table(result))
     if args.chart:
-        if chart(result, args.chart):
-            print(f"chart: {args.chart}", file=sys.stderr)
-        else:
-            print(f"reflect: note: no chart: matplotlib is not installed ({INSTALL_CHARTS})",
-                  file=sys.stderr)
+        _said(chart(result, args.chart), args.chart)
+    return 0
+
+
+@_guarded
+def cmd_effect(args) -> int:
+    from reflect.eval.effect import chart, rows, table
+    from reflect.memory import Memory
+
+    with Memory() as mem:
+        effects = mem.effects()
+        triggers = {e.lesson_id: (mem.store.lesson(e.lesson_id) or {}).get("trigger", "")
+                    for e in effects}
+        rule = mem.holdout
+    if args.format == "json":
+        print(json.dumps({"effects": rows(effects, rule, triggers)}, ensure_ascii=False))
+    else:
+        print(table(effects, rule, triggers))
+    if args.chart:
+        _said(chart(effects, rule, args.chart), args.chart)
     return 0
 
 

@@ -9,14 +9,13 @@ difference from the first with its own interval.
 
 from __future__ import annotations
 
-import io
 import json
 from collections.abc import Sequence
 from pathlib import Path
 
+from reflect.eval.charts import pyplot, save
 from reflect.eval.metrics import RESAMPLES, bootstrap
 from reflect.eval.replay import SUMMARY_FILE
-from reflect.eval.trace import write_bytes
 
 # (metric, label, shown as a percentage)
 ROWS = (
@@ -165,12 +164,8 @@ def _latency(ms: dict) -> str:
 
 def chart(result: dict, path: str | Path) -> bool:
     """Write a PNG; False (and nothing written) when matplotlib is not installed."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
+    plt = pyplot()
+    if plt is None:
         return False
     arms = result["arms"]
     labels = [label for name, label, _ in ROWS if name in CHART_RATES]
@@ -189,24 +184,15 @@ def chart(result: dict, path: str | Path) -> bool:
     rates.set_title("rates (95% bootstrap intervals over runs)", fontsize=9)
     tokens.set_xticks(range(len(arms)), [a["label"] for a in arms], fontsize=8)
     tokens.set_title("tokens injected per iteration", fontsize=9)
-    fig.tight_layout()
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=120)
-    plt.close(fig)
-    write_bytes(path, buffer.getvalue())
-    return True
+    return save(plt, fig, path)
 
 
 def curve_chart(summary: dict, path: str | Path, key: str = "group") -> bool:
     """A PNG of cross-run coverage by ``key`` against lesson items per block: each
     popularity baseline at fixed lengths (``matched.py``'s curve) and the mode's own point
     at its mean items; False (nothing written) when matplotlib is not installed."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
+    plt = pyplot()
+    if plt is None:
         return False
     figures = summary["matched"]["keys"][key]
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
@@ -222,12 +208,7 @@ def curve_chart(summary: dict, path: str | Path, key: str = "group") -> bool:
     ax.set_ylabel(f"cross-run repeats covered, by {key} (%)")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=120)
-    plt.close(fig)
-    write_bytes(path, buffer.getvalue())
-    return True
+    return save(plt, fig, path)
 
 
 def _bars(arm: dict, names: Sequence[str], scale: float) -> tuple[list, list]:

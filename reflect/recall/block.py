@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from reflect.embedding import Vectors
 from reflect.recall import taught
+from reflect.recall.holdout import DEMOTED, PROMOTED, WITHHELD, Eligible, Holdout, arm, effects
 from reflect.recall.predict import Estimate, Neighbourhood, Predictor, estimate, similar_by_words
 from reflect.recall.render import (
     LESSONS_HEADER,
@@ -19,7 +20,7 @@ from reflect.recall.render import (
 from reflect.records import Recall, RecallItem
 from reflect.store import Store, error_query
 
-__all__ = ["Predictor", "Query", "build"]
+__all__ = ["Holdout", "Predictor", "Query", "build"]
 
 RECENT_WINDOW = 200  # failures scanned for the recent section: bounds recall on long runs
 MAX_RECENT_ITEMS = 8
@@ -41,14 +42,35 @@ class Query:
     escalate_after: int = 2
 
 
-def build(store: Store, vectors: Vectors, q: Query, predictor: Predictor) -> Recall:
+NO_HOLDOUT = Holdout()  # every eligible lesson shown
+
+
+def build(store: Store, vectors: Vectors, q: Query, predictor: Predictor,
+          holdout: Holdout = NO_HOLDOUT) -> Recall:
     # The window is read lean: whole rows only for the failures an item shows.
     rows = store.recent_failures(q.run, q.iteration, RECENT_WINDOW, "id, fingerprint, family")
     recent = recent_items(store, q, rows) if "recent" in q.sections else []
-    earlier = []
+    earlier: list[RecallItem] = []
+    chosen: dict[str, Eligible] = {}
     if "lessons" in q.sections:
-        earlier = lesson_items(store, vectors, q, predictor, rows)
-    return fit([(RECENT_HEADER, recent), (LESSONS_HEADER, earlier)], q.max_tokens)
+        earlier, chosen = lesson_items(store, vectors, q, predictor, rows, holdout)
+    block = fit([(RECENT_HEADER, recent), (LESSONS_HEADER, earlier)], q.max_tokens)
+    return withhold(block, chosen, q.max_tokens) if chosen else block
+
+
+def withhold(block: Recall, chosen: dict[str, Eligible], max_tokens: int) -> Recall:
+    """The block without the lessons its run is in the withheld arm for. Eligible are the
+    predicted lessons of the block as it would be (what fits the budget), and those
+    demoted; nothing takes a withheld lesson's place, so the arms differ by it alone."""
+    shown = [i for i in block.items if i.section == "lesson" and i.id in chosen]
+    eligible = [chosen[i.id] for i in shown] + [e for e in chosen.values() if e.arm == DEMOTED]
+    hidden = {e.lesson_id for e in eligible if e.arm == WITHHELD}
+    if hidden:
+        kept = [i for i in block.items if i.section != "lesson" or i.id not in hidden]
+        block = fit([(RECENT_HEADER, [i for i in kept if i.section == "recent"]),
+                     (LESSONS_HEADER, [i for i in kept if i.section != "recent"])], max_tokens)
+    block.eligible = eligible
+    return block
 
 
 def recent_items(store: Store, q: Query, rows: list[dict]) -> list[RecallItem]:
@@ -141,9 +163,12 @@ def predicted(store: Store, vectors: Vectors, q: Query, predictor: Predictor,
 
 
 def lesson_items(store: Store, vectors: Vectors, q: Query, predictor: Predictor,
-                 rows: list[dict]) -> list[RecallItem]:
+                 rows: list[dict], holdout: Holdout = NO_HOLDOUT
+                 ) -> tuple[list[RecallItem], dict[str, Eligible]]:
     """Taught and imported lessons the query's words call for, then the lessons of the
-    mistakes this run is most likely to make; none of a family this run already has."""
+    mistakes this run is most likely to make; none of a family this run already has. With
+    them, each predicted lesson that passed the threshold with its holdout arm (a demoted
+    one is left out, and the next takes its place)."""
     seen = {row["family"] for row in rows}
     latest = store.failures_by_id([rows[0]["id"]])[rows[0]["id"]] if rows else None
     query = "\n".join([q.goal, q.phase, *(
@@ -159,10 +184,14 @@ def lesson_items(store: Store, vectors: Vectors, q: Query, predictor: Predictor,
     estimates = predicted(store, vectors, q, predictor, seen)
     wanted = [e.family for e in estimates[:2 * predictor.max_items]]
     lessons = store.family_lessons(wanted, q.run, q.scope)
+    verdicts = {}
+    if holdout.p > 0:  # verdicts are read while a holdout runs: the log is read for them
+        judged = effects(store.holdout_arms([lesson["id"] for lesson, _ in lessons.values()]),
+                         holdout)
+        verdicts = {lesson_id: e.verdict for lesson_id, e in judged.items()}
     offered = []
+    chosen = {}
     for e in estimates[:2 * predictor.max_items]:
-        if e.p < predictor.threshold:
-            break  # most probable first: the rest are less likely still
         if e.family not in lessons:
             continue
         lesson, failure = lessons[e.family]
@@ -170,13 +199,21 @@ def lesson_items(store: Store, vectors: Vectors, q: Query, predictor: Predictor,
             continue  # an imported lesson its trigger already brought in
         text = lesson_item_text(lesson, failure, e.why())
         value = e.p / estimate_tokens(text)  # what the block's budget buys with it
+        verdict = verdicts.get(lesson["id"], "")
+        # A promoted lesson needs no threshold: what it prevents no longer shows in p.
+        if e.p < predictor.threshold and verdict != PROMOTED:
+            continue
+        chosen[lesson["id"]] = Eligible(lesson["id"], e.family,
+                                        arm(q.run, lesson["fingerprint"], verdict, holdout), e.p)
+        if chosen[lesson["id"]].arm == DEMOTED:
+            continue
         offered.append((value, RecallItem(
             section="lesson", id=lesson["id"], text=text, fingerprint=lesson["fingerprint"],
             source_failure_ids=_provenance(failure["id"],
                                            store.family_failure_ids(e.family, q.scope)),
             score=e.p)))
     offered.sort(key=lambda pair: pair[0], reverse=True)
-    return [*items, *(item for _, item in offered)][:predictor.max_items]
+    return [*items, *(item for _, item in offered)][:predictor.max_items], chosen
 
 
 def _provenance(shown: str, latest: list[str]) -> list[str]:

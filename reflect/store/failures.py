@@ -5,16 +5,20 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from reflect.config import repo_root
 from reflect.fingerprint import cause, family
 from reflect.gitconfig import project_scope, repo_from_git_config
 from reflect.records import RecallItem
 from reflect.store.base import Row, Tx, insert, marks, protected
-from reflect.store.credit import CreditQueries
+from reflect.store.credit import CreditQueries, recount_holdout
 from reflect.store.jobs import JobQueries
 from reflect.store.runs import MAX_GOAL_CHARS, RunQueries
 from reflect.text import clip, text_key
+
+if TYPE_CHECKING:
+    from reflect.recall.holdout import Eligible
 
 EMBED_TARGET = "pending"  # one embed job covers everything that lacks a vector
 
@@ -71,6 +75,7 @@ class FailureQueries(CreditQueries, JobQueries, RunQueries):
                 (failure[key], failure["run"]),
             ).fetchone() is None for key in ("cause", "family"))
             stored = dict(insert(tx, "failures", failure, returning="*").fetchone())
+            self._mark_followed(tx, failure)
             tx.execute("INSERT INTO fingerprints VALUES (?, ?) ON CONFLICT DO NOTHING",
                        (fp, failure["cause"]))
             tx.execute(
@@ -177,9 +182,13 @@ class FailureQueries(CreditQueries, JobQueries, RunQueries):
     # -- changes ---------------------------------------------------------------
 
     def record_injections(self, run: str, iteration: int, items: list[RecallItem], tokens: int,
-                          now: float, wait: float | None = None) -> None:
+                          now: float, wait: float | None = None,
+                          eligible: list[Eligible] | None = None) -> None:
+        """What went into the prompt for ``iteration``, and (``eligible``) every lesson of
+        an earlier run recall would have shown there, with its holdout arm."""
         with self.write(wait) as tx:
             self._log_injections(tx, run, iteration, items, tokens, now)
+            self._log_eligible(tx, run, iteration, eligible or [], now)
 
     def injections(self, run: str | None, limit: int) -> list[Row]:
         return self._newest("injections", "id", limit, {"run = ?": run})
@@ -217,8 +226,9 @@ class FailureQueries(CreditQueries, JobQueries, RunQueries):
                 f"SELECT error_type, message, goal FROM failures {where}", args).fetchall()
                 for t in (error_query(r), clip(r["goal"], MAX_GOAL_CHARS))}
             n = tx.execute(f"DELETE FROM failures {where}", args).rowcount
-            for table in ("injections", "benign", "successes", "runs"):
+            for table in ("injections", "eligible", "benign", "successes", "runs"):
                 tx.execute(f"DELETE FROM {table} {where}", args)
+            recount_holdout(tx)
             kept = "(SELECT DISTINCT fingerprint FROM failures)"
             tx.execute(
                 f"DELETE FROM lessons WHERE NOT {protected()} AND fingerprint NOT IN {kept}"

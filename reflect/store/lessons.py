@@ -16,7 +16,7 @@ from typing import Any
 from reflect.credit import confidence
 from reflect.lessons import may_supersede, merges, same_meaning
 from reflect.records import new_id
-from reflect.store.base import Backend, Row, Tx, insert, protected
+from reflect.store.base import Backend, Row, Tx, insert, marks, protected
 
 # Exports list the best first; ties broken so the same store always gives the same text.
 _BEST_FIRST = "l.confidence DESC, l.evidence DESC, runs DESC, l.id"
@@ -60,16 +60,20 @@ class LessonQueries(Backend):
                 " WHERE fingerprint = ? AND id != ? ORDER BY seq", (fingerprint, lesson_id))],
         }
 
-    def confident_lessons(self, min_confidence: float) -> list[Row]:
-        """The active lessons with confidence >= ``min_confidence``, and every pinned or
-        taught one, best first; each with the runs its cause failed in here."""
+    def confident_lessons(self, min_confidence: float, also: list[str] | None = None
+                          ) -> list[Row]:
+        """The active lessons with confidence >= ``min_confidence``, every pinned or taught
+        one and those of ``also`` (ids), best first; each with the runs its cause failed in
+        here."""
+        ids = also or []
+        named = f" OR l.id IN ({marks(ids)})" if ids else ""
         return [dict(r) for r in self._rows(
             "SELECT l.*, COALESCE(c.runs, 0) AS runs FROM lessons l"
             " LEFT JOIN fingerprints f ON f.fingerprint = l.fingerprint"
             " LEFT JOIN causes c ON c.cause = f.cause"
             " WHERE l.status = 'active'"
-            f" AND (l.confidence >= ? OR {protected('l')})"
-            f" ORDER BY {_BEST_FIRST}", (min_confidence,))]
+            f" AND (l.confidence >= ? OR {protected('l')}{named})"
+            f" ORDER BY {_BEST_FIRST}", (min_confidence, *ids))]
 
     @staticmethod
     def _active_lesson(tx: Tx, fingerprint: str) -> Row | None:

@@ -373,7 +373,37 @@ def pool_families(tx: Any) -> None:
     """)
 
 
-MIGRATIONS: list[Callable[[Any], None]] = [create_schema, pool_families]
+def log_eligible_lessons(tx: Any) -> None:
+    """As SQLite's migration of the same name: the holdout's log of eligible lessons."""
+    tx.execute("""
+        CREATE TABLE eligible (
+            id BIGSERIAL PRIMARY KEY,
+            run TEXT NOT NULL,
+            iteration BIGINT NOT NULL,
+            lesson_id TEXT NOT NULL,
+            family TEXT NOT NULL,
+            arm TEXT NOT NULL,
+            predicted DOUBLE PRECISION NOT NULL,
+            hit BIGINT NOT NULL DEFAULT 0,
+            ts DOUBLE PRECISION NOT NULL
+        );
+        CREATE UNIQUE INDEX eligible_lesson_run ON eligible (lesson_id, run);
+        CREATE INDEX eligible_run ON eligible (run);
+        -- Per lesson and arm, the counts the holdout judges by: a recall reads a few rows.
+        CREATE TABLE holdout_counts (
+            lesson_id TEXT NOT NULL,
+            arm TEXT NOT NULL,
+            family TEXT NOT NULL,
+            runs BIGINT NOT NULL,
+            hits BIGINT NOT NULL,
+            predicted DOUBLE PRECISION NOT NULL,
+            last DOUBLE PRECISION NOT NULL,
+            PRIMARY KEY (lesson_id, arm)
+        )
+    """)
+
+
+MIGRATIONS: list[Callable[[Any], None]] = [create_schema, pool_families, log_eligible_lessons]
 
 
 class NewerSchema(StoreUnavailable):

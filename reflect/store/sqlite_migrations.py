@@ -441,9 +441,47 @@ def pool_families(conn: sqlite3.Connection) -> None:
     )
 
 
+def log_eligible_lessons(conn: sqlite3.Connection) -> None:
+    """The holdout's log (``recall.holdout``): each lesson of an earlier run that recall
+    would show, once per run (where it first would), with its arm (shown, withheld,
+    promoted, demoted), the predicted p of its family then and whether the family
+    followed in that run (``hit``, set by capture): what showing it changes can be
+    measured."""
+    _script(
+        conn,
+        """
+    CREATE TABLE eligible (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        run TEXT NOT NULL,
+        iteration INTEGER NOT NULL,
+        lesson_id TEXT NOT NULL,
+        family TEXT NOT NULL,
+        arm TEXT NOT NULL,
+        predicted REAL NOT NULL,
+        hit INTEGER NOT NULL DEFAULT 0,
+        ts REAL NOT NULL
+    );
+    CREATE UNIQUE INDEX eligible_lesson_run ON eligible (lesson_id, run);
+    CREATE INDEX eligible_run ON eligible (run);
+    -- Per lesson and arm, the counts the holdout judges by: a recall reads a few rows.
+    CREATE TABLE holdout_counts (
+        lesson_id TEXT NOT NULL,
+        arm TEXT NOT NULL,
+        family TEXT NOT NULL,
+        runs INTEGER NOT NULL,
+        hits INTEGER NOT NULL,
+        predicted REAL NOT NULL,
+        last REAL NOT NULL,
+        PRIMARY KEY (lesson_id, arm)
+    )
+    """,
+    )
+
+
 MIGRATIONS = [create_failures_and_lessons, add_jobs_and_model_lessons, add_search,
               add_credit_and_controls, count_causes, add_runs_and_steps,
-              mark_origins_and_run_vectors, sequence_run_vector_changes, pool_families]
+              mark_origins_and_run_vectors, sequence_run_vector_changes, pool_families,
+              log_eligible_lessons]
 
 
 def _script(conn: sqlite3.Connection, sql: str) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from reflect.store.base import Backend, Row, Tx, protected, put_meta
+from reflect.store.credit import recount_holdout
 
 
 class UpkeepQueries(Backend):
@@ -33,14 +34,17 @@ class UpkeepQueries(Backend):
                     " VALUES (?, ?, 'low confidence', ?)", (r["id"], r["fingerprint"], now))
             failures = tx.execute("DELETE FROM failures WHERE ts < ?", (cutoff,)).rowcount
             injections = tx.execute("DELETE FROM injections WHERE ts < ?", (cutoff,)).rowcount
+            tx.execute("DELETE FROM eligible WHERE ts < ?", (cutoff,))
             if keep is not None:  # the oldest first
                 failures += _keep_newest(tx, "failures", "seq", keep)
                 injections += _keep_newest(tx, "injections", "id", keep)
+                _keep_newest(tx, "eligible", "id", keep)
                 _keep_newest(tx, "benign", "seq", keep)
                 _keep_newest(tx, "successes", "seq", keep)
                 # The goals of the runs kept are what similar runs are found by.
                 _keep_newest(tx, "query_vectors", "created", keep,
                              "key NOT IN (SELECT goal_key FROM runs)")
+            recount_holdout(tx)
             tx.execute("DELETE FROM jobs WHERE state IN ('done', 'failed', 'skipped')"
                        " AND updated < ?", (cutoff,))
             tx.execute("DELETE FROM query_vectors WHERE created < ?", (cutoff,))
