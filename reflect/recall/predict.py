@@ -17,8 +17,10 @@ per family is made, the probability that this run fails with it:
   toward the share of all earlier runs (itself shrunk by ``prior`` runs that did not)
   with ``recent_prior`` runs (in a store of no more runs than that, the share of all):
   what a store's recent runs hit is what its next run is likely to hit (a project's
-  runs come together). It is a Beta prior worth ``prior``
-  runs: one neighbour out of two does not outrank 60 runs of 400.
+  runs come together). It is a Beta prior worth ``prior`` runs: one neighbour out of
+  two does not outrank 60 runs of 400. The signals (neighbours, what followed) only
+  move that mass; ``bench/predictor.py`` keeps one only where it lowers the log loss on
+  runs not seen, which goal neighbours did not (``k`` is 0 by default).
 
 A family seen in fewer than ``min_runs`` earlier runs is predicted only when a similar
 run had it.
@@ -50,7 +52,8 @@ MAX_TERMS = 12  # a goal is an issue text of hundreds of words: keep its rarest 
 
 @dataclass(frozen=True)
 class Predictor:
-    """Tuned by bench/predictor.py on mini-swe-agent and DebugBench (see the README)."""
+    """Scored by bench/predictor.py on mini-swe-agent-dev and DebugBench
+    (docs/evaluation.md, "How the predictor was tuned")."""
 
     k: int = 0  # similar earlier runs (0: none; they did not improve the score, see docs)
     prior: float = 10.0  # the base rate's weight, in runs
