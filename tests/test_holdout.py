@@ -113,8 +113,8 @@ def test_without_a_holdout_every_eligible_lesson_is_shown_and_logged():
         rec = mem.recall(run="new", iteration=1)
         assert lesson_id in [i.id for i in rec.items]
         assert [(e.lesson_id, e.arm) for e in rec.eligible] == [(lesson_id, SHOWN)]
-        # old2 and old3 (two runs had missed yaml before them), then new.
-        assert mem.lesson(lesson_id)["holdout"]["shown"]["runs"] == 3
+        # old1, old2 and old3 (each after a run that had missed yaml), then new.
+        assert mem.lesson(lesson_id)["holdout"]["shown"]["runs"] == 4
 
 
 def test_reflect_holdout_sets_the_share_and_a_bad_one_is_said(monkeypatch, caplog):
@@ -187,7 +187,8 @@ def test_a_population_of_scripted_agents_recovers_what_each_lesson_changes():
         judged = a.shown + a.withheld  # runs in an arm of A, until its verdict
         first = min(i for i, s in enumerate(a_steps) if s.shown)
         last = max(i for i, s in enumerate(a_steps) if not s.shown)
-        assert first < 20 and last < first + judged
+        # (A is offered once its family's rate passes the predictor's threshold: early.)
+        assert first < 40 and last < first + judged
         last_shown = max(i for i, s in enumerate(b_steps) if s.shown)
         assert last_shown < first + b.shown + b.withheld < RUNS - 1
         rec = mem.recall(run="after", iteration=1)

@@ -200,20 +200,21 @@ def lesson_items(store: Store, vectors: Vectors, q: Query, predictor: Predictor,
         text = lesson_item_text(lesson, failure, e.why())
         value = e.p / estimate_tokens(text)  # what the block's budget buys with it
         verdict = verdicts.get(lesson["id"], "")
-        # A promoted lesson needs no threshold: what it prevents no longer shows in p.
-        if e.p < predictor.threshold and verdict != PROMOTED:
+        # A lesson on trial or promoted needs no threshold: what it prevents no longer
+        # shows in p, and its arms must not lose runs to its own effect.
+        if e.p < predictor.threshold and lesson["id"] not in verdicts:
             continue
         chosen[lesson["id"]] = Eligible(lesson["id"], e.family,
                                         arm(q.run, lesson["fingerprint"], verdict, holdout), e.p)
         if chosen[lesson["id"]].arm == DEMOTED:
             continue
-        offered.append((value, RecallItem(
+        offered.append((verdict == PROMOTED, value, RecallItem(
             section="lesson", id=lesson["id"], text=text, fingerprint=lesson["fingerprint"],
             source_failure_ids=_provenance(failure["id"],
                                            store.family_failure_ids(e.family, q.scope)),
             score=e.p)))
-    offered.sort(key=lambda pair: pair[0], reverse=True)
-    return [*items, *(item for _, item in offered)][:predictor.max_items], chosen
+    offered.sort(key=lambda o: o[:2], reverse=True)  # a proven lesson first, then by value
+    return [*items, *(item for *_, item in offered)][:predictor.max_items], chosen
 
 
 def _provenance(shown: str, latest: list[str]) -> list[str]:
