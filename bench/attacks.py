@@ -22,9 +22,9 @@ from secret_corpus import LOOK_ALIKES, SECRETS
 from secret_forms import FORMS, leaks
 from test_defuse import PAYLOADS
 
-from reflect.defuse import NEUTRALIZED, neutralize
-from reflect.review import hostile_reason
-from reflect.scrub import Scrubber
+from reflect.capture.scrub import Scrubber
+from reflect.reflection.defuse import NEUTRALIZED, neutralize
+from reflect.reflection.review import hostile_reason
 
 SCRUB = Scrubber()
 SHOW = "--show" in sys.argv

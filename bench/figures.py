@@ -452,7 +452,7 @@ def faults_table(f: dict) -> str:
         ["instruction-like payloads (fullwidth, Cyrillic, zero-width, bidi, escapes, "
          "`<\\|im_start\\|>`, `[INST]`, mid-line `SYSTEM:`, leetspeak, spaced-out letters, "
          "other languages) through "
-         "`reflect.defuse.neutralize`", n(a["payloads"]),
+         "`reflect.reflection.defuse.neutralize`", n(a["payloads"]),
          f"{a['payloads'] - a['payloads_neutralized']} passed", ATTACKS_CMD],
         ["faults: the write lock held across captures of several processes and this one, the "
          "lock coming and going under 4 writers, a replay killed mid-file, a torn line, exit "

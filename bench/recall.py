@@ -31,7 +31,7 @@ from figures import emit
 from reflect.index import to_blob
 
 from reflect import Memory
-from reflect.fingerprint import cause
+from reflect.capture.fingerprint import cause
 from reflect.records import new_id
 from reflect.text import text_key
 

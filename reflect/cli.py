@@ -12,10 +12,10 @@ import os
 import sys
 
 from reflect import config
-from reflect.cli_lessons import LESSON_COMMANDS, Memory
+from reflect.capture.numbers import bounded, count, number
+from reflect.cli_lessons import LESSON_COMMANDS, open_memory
 from reflect.config import DEFAULT_MAX_TOKENS
 from reflect.eval.cli import add_eval_command
-from reflect.numbers import bounded, count, number
 from reflect.output import emit, first_line, format_option, when
 
 LOOP_COMMANDS = {"capture", "recall", "outcome"}
@@ -251,7 +251,7 @@ def cmd_run(args) -> int:
 
 
 def cmd_capture(args) -> int:
-    from reflect.capture import read_crash_file, read_error_file
+    from reflect.capture.entry import read_crash_file, read_error_file
 
     error_text: str | None = None
     crash: dict = {}
@@ -263,7 +263,7 @@ def cmd_capture(args) -> int:
         problems += more
     for problem in problems:
         config.warn(problem)
-    with Memory(model=args.model, busy_timeout=config.STEP_BUSY_TIMEOUT) as mem:
+    with open_memory(model=args.model, busy_timeout=config.STEP_BUSY_TIMEOUT) as mem:
         entry = mem.capture(
             run=args.run, iteration=args.iteration, goal=args.goal, phase=args.phase,
             action=args.action, exit_code=args.exit_code, error_text=error_text, crash=crash,
@@ -275,7 +275,7 @@ def cmd_capture(args) -> int:
 
 
 def cmd_recall(args) -> int:
-    with Memory(embed_here=args.semantic == "wait") as mem:
+    with open_memory(embed_here=args.semantic == "wait") as mem:
         max_tokens = bounded(args.max_tokens, "--max-tokens", 0)
         rec = mem.recall(run=args.run, goal=args.goal, phase=args.phase,
                          iteration=bounded(args.iteration, "iteration", 0),
@@ -285,7 +285,7 @@ def cmd_recall(args) -> int:
 
 
 def cmd_outcome(args) -> int:
-    with Memory(model=args.model) as mem:
+    with open_memory(model=args.model) as mem:
         resolved = mem.outcome(run=args.run, iteration=bounded(args.iteration, "iteration", 0),
                                success=args.success, action=args.action)
         mem.ensure_worker()
@@ -297,7 +297,7 @@ def cmd_outcome(args) -> int:
 def cmd_worker(args) -> int:
     if args.nice:
         os.nice(args.nice)
-    with Memory(model=args.model) as mem:
+    with open_memory(model=args.model) as mem:
         if mem.model is None and mem.embeddings is None:
             print("reflect: no model and embeddings off (REFLECT_MODEL, REFLECT_EMBEDDINGS);"
                   " nothing to run", file=sys.stderr)
@@ -309,7 +309,7 @@ def cmd_worker(args) -> int:
 
 
 def cmd_status(args) -> int:
-    with Memory() as mem:
+    with open_memory() as mem:
         status = mem.status()
     jobs = status["jobs"]
     lines = [
@@ -338,7 +338,7 @@ def store_line(store: dict) -> str:
 
 
 def cmd_failures_list(args) -> int:
-    with Memory() as mem:
+    with open_memory() as mem:
         entries = mem.failures(run=args.run, limit=args.limit, benign=args.all)
     lines = [
         f"{e.failure_id}  {when(e.ts)}  {e.run}#{e.iteration}  {e.category:<11}  "
@@ -350,7 +350,7 @@ def cmd_failures_list(args) -> int:
 
 
 def cmd_failures_show(args) -> int:
-    with Memory() as mem:
+    with open_memory() as mem:
         entry = mem.failure(args.id)
     if entry is None:
         print(f"reflect: error: no failure {args.id}; `reflect failures list` shows the ids",
@@ -363,7 +363,7 @@ def cmd_failures_show(args) -> int:
 
 
 def cmd_stats(args) -> int:
-    with Memory() as mem:
+    with open_memory() as mem:
         stats = mem.stats(run=args.run)
     lines = [f"failures: {stats['failures']}",
              f"benign exits (not failures): {stats['benign']}",
@@ -380,7 +380,7 @@ def cmd_clear(args) -> int:
     if args.all and not args.yes:
         print("reflect: error: --all deletes every failure; add --yes to confirm", file=sys.stderr)
         return 2
-    with Memory() as mem:
+    with open_memory() as mem:
         n = mem.clear(run=None if args.all else args.run)
     print(f"deleted {n} failure(s)")
     return 0

@@ -8,12 +8,12 @@ import argparse
 import sys
 from pathlib import Path
 
+from reflect.capture.numbers import count
 from reflect.choices import EXPORT_FORMATS
-from reflect.numbers import count
 from reflect.output import emit, first_line, format_option, when
 
 
-def Memory(*args, **kwargs):  # named for the class it stands for
+def open_memory(*args, **kwargs):
     """The library's ``Memory``, imported when a command opens it: the commands that need
     none of it (``reflect hook``, ``reflect install``) start without loading it."""
     from reflect.memory import Memory
@@ -131,7 +131,7 @@ def line(lesson: dict) -> str:
 
 
 def cmd_list(args) -> int:
-    with Memory() as mem:
+    with open_memory() as mem:
         rows = mem.lessons(status=None if args.status == "all" else args.status,
                            ineffective=args.ineffective, limit=args.limit)
     emit(args, {"lessons": rows}, "\n".join(line(r) for r in rows) or "no lessons")
@@ -139,7 +139,7 @@ def cmd_list(args) -> int:
 
 
 def cmd_show(args) -> int:
-    with Memory() as mem:
+    with open_memory() as mem:
         lesson = mem.lesson(args.id)
     fields = ("id", "status", "kind", "trigger", "guidance", "resolution", "category",
               "confidence", "wins", "losses", "injected", "pinned", "quarantine", "model",
@@ -173,7 +173,7 @@ def holdout_lines(effect: dict) -> list[str]:
 
 
 def cmd_search(args) -> int:
-    with Memory() as mem:
+    with open_memory() as mem:
         rows = mem.search_lessons(args.text)
     emit(args, {"lessons": rows}, "\n".join(line(r) for r in rows) or "no match")
     return 0
@@ -182,7 +182,7 @@ def cmd_search(args) -> int:
 def _act(args, action: str, done: str, **options) -> int:
     """A person's control, then one line that says what it did (silence reads as nothing
     done)."""
-    with Memory() as mem:
+    with open_memory() as mem:
         getattr(mem, action)(args.id, **options)
     print(f"{args.id} {done}")
     return 0
@@ -209,14 +209,14 @@ def cmd_quarantine(args) -> int:
 
 
 def cmd_feedback(args) -> int:
-    with Memory() as mem:
+    with open_memory() as mem:
         lesson = mem.feedback(args.id, good=args.good)
     print(f"{lesson['id']} confidence now {lesson['confidence']:.2f}")
     return 0
 
 
 def cmd_teach(args) -> int:
-    with Memory() as mem:
+    with open_memory() as mem:
         lesson_id = mem.teach(args.text)
         reason = mem.lesson(lesson_id)["quarantine"]
     print(lesson_id)
@@ -227,7 +227,7 @@ def cmd_teach(args) -> int:
 
 
 def cmd_injections(args) -> int:
-    with Memory() as mem:
+    with open_memory() as mem:
         rows = mem.injections(run=args.run, limit=args.limit)
     text = "\n".join(
         f"{when(r['ts'])}  {r['run']}#{r['iteration']}  #{r['rank']} {r['section']:<6} "
@@ -237,7 +237,7 @@ def cmd_injections(args) -> int:
 
 
 def cmd_consolidate(args) -> int:
-    with Memory() as mem:
+    with open_memory() as mem:
         report = mem.consolidate()
     emit(args, report, f"removed {len(report['removed_lessons'])} lesson(s), "
                        f"{report['deleted_failures']} old failure(s), "
@@ -247,7 +247,7 @@ def cmd_consolidate(args) -> int:
 
 
 def cmd_doctor(args) -> int:
-    mem = Memory()
+    mem = open_memory()
     done = mem.repair() if args.repair else []  # what cannot be repaired raises, exit 1
     findings = mem.doctor()
     ok = all(f.ok for f in findings)
@@ -260,7 +260,7 @@ def cmd_doctor(args) -> int:
 def cmd_export(args) -> int:
     from reflect.exchange import write_atomically
 
-    with Memory() as mem:
+    with open_memory() as mem:
         text = mem.export(args.format)
     if args.output:
         write_atomically(Path(args.output), text)
@@ -270,7 +270,7 @@ def cmd_export(args) -> int:
 
 
 def cmd_import(args) -> int:
-    with Memory() as mem:
+    with open_memory() as mem:
         report = mem.import_lessons(args.file)
     for number, message in report.errors:
         print(f"reflect: {args.file}:{number}: {message}", file=sys.stderr)
@@ -281,9 +281,9 @@ def cmd_import(args) -> int:
 
 
 def cmd_progress(args) -> int:
-    from reflect.progress import render
+    from reflect.repeat_rates import render
 
-    with Memory() as mem:
+    with open_memory() as mem:
         data = mem.progress(min_runs=args.min_runs)
     emit(args, data, render(data))
     return 0

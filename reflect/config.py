@@ -7,8 +7,8 @@ import re
 from pathlib import Path
 from typing import NamedTuple
 
-from reflect.gitconfig import repo_from_git_config
-from reflect.scrub import Scrubber
+from reflect.capture.gitconfig import repo_from_git_config
+from reflect.capture.scrub import Scrubber
 
 DEFAULT_RUN = "default"
 DEFAULT_MAX_TOKENS = 400  # the block's budget, four characters a token

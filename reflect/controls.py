@@ -106,7 +106,7 @@ def teach(store: Store, text: str, scope: str, scrub, now: float) -> str:
     is reviewed as a model's lesson is: a hostile one is stored quarantined with the
     reason, for a person to release."""
     # Imported here: its patterns cost capture and recall, which never teach, a cold start.
-    from reflect.review import GUIDANCE_MAX, TRIGGER_MAX, reviewed_texts
+    from reflect.reflection.review import GUIDANCE_MAX, TRIGGER_MAX, reviewed_texts
 
     trigger, guidance = parse_teaching(text)
     texts, reason, _ = reviewed_texts(

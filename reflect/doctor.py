@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from reflect import pending
+from reflect.capture import pending
 from reflect.store import (
     DB_NAME,
     SQLiteStore,

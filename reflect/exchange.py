@@ -12,7 +12,7 @@ Decisions:
 - Scope is exported as it is. A project scope is a hash of the repository's
   remote ``owner/name``, so the same repository cloned elsewhere has the same
   scope and its lessons stay with it; ``global`` lessons apply everywhere.
-- A fingerprint has one active lesson, and the rules of ``reflect.lessons`` say
+- A fingerprint has one active lesson, and the rules of ``reflect.supersession`` say
   what an imported one does to it, as they do for a model's lesson. One that
   says what the active one says, and is of no higher kind, is merged into it
   (``lessons.merges``): evidence adds up, confidence is the higher one.
@@ -36,11 +36,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import cast
 
+from reflect.capture.heuristics import CATEGORIES, SEVERITIES
 from reflect.choices import EXPORT_FORMATS
-from reflect.heuristics import CATEGORIES, SEVERITIES
-from reflect.lessons import KIND_RANK
-from reflect.review import GUIDANCE_MAX, TRIGGER_MAX, reviewed_texts
+from reflect.reflection.review import GUIDANCE_MAX, TRIGGER_MAX, reviewed_texts
 from reflect.store import Store
+from reflect.supersession import KIND_RANK
 from reflect.text import clip, counted
 
 __all__ = ["FORMATS", "ImportReport", "export_lessons", "import_lessons", "write_atomically"]

@@ -12,20 +12,12 @@ from dataclasses import fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from reflect import (
-    benign,
-    config,
-    controls,
-    numbers,
-    own_module,
-    pending,
-    queue,
-    resolution,
-    upkeep,
-)
-from reflect.capture import MAX_FIELD, Parsed, entry_rows, parse, synthesize
+from reflect import config, consolidation, controls
+from reflect.capture import benign, numbers, own_module, pending, resolution
+from reflect.capture.entry import MAX_FIELD, Parsed, entry_rows, parse, synthesize
 from reflect.recall.holdout import Holdout
 from reflect.records import ErrorEntry, Recall
+from reflect.reflection import queue
 from reflect.store import Rejected, Store, StoreUnavailable, open_store
 from reflect.store import store_url as store_url_of
 from reflect.store.runs import MAX_GOAL_CHARS
@@ -103,7 +95,7 @@ class Memory:
                           DeprecationWarning, stacklevel=2)
             worker_thread = reflect
         if worker_thread and (self.model is not None or self.embeddings is not None):
-            from reflect.worker import start_thread
+            from reflect.reflection.worker import start_thread
 
             self._worker = start_thread(self.home, self.store_url, self.model,
                                         self.embeddings, clock)
@@ -341,14 +333,14 @@ class Memory:
             return False
         if not self.store.claim_worker_start(self.clock(), queue.HEARTBEAT_STALE):
             return False
-        from reflect.worker import start_detached  # a process and its pipes: rare
+        from reflect.reflection.worker import start_detached  # a process and its pipes: rare
 
         start_detached(self.home, self.store_url, self.model)
         return True
 
     def run_worker(self, once: bool = False, idle_exit: float | None = None) -> int:
         """Run jobs in this process: those due now with ``once``, else until idle."""
-        from reflect.worker import Worker
+        from reflect.reflection.worker import Worker
 
         worker = Worker(self.home, self.store_url, self.model, self.embeddings,
                         clock=self.clock)
@@ -490,7 +482,7 @@ class Memory:
         return controls.teach(self.store, text, self.scope, self.scrubber.scrub, self.clock())
 
     def consolidate(self) -> dict:
-        return upkeep.consolidate(self.store, self.clock(), config.half_life_days(),
+        return consolidation.consolidate(self.store, self.clock(), config.half_life_days(),
                                   max_failures=config.max_failures())
 
     # -- sharing lessons, and whether memory helps ----------------------------------------
@@ -513,10 +505,10 @@ class Memory:
 
     def progress(self, min_runs: int = 5) -> dict:
         """Repeat rates run by run, early runs against recent ones once there are
-        ``min_runs``; ``reflect.progress.render`` writes it for people."""
-        from reflect import progress
+        ``min_runs``; ``reflect.repeat_rates.render`` writes it for people."""
+        from reflect import repeat_rates
 
-        return progress.report(self.store, min_runs)
+        return repeat_rates.report(self.store, min_runs)
 
     # -- the store itself -------------------------------------------------------------
 

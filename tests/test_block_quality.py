@@ -6,8 +6,9 @@ import re
 
 import pytest
 
-from reflect import Memory, commands
-from reflect.commands import MAX_BRIEF
+from reflect import Memory
+from reflect.capture import commands
+from reflect.capture.commands import MAX_BRIEF
 from reflect.eval.convert import convert
 from reflect.eval.replay import replay
 from reflect.recall.render import LESSON_ITEM_TOKENS, RECENT_ITEM_TOKENS, estimate_tokens

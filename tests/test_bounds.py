@@ -10,7 +10,7 @@ import pytest
 from conftest import run_cli
 
 from reflect import Memory
-from reflect.numbers import INT64_MAX, INT64_MIN, MAX_ITERATION, whole_number
+from reflect.capture.numbers import INT64_MAX, INT64_MIN, MAX_ITERATION, whole_number
 
 
 def stored(home) -> list[tuple]:

@@ -2,8 +2,8 @@
 
 import pytest
 
-from reflect import commands
-from reflect.benign import EXITS, benign
+from reflect.capture import commands
+from reflect.capture.benign import EXITS, benign
 
 HEREDOC = "cat <<'EOF' > repro.py\nimport django\nSECRET_BODY = 1\nEOF\npython repro.py"
 

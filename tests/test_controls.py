@@ -7,10 +7,10 @@ import pytest
 from conftest import run_cli
 
 from reflect import Memory
+from reflect.confidence import PRIOR_WEIGHT, confidence
 from reflect.controls import FEEDBACK_WEIGHT, PinnedLesson, UnknownLesson
-from reflect.credit import PRIOR_WEIGHT, confidence
-from reflect.lessons import may_supersede, merges
 from reflect.store import DB_NAME
+from reflect.supersession import may_supersede, merges
 
 DAY = 86400.0
 NO_YAML = "ModuleNotFoundError: No module named 'yaml'"
@@ -262,11 +262,12 @@ def test_a_newer_lesson_with_the_same_trigger_that_says_otherwise_supersedes(mem
 
 
 def test_the_worker_consolidates_once_a_day(clock, monkeypatch):
-    from reflect import upkeep
+    from reflect import consolidation
 
     runs = []
-    real = upkeep.consolidate
-    monkeypatch.setattr(upkeep, "consolidate", lambda *a, **k: runs.append(a) or real(*a, **k))
+    real = consolidation.consolidate
+    monkeypatch.setattr(consolidation, "consolidate",
+                        lambda *a, **k: runs.append(a) or real(*a, **k))
     with Memory(clock=clock) as m:
         m.capture(run="a", exit_code=1, error_text=NO_YAML)  # an embed job to run
         for _ in range(3):

@@ -17,8 +17,8 @@ import pytest
 from test_worker import MODEL, PROXY_VARIABLES, TRACEBACK, FakeProvider, failure_text, wait_for
 
 from reflect import Memory
+from reflect.reflection.worker import WORKER_LOG
 from reflect.store import open_store
-from reflect.worker import WORKER_LOG
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/environ").exists(),
                                 reason="finds the detached worker through /proc")

@@ -62,13 +62,13 @@ def test_no_error_text_has_no_signature(text):
 
 
 def test_signature_does_not_use_the_store_fingerprint(monkeypatch):
-    import reflect.fingerprint
+    import reflect.capture.fingerprint
 
     def refuse(*args, **kwargs):
         raise AssertionError("the metric must not grade itself with the store's fingerprint")
 
-    monkeypatch.setattr(reflect.fingerprint, "fingerprint", refuse)
-    monkeypatch.setattr(reflect.fingerprint, "message_template", refuse)
+    monkeypatch.setattr(reflect.capture.fingerprint, "fingerprint", refuse)
+    monkeypatch.setattr(reflect.capture.fingerprint, "message_template", refuse)
     assert signature("ValueError: bad value 3") == "ValueError: bad value <n>"
 
 

@@ -3,8 +3,8 @@ import traceback
 
 import pytest
 
-from reflect.extract import Extracted, extract_exception, extract_text
-from reflect.fingerprint import fingerprint
+from reflect.capture.extract import Extracted, extract_exception, extract_text
+from reflect.capture.fingerprint import fingerprint
 
 CHAINED = """\
 Traceback (most recent call last):

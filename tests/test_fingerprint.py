@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 from conftest import DATA
 
-from reflect.extract import extract_text
-from reflect.fingerprint import fingerprint, message_template
+from reflect.capture.extract import extract_text
+from reflect.capture.fingerprint import fingerprint, message_template
 
 # The shared data sets ($REFLECT_DATA, else ../shared/data) are read, never copied; the tests
 # that read them take the data_dir fixture, which skips or fails when they are absent.

@@ -17,7 +17,7 @@ import httpx
 import pytest
 import respx
 
-from reflect.gateway import Completion, ProviderError, complete, provider_of
+from reflect.reflection.gateway import Completion, ProviderError, complete, provider_of
 
 OPENAI_KEY = "sk-test-openai-key-0000000000000000"
 ANTHROPIC_KEY = "sk-ant-test-key-0000000000000000"
@@ -338,7 +338,7 @@ def test_provider_of(model, provider):
 
 
 def test_importing_the_gateway_does_not_import_litellm():
-    code = "import sys, reflect.gateway; print('litellm' in sys.modules)"
+    code = "import sys, reflect.reflection.gateway; print('litellm' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.stdout.strip() == "False", out.stderr
 
@@ -355,6 +355,6 @@ def test_a_model_string_litellm_cannot_route_is_final_without_a_request(api):
     ("http://host:notaport/v1", "unparsable"),
 ])
 def test_the_breaker_names_an_api_base_without_its_credentials(api_base, kept):
-    from reflect.gateway import endpoint
+    from reflect.reflection.gateway import endpoint
 
     assert endpoint(api_base) == kept

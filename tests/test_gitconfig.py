@@ -4,7 +4,7 @@ import subprocess
 
 import pytest
 
-from reflect.gitconfig import repo_from_git_config
+from reflect.capture.gitconfig import repo_from_git_config
 
 
 def write_config(git_dir, body):

@@ -3,8 +3,8 @@ import time
 
 import pytest
 
-from reflect.details import details
-from reflect.heuristics import CATEGORIES, SEVERITIES, Heuristic, heuristic_lesson
+from reflect.capture.details import details
+from reflect.capture.heuristics import CATEGORIES, SEVERITIES, Heuristic, heuristic_lesson
 
 # (error_type, message, action, phase, exit_code) -> category, severity, details the
 # guidance must contain (the error's own module, table, file, command ...)

@@ -11,7 +11,7 @@ from secret_corpus import LOOK_ALIKES, SECRETS
 from test_worker import MODEL, api, provider_env, reply  # noqa: F401 (fixtures)
 
 from reflect import Memory
-from reflect.scrub import Scrubber
+from reflect.capture.scrub import Scrubber
 from reflect.store import DB_NAME
 
 

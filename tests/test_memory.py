@@ -6,8 +6,8 @@ from conftest import NO_TABLE, store_dump, store_held
 
 from reflect import Memory
 from reflect.controls import UnknownLesson
-from reflect.defuse import NEUTRALIZED
 from reflect.recall.render import RECENT_HEADER
+from reflect.reflection.defuse import NEUTRALIZED
 
 TRACEBACK = textwrap.dedent("""\
     Traceback (most recent call last):

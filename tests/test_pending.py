@@ -9,7 +9,8 @@ import time
 
 from conftest import run_cli, store_held
 
-from reflect import Memory, pending
+from reflect import Memory
+from reflect.capture import pending
 
 CAPTURES = textwrap.dedent("""
     import sys

@@ -5,7 +5,7 @@ import itertools
 import pytest
 
 from reflect import Memory
-from reflect.progress import render, report, sparkline
+from reflect.repeat_rates import render, report, sparkline
 
 ERRORS = {k: f"ModuleNotFoundError: No module named 'pkg_{k.lower()}'" for k in "ABCDEF"}
 # Repeats drop over time: early runs meet A, B and C again, later runs fail in new ways.

@@ -5,9 +5,9 @@ import re
 
 import pytest
 
-from reflect.heuristics import CATEGORIES
-from reflect.prompting import USER_MARKER, load_template, reflection_messages
-from reflect.review import KINDS
+from reflect.capture.heuristics import CATEGORIES
+from reflect.reflection.prompting import USER_MARKER, load_template, reflection_messages
+from reflect.reflection.review import KINDS
 
 FAILURE = {
     "error_type": "ModuleNotFoundError",

@@ -9,7 +9,7 @@ import threading
 
 import pytest
 
-from reflect import queue
+from reflect.reflection import queue
 from reflect.store import open_store
 
 
@@ -176,7 +176,7 @@ def test_the_spend_cap_and_the_runs_cap_hold_a_call_back(store):
 OTHER_PROCESS = textwrap.dedent("""
     import sys
     from pathlib import Path
-    from reflect import queue
+    from reflect.reflection import queue
     from reflect.store import open_store
     store = open_store(Path(sys.argv[1]))
     limits = queue.Limits("openai", None, 50, queue.BREAKER_THRESHOLD, queue.BREAKER_COOLDOWN)

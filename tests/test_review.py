@@ -4,9 +4,9 @@ import json
 
 import pytest
 
-from reflect.heuristics import CATEGORIES
-from reflect.review import GUIDANCE_MAX, KINDS, TRIGGER_MAX, MalformedLesson, review
-from reflect.scrub import Scrubber
+from reflect.capture.heuristics import CATEGORIES
+from reflect.capture.scrub import Scrubber
+from reflect.reflection.review import GUIDANCE_MAX, KINDS, TRIGGER_MAX, MalformedLesson, review
 
 SCRUB = Scrubber().scrub
 

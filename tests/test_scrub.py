@@ -7,8 +7,8 @@ import pytest
 from secret_corpus import LOOK_ALIKES as PLANTED_LOOK_ALIKES
 from secret_corpus import SECRETS
 
-from reflect import scrub, scrub_rules
-from reflect.scrub import Scrubber
+from reflect.capture import scrub, scrub_rules
+from reflect.capture.scrub import Scrubber
 
 SCRUB = Scrubber()
 PEM = (

@@ -12,7 +12,7 @@ from look_alike_corpus import LOOK_ALIKES_WIDE
 from secret_corpus import SECRETS
 from secret_forms import FORMS, leaks
 
-from reflect.scrub import Scrubber
+from reflect.capture.scrub import Scrubber
 
 SCRUB = Scrubber()
 MAX_LOOK_ALIKES_CHANGED = 2

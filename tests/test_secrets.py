@@ -74,7 +74,7 @@ def test_planted_secrets_stay_out_of_cli_output(own_store):
 
 
 def test_a_secret_across_the_field_bound_is_scrubbed_before_the_cut():
-    from reflect.capture import MAX_FIELD
+    from reflect.capture.entry import MAX_FIELD
 
     key = SECRETS["openai"]
     goal = "x" * (MAX_FIELD - 12) + f" {key} trailing words"  # the bound falls inside the key

@@ -88,9 +88,9 @@ def test_a_store_made_without_incremental_vacuum_is_converted(own_store):
 
 
 def upkeep_bound(mem, bound: int) -> dict:
-    from reflect import upkeep
+    from reflect import consolidation
 
-    return upkeep.consolidate(mem.store, mem.clock(), 90.0, max_failures=bound)
+    return consolidation.consolidate(mem.store, mem.clock(), 90.0, max_failures=bound)
 
 
 def test_the_bound_is_configurable_with_a_sane_default(caplog):

@@ -21,8 +21,9 @@ import pytest
 import respx
 from conftest import store_dump
 
-from reflect import Memory, config, queue, worker
-from reflect.worker import Worker
+from reflect import Memory, config
+from reflect.reflection import queue, worker
+from reflect.reflection.worker import Worker
 
 BASE = "http://127.0.0.1:8765/v1"  # respx answers here; nothing listens
 URL = f"{BASE}/chat/completions"

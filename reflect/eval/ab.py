@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from reflect.capture import decode_tail
+from reflect.capture.entry import decode_tail
 from reflect.choices import REPLAY_MODES
 from reflect.eval.metrics import summarize
 from reflect.eval.replay import ITERATIONS_FILE, SUMMARY_FILE, Injector

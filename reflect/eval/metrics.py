@@ -15,7 +15,7 @@ was derived from, its ``section`` and ``tokens`` for the whole block.
 - lesson precision: of the distinct lessons shown in a run's lessons section, the share
   whose signatures then fail in that run (at or after the iteration first shown);
 - foreign: the share of injected items naming a detail (file, path, module, table)
-  that none of the failures it stands for holds (``reflect.details``), which must be 0;
+  that none of the failures it stands for holds (``reflect.capture.details``), which must be 0;
 - tokens per iteration: all injected tokens over all iterations;
 - last_ok: the share of runs whose last iteration succeeded (for Reflexion
   and DebugBench whether the task was solved; not for mini-swe-agent, whose

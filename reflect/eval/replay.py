@@ -31,14 +31,14 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from reflect.capture.details import foreign
+from reflect.capture.gitconfig import project_scope
 from reflect.choices import REPLAY_MODES
-from reflect.details import foreign
 from reflect.eval.baselines import BASELINES
 from reflect.eval.matched import matched
 from reflect.eval.metrics import summarize
 from reflect.eval.signature import group, signature
 from reflect.eval.trace import TraceRecord, write_json, write_jsonl
-from reflect.gitconfig import project_scope
 from reflect.memory import DEFAULT_MAX_TOKENS, Memory
 from reflect.recall.predict import Predictor
 from reflect.records import Recall

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import re
 
-from reflect.extract import extract_text
+from reflect.capture.extract import extract_text
 
 MAX_TEMPLATE = 160
 

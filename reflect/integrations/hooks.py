@@ -27,7 +27,7 @@ from reflect import config
 from reflect.text import clip
 
 if TYPE_CHECKING:
-    from reflect.scrub import Scrubber
+    from reflect.capture.scrub import Scrubber
 
 MAX_CONTEXT = 10_000  # both clients cut longer strings
 TIME_BUDGET = 8  # seconds; installed hooks get a timeout of 10

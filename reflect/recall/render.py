@@ -12,10 +12,10 @@ from __future__ import annotations
 import functools
 import json
 
-from reflect import commands, own_module
-from reflect.defuse import neutralize
-from reflect.heuristics import heuristic_lesson
+from reflect.capture import commands, own_module
+from reflect.capture.heuristics import heuristic_lesson
 from reflect.records import Recall, RecallItem
+from reflect.reflection.defuse import neutralize
 from reflect.text import clip
 
 RECENT_HEADER = "PAST FAILURES TO AVOID:"

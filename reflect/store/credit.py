@@ -1,12 +1,12 @@
 """The store's queries about the injection log: what recall put into which prompt, and
 credit by how the iteration after it ended. Shared by both backends (a mixin of
-``SQLStore``); what an outcome earns is ``reflect.credit``'s rule."""
+``SQLStore``); what an outcome earns is ``reflect.confidence``'s rule."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from reflect import credit
+from reflect import confidence
 from reflect.records import RecallItem
 from reflect.store.base import Row, Tx, marks
 from reflect.store.lessons import LessonQueries
@@ -76,12 +76,12 @@ class CreditQueries(LessonQueries):
     def _credit_failure(self, tx: Tx, run: str, iteration: int, fingerprint: str) -> None:
         """The iteration failed with ``fingerprint``: credit what was injected before it."""
         for injection_id, lesson_id, injected in self._pending(tx, run, iteration):
-            self._credit(tx, injection_id, lesson_id, credit.for_failure(injected, fingerprint))
+            self._credit(tx, injection_id, lesson_id, confidence.for_failure(injected, fingerprint))
 
     def _credit_success(self, tx: Tx, run: str, iteration: int) -> None:
         pending = self._pending(tx, run, iteration)
         for injection_id, lesson_id, _ in pending:
-            self._credit(tx, injection_id, lesson_id, credit.for_success(len(pending)))
+            self._credit(tx, injection_id, lesson_id, confidence.for_success(len(pending)))
 
     @staticmethod
     def _pending(tx: Tx, run: str, iteration: int) -> list[Any]:
@@ -89,7 +89,7 @@ class CreditQueries(LessonQueries):
             "SELECT id, lesson_id, fingerprint FROM injections"
             " WHERE run = ? AND iteration = ? AND outcome = ''", (run, iteration)).fetchall()
 
-    def _credit(self, tx: Tx, injection_id: int, lesson_id: str, earned: credit.Credit) -> None:
+    def _credit(self, tx: Tx, injection_id: int, lesson_id: str, earned: confidence.Credit) -> None:
         outcome, wins, losses = earned
         tx.execute("UPDATE injections SET outcome = ? WHERE id = ?", (outcome, injection_id))
         self._add_outcomes(tx, lesson_id, wins, losses)

@@ -7,9 +7,9 @@ import hashlib
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from reflect.capture.fingerprint import cause, family
+from reflect.capture.gitconfig import project_scope, repo_from_git_config
 from reflect.config import repo_root
-from reflect.fingerprint import cause, family
-from reflect.gitconfig import project_scope, repo_from_git_config
 from reflect.records import RecallItem
 from reflect.store.base import Row, Tx, insert, marks, protected
 from reflect.store.credit import CreditQueries, recount_holdout

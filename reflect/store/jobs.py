@@ -1,7 +1,7 @@
 """The store's queries about the job queue, the circuit breaker, the spend ledger and the
 workers' heartbeats: the state that workers on any number of machines share. Shared by
 both backends (a mixin of ``SQLStore``); the rules (attempts, backoff, the breaker's
-threshold, the caps) are ``reflect.queue``'s and come in as values.
+threshold, the caps) are ``reflect.reflection.queue``'s and come in as values.
 
 Each method a worker calls is one short transaction. Exclusivity: a job is leased by an
 UPDATE whose SELECT skips rows another transaction is taking (``SKIP_LOCKED``), and every
@@ -10,7 +10,7 @@ later write about the job holds only while ``lease_owner`` is still the caller.
 
 from __future__ import annotations
 
-from reflect.queue import Job, Limits, Verdict, day_of
+from reflect.reflection.queue import Job, Limits, Verdict, day_of
 from reflect.store.base import Row, Tx, marks
 from reflect.store.lessons import LessonQueries
 

@@ -3,8 +3,8 @@ that adds one (the worker's model lessons, imports, ``teach``) or brings one bac
 (``release``). Shared by both backends (a mixin of ``SQLStore``); searching lessons by
 their words is each backend's own.
 
-The rules are ``reflect.lessons`` (may a lesson supersede another, does it merge into
-it) and ``reflect.credit`` (confidence); this module applies them, each in one place:
+The rules are ``reflect.supersession`` (may a lesson supersede another, does it merge into
+it) and ``reflect.confidence`` (confidence); this module applies them, each in one place:
 ``_replace`` and ``_supersede`` for supersession, ``_merge`` for merging,
 ``_add_outcomes`` for confidence.
 """
@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from reflect.credit import confidence
-from reflect.lessons import may_supersede, merges, same_meaning
+from reflect.confidence import confidence
 from reflect.records import new_id
 from reflect.store.base import Backend, Row, Tx, insert, marks, protected
+from reflect.supersession import may_supersede, merges, same_meaning
 
 # Exports list the best first; ties broken so the same store always gives the same text.
 _BEST_FIRST = "l.confidence DESC, l.evidence DESC, runs DESC, l.id"

@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 from reflect.store.base import Row
 
 if TYPE_CHECKING:
-    from reflect.queue import Job, Limits, Verdict
     from reflect.recall.holdout import Eligible
     from reflect.records import RecallItem
+    from reflect.reflection.queue import Job, Limits, Verdict
 
 
 class Store(Protocol):

@@ -5,7 +5,7 @@ backend's own."""
 
 from __future__ import annotations
 
-from reflect.numbers import MAX_ITERATION
+from reflect.capture.numbers import MAX_ITERATION
 from reflect.records import new_id
 from reflect.store.base import Backend, Row, Tx, insert, marks
 from reflect.text import clip, text_key

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from reflect.fingerprint import cause
+from reflect.capture.fingerprint import cause
 from reflect.store.base import StoreUnavailable
 from reflect.text import text_key
 

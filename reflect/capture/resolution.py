@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from reflect import commands
+from reflect.capture import commands
 
 MAX_STEPS = 2  # steps that changed something: more, and no one of them can be named the fix
 STEP_CHARS = 45

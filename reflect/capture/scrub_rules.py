@@ -1,6 +1,6 @@
 """The scrubber's built-in rules: one pattern per kind of secret, its placeholder, its gate,
 and the checks a match must pass (a Luhn sum, an address of somebody, a value that is
-not code or prose). reflect/scrub.py applies them; the kinds come from the vendors'
+not code or prose). reflect/capture/scrub.py applies them; the kinds come from the vendors'
 documented formats (the public rule sets of gitleaks and detect-secrets list them).
 
 The rules are one alternation (of the rules a text could trigger: see GATES), applied in

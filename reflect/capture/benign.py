@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from reflect import commands
+from reflect.capture import commands
 
 FILE = "benign-exits"
 FINDINGS = "findings"  # the word that marks a line of ``benign-exits`` as a linter's

@@ -15,8 +15,8 @@ from importlib import resources
 from pathlib import Path
 from string import Template
 
-from reflect.heuristics import CATEGORIES
-from reflect.review import KINDS
+from reflect.capture.heuristics import CATEGORIES
+from reflect.reflection.review import KINDS
 from reflect.text import clip
 
 __all__ = ["load_template", "reflection_messages"]

@@ -210,7 +210,7 @@ def _is_httpx(e: Exception, name: str) -> bool:
 
 def _detail(e: Exception, api_key: str | None) -> str:
     """The provider's own words, short, without litellm's prefixes or anything secret."""
-    from reflect.scrub import Scrubber
+    from reflect.capture.scrub import Scrubber
 
     text = str(getattr(e, "message", "") or e or type(e).__name__).split("\n", 1)[0]
     text = _PREFIX.sub("", text.replace("litellm.", "")) or type(e).__name__

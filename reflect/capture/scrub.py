@@ -35,7 +35,7 @@ import re
 from collections.abc import Callable, Iterable
 
 from reflect import lazy
-from reflect.scrub_rules import (
+from reflect.capture.scrub_rules import (
     ALL_RULES,
     AWS_SECRET_ENTROPY,
     ENCODED,
@@ -49,7 +49,7 @@ from reflect.scrub_rules import (
     is_value,
     names_a_hash,
 )
-from reflect.scrub_views import View, Wraps, percent_decoded, unwrapped
+from reflect.capture.scrub_views import View, Wraps, percent_decoded, unwrapped
 
 __all__ = ["Scrubber", "Wraps", "scrub_text"]
 

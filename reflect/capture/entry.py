@@ -11,13 +11,13 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from reflect.extract import Extracted, extract_exception, extract_text
-from reflect.fingerprint import fingerprint
-from reflect.heuristics import heuristic_lesson
-from reflect.numbers import bounded, whole_number
-from reflect.reading import read_bounded
+from reflect.capture.extract import Extracted, extract_exception, extract_text
+from reflect.capture.fingerprint import fingerprint
+from reflect.capture.heuristics import heuristic_lesson
+from reflect.capture.numbers import bounded, whole_number
+from reflect.capture.reading import read_bounded
+from reflect.capture.scrub import Scrubber
 from reflect.records import new_id
-from reflect.scrub import Scrubber
 from reflect.text import clip
 
 MAX_ERROR_BYTES = 64 * 1024  # a tail this long always holds the error that ended the run
@@ -161,7 +161,7 @@ def entry_rows(parsed: Parsed, *, run: str, iteration: int | None, goal: str, ac
                own_module: bool = False) -> tuple[dict, dict]:
     """The failure and heuristic-lesson rows: every field scrubbed, the scrubbed error
     fingerprinted, the lesson written from the error's own details (``own_module``: the
-    module it could not import is the run's own, ``reflect.own_module``)."""
+    module it could not import is the run's own, ``reflect.capture.own_module``)."""
     redactions = 0
 
     def scrub(text: str) -> str:

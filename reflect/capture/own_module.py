@@ -15,7 +15,8 @@ import re
 from collections.abc import Iterable
 from pathlib import Path
 
-from reflect import commands, lazy
+from reflect import lazy
+from reflect.capture import commands
 
 _MISSING = lazy.compile(r"No module named '?([A-Za-z_]\w*)")
 

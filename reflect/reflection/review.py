@@ -16,9 +16,9 @@ import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from reflect.defuse import look_alikes_folded
-from reflect.details import foreign
-from reflect.heuristics import CATEGORIES, GUIDANCE_MAX, TRIGGER_MAX
+from reflect.capture.details import foreign
+from reflect.capture.heuristics import CATEGORIES, GUIDANCE_MAX, TRIGGER_MAX
+from reflect.reflection.defuse import look_alikes_folded
 from reflect.text import clip
 
 __all__ = ["HOSTILE", "KINDS", "MalformedLesson", "Reviewed", "review", "reviewed_texts"]

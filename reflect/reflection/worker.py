@@ -18,8 +18,9 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from reflect import config, queue, upkeep
+from reflect import config, consolidation
 from reflect.config import ModelSettings
+from reflect.reflection import queue
 from reflect.store import StoreUnavailable, open_store
 
 POLL = 1.0  # seconds between looks at an empty queue, and at a running job's lease
@@ -77,8 +78,8 @@ class Worker:
         """Work until ``stop`` is set, or until idle for ``idle_exit`` seconds."""
         idle_since = time.monotonic()
         while not stop.is_set():
-            if upkeep.due(self.store, self.clock()):  # once a day, whichever worker is first
-                upkeep.consolidate(self.store, self.clock(), config.half_life_days(),
+            if consolidation.due(self.store, self.clock()):  # once a day, whichever worker is first
+                consolidation.consolidate(self.store, self.clock(), config.half_life_days(),
                                    max_failures=config.max_failures())
             if self.run_once(stop):
                 idle_since = time.monotonic()
@@ -126,8 +127,8 @@ class Worker:
     # -- reflection --------------------------------------------------------------
 
     def _reflect(self, job: queue.Job) -> None:
-        from reflect.gateway import ProviderError, complete, endpoint, provider_of
-        from reflect.review import MalformedLesson, review
+        from reflect.reflection.gateway import ProviderError, complete, endpoint, provider_of
+        from reflect.reflection.review import MalformedLesson, review
 
         model = self.model
         if model is None:  # never: only a worker with a model takes reflect jobs
@@ -179,7 +180,7 @@ class Worker:
 
     @staticmethod
     def _messages(context: dict) -> list[dict]:
-        from reflect.prompting import reflection_messages
+        from reflect.reflection.prompting import reflection_messages
 
         failure, lesson = context["failure"], context["lesson"]
         fields = ("error_type", "message", "signature", "phase", "goal", "action")

@@ -31,7 +31,7 @@ CATEGORIES = ("syntax", "import", "type", "test", "timeout", "resource", "permis
 SEVERITIES = ("low", "medium", "high")
 
 # The caps of every lesson's trigger and guidance, whoever writes it: these rules, a
-# model (reflect.review), a person (teach) or another store (import).
+# model (reflect.reflection.review), a person (teach) or another store (import).
 TRIGGER_MAX = 160
 GUIDANCE_MAX = 300  # the rules' texts aim for ~200
 _SCAN_MAX = 4000  # characters of a message the rules look at (head and tail)
@@ -382,7 +382,7 @@ def heuristic_lesson(error_type: str, message: str, action: str = "", phase: str
                      exit_code: int | None = None, own_module: bool = False) -> Heuristic:
     """The offline lesson for one failure: the first matching row of ``RULES``.
     ``own_module``: capture found the module it could not import to be the run's or the
-    repository's own (``reflect.own_module``), so no package would provide it."""
+    repository's own (``reflect.capture.own_module``), so no package would provide it."""
     message = message or ""
     if len(message) > _SCAN_MAX:  # the rules see the head and the tail of a long message
         message = message[: _SCAN_MAX // 2] + "\n" + message[-_SCAN_MAX // 2:]
