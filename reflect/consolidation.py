@@ -8,7 +8,7 @@ the text).
 
 from __future__ import annotations
 
-from reflect.store import Store
+from reflect.store.protocol import UpkeepStore
 
 DAY = 86400.0
 GRACE_DAYS = 14.0  # a new lesson gets this long to prove itself
@@ -22,7 +22,7 @@ def effective_confidence(lesson: dict, now: float, half_life_days: float) -> flo
     return lesson["confidence"] * 0.5 ** (idle / half_life_days)
 
 
-def consolidate(store: Store, now: float, half_life_days: float,
+def consolidate(store: UpkeepStore, now: float, half_life_days: float,
                 retain_days: float = RETAIN_DAYS, max_failures: int | None = None) -> dict:
     """``max_failures``: the newest failures kept (and as many rows of the other raw
     history: injections, benign exits, steps that worked); lessons and the per-cause
@@ -35,6 +35,6 @@ def consolidate(store: Store, now: float, half_life_days: float,
             "deleted_injections": injections, "reclaimed_bytes": store.reclaim()}
 
 
-def due(store: Store, now: float) -> bool:
+def due(store: UpkeepStore, now: float) -> bool:
     last = store.consolidated_at()
     return last is None or last < now - DAY

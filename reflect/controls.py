@@ -11,8 +11,8 @@ import hashlib
 import re
 
 from reflect.records import new_id
-from reflect.store import Store
 from reflect.store.base import Row
+from reflect.store.protocol import LessonStore
 
 TAUGHT_CONFIDENCE = 0.9
 FEEDBACK_WEIGHT = 2  # a person's verdict counts as two outcomes
@@ -34,37 +34,37 @@ class PinnedLesson(ValueError):
             f"`reflect lessons unpin {pinned['id']}` lets another lesson take its place")
 
 
-def get(store: Store, lesson_id: str) -> Row:
+def get(store: LessonStore, lesson_id: str) -> Row:
     row = store.lesson(lesson_id)
     if row is None:
         raise UnknownLesson(lesson_id)
     return row
 
 
-def listing(store: Store, *, status: str | None = "active", ineffective_after: int = 0,
+def listing(store: LessonStore, *, status: str | None = "active", ineffective_after: int = 0,
             limit: int = 50) -> list[Row]:
     """Lessons newest first; ``ineffective_after`` keeps those that failed to prevent
     their failure at least that many times, worst first."""
     return store.lessons(status, ineffective_after, limit)
 
 
-def search(store: Store, text: str, limit: int = 20) -> list[Row]:
+def search(store: LessonStore, text: str, limit: int = 20) -> list[Row]:
     return store.lessons_by_words(re.findall(r"\w+", text), limit)
 
 
-def detail(store: Store, lesson_id: str) -> Row:
+def detail(store: LessonStore, lesson_id: str) -> Row:
     """A lesson with its provenance: failures, runs, injections and their outcomes."""
     lesson = get(store, lesson_id)
     return {**lesson, **store.lesson_provenance(lesson_id, lesson["fingerprint"],
                                                 PROVENANCE_FAILURES)}
 
 
-def set_pinned(store: Store, lesson_id: str, pinned: bool, now: float) -> None:
+def set_pinned(store: LessonStore, lesson_id: str, pinned: bool, now: float) -> None:
     get(store, lesson_id)
     store.set_pinned(lesson_id, pinned, now)
 
 
-def feedback(store: Store, lesson_id: str, good: bool, now: float) -> Row:
+def feedback(store: LessonStore, lesson_id: str, good: bool, now: float) -> Row:
     """A person's verdict counts as outcomes, judged by the one formula credit uses."""
     get(store, lesson_id)
     wins, losses = (FEEDBACK_WEIGHT, 0) if good else (0, FEEDBACK_WEIGHT)
@@ -72,14 +72,14 @@ def feedback(store: Store, lesson_id: str, good: bool, now: float) -> Row:
     return get(store, lesson_id)
 
 
-def quarantine(store: Store, lesson_id: str, why: str, now: float) -> None:
+def quarantine(store: LessonStore, lesson_id: str, why: str, now: float) -> None:
     """Take a lesson out of recall with the reason; the lesson it had replaced, if any,
     stands again."""
     get(store, lesson_id)
     store.quarantine_lesson(lesson_id, why, now)
 
 
-def release(store: Store, lesson_id: str, now: float) -> None:
+def release(store: LessonStore, lesson_id: str, now: float) -> None:
     """Back into recall: it supersedes whatever stands for its fingerprint meanwhile,
     unless that is pinned."""
     pinned = store.release_lesson(get(store, lesson_id), now)
@@ -87,7 +87,7 @@ def release(store: Store, lesson_id: str, now: float) -> None:
         raise PinnedLesson(pinned)
 
 
-def forget(store: Store, lesson_id: str, now: float, reason: str = "forgotten") -> None:
+def forget(store: LessonStore, lesson_id: str, now: float, reason: str = "forgotten") -> None:
     store.forget_lesson(lesson_id, get(store, lesson_id)["fingerprint"], reason, now)
 
 
@@ -99,7 +99,7 @@ def parse_teaching(text: str) -> tuple[str, str]:
     return match["trigger"], match["guidance"]
 
 
-def teach(store: Store, text: str, scope: str, scrub, now: float) -> str:
+def teach(store: LessonStore, text: str, scope: str, scrub, now: float) -> str:
     """A person's lesson: pinned, confident, never removed by upkeep. A taught lesson with
     the same trigger as an earlier one supersedes it, unless that one is pinned (as taught
     lessons are, until unpinned): then ``PinnedLesson`` says so and nothing is stored. It

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from reflect import config
 from reflect import index as dense  # its names load numpy on first use
-from reflect.store import Store
+from reflect.store.protocol import VectorStore
 from reflect.text import text_key
 
 if TYPE_CHECKING:
@@ -36,7 +36,7 @@ class Vectors:
     numpy loads with the first vector used: a cold CLI recall that finds none (no worker
     has embedded its goal yet) starts without it."""
 
-    def __init__(self, store: Store, spec: str | None,
+    def __init__(self, store: VectorStore, spec: str | None,
                  clock: Callable[[], float] = time.time):
         self.store = store
         self.spec = spec

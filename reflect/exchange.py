@@ -39,7 +39,7 @@ from typing import cast
 from reflect.capture.heuristics import CATEGORIES, SEVERITIES
 from reflect.choices import EXPORT_FORMATS
 from reflect.reflection.review import GUIDANCE_MAX, TRIGGER_MAX, reviewed_texts
-from reflect.store import Store
+from reflect.store.protocol import LessonStore
 from reflect.supersession import KIND_RANK
 from reflect.text import clip, counted
 
@@ -55,7 +55,7 @@ _SCOPE = re.compile(r"global|project:[0-9a-f]{12,64}")
 # -- export ---------------------------------------------------------------------
 
 
-def export_lessons(store: Store, fmt: str, min_confidence: float = 0.5,
+def export_lessons(store: LessonStore, fmt: str, min_confidence: float = 0.5,
                    verdicts: dict[str, dict] | None = None) -> str:
     """The active lessons with confidence >= ``min_confidence``, plus every pinned or
     taught one, best first; the same store always gives the same text. ``verdicts``
@@ -159,7 +159,7 @@ class _Invalid(ValueError):
     pass
 
 
-def import_lessons(store: Store, path: Path, scrub: Callable[[str], tuple[str, int]],
+def import_lessons(store: LessonStore, path: Path, scrub: Callable[[str], tuple[str, int]],
                    now: float) -> ImportReport:
     """Import a JSON-lines export into ``store`` in one transaction."""
     report = ImportReport()

@@ -238,8 +238,7 @@ class Memory:
         if self._kept_aside is None:  # a store that made this step wait is not asked again
             with contextlib.suppress(StoreUnavailable, Rejected, OSError):
                 earlier = [*self.store.successes_between(run, -1, before),
-                           *(f["action"] for f in self.store.recent_failures(
-                               run, iteration, OWN_MODULE_WINDOW, "action"))]
+                           *self.store.recent_actions(run, iteration, OWN_MODULE_WINDOW)]
         try:
             cwd = Path.cwd()
         except OSError:

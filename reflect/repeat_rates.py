@@ -9,7 +9,7 @@ failures cannot swing them.
 
 from __future__ import annotations
 
-from reflect.store import Store
+from reflect.store.protocol import ProgressStore
 from reflect.text import counted
 
 __all__ = ["render", "report"]
@@ -17,7 +17,7 @@ __all__ = ["render", "report"]
 SPARKS = "▁▂▃▄▅▆▇█"
 
 
-def report(store: Store, min_runs: int = 5) -> dict:
+def report(store: ProgressStore, min_runs: int = 5) -> dict:
     runs: dict[str, dict] = {
         run: {"run": run, "first_ts": first, "failures": 0, "repeats": 0,
               "lessons_injected": 0, "tokens_injected": 0}

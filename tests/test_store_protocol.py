@@ -18,6 +18,12 @@ def public(cls) -> set[str]:
     return {n for n in dir(cls) if not n.startswith("_") and n not in INTERNAL}
 
 
+def declared(protocol) -> set[str]:
+    """What ``Store`` declares, through every role protocol it is made of."""
+    return {n for cls in protocol.__mro__ if cls.__module__ == protocol.__module__
+            for n in cls.__dict__ if not n.startswith("_")}
+
+
 def backends():
     pytest.importorskip("psycopg")
     from reflect.store.postgres import PostgresStore
@@ -26,12 +32,12 @@ def backends():
 
 
 def test_the_protocol_names_every_public_method_of_both_backends():
-    names = {n for n in Store.__dict__ if not n.startswith("_")} | {"home"}
+    names = declared(Store) | {"home"}
     for backend in backends():
         assert public(backend) | {"home"} == names, backend.__name__
 
 
-@pytest.mark.parametrize("name", sorted(n for n in Store.__dict__ if not n.startswith("_")))
+@pytest.mark.parametrize("name", sorted(declared(Store)))
 def test_each_backend_implements_the_protocols_signature(name):
     wanted = inspect.signature(getattr(Store, name))
     for backend in backends():

@@ -23,7 +23,8 @@ import os
 import tempfile
 from pathlib import Path
 
-from reflect.store import Rejected, Store, prepare_home
+from reflect.store import Rejected, prepare_home
+from reflect.store.protocol import FailureStore
 
 PENDING_FILE = "pending.jsonl"
 REJECTED_SUFFIX = ".rejected"  # records no store accepts: kept for a person, never replayed
@@ -79,7 +80,7 @@ def _append(path: Path, line: str) -> None:
             os.close(fd)
 
 
-def replay(home: Path, store: Store) -> None:
+def replay(home: Path, store: FailureStore) -> None:
     """Move kept captures into the store, once; raises what the store raises when it
     cannot be written (the files stay for the next replay)."""
     for path in places(home):
@@ -142,7 +143,7 @@ def _candidates(path: Path) -> list[Path]:
     return [path.parent / n for n in (path.name, *claims) if n in names]
 
 
-def _replay_file(claimed: Path, rejected: Path, store: Store) -> None:
+def _replay_file(claimed: Path, rejected: Path, store: FailureStore) -> None:
     with open(claimed, "rb") as f:
         fcntl.flock(f, fcntl.LOCK_EX)  # a writer that opened it before the claim finishes first
         lines = f.read().decode("utf-8", errors="replace").splitlines()
@@ -152,7 +153,7 @@ def _replay_file(claimed: Path, rejected: Path, store: Store) -> None:
         claimed.unlink(missing_ok=True)  # another replay may have claimed it from us meanwhile
 
 
-def _replay_line(line: str, rejected: Path, store: Store) -> None:
+def _replay_line(line: str, rejected: Path, store: FailureStore) -> None:
     try:
         record = json.loads(line)
         if "outcome" in record:

@@ -4,6 +4,7 @@ is likely to hit next, predicted from earlier runs (``predict``)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
 from reflect.embedding import Vectors
 from reflect.recall import taught
@@ -18,7 +19,8 @@ from reflect.recall.render import (
     recent_item_text,
 )
 from reflect.records import Recall, RecallItem
-from reflect.store import Store, error_query
+from reflect.store import error_query
+from reflect.store.protocol import FailureStore, GoalSearch, InjectionLog, RunStore
 
 __all__ = ["Holdout", "Predictor", "Query", "build"]
 
@@ -42,13 +44,17 @@ class Query:
     escalate_after: int = 2
 
 
+class RecallStore(FailureStore, InjectionLog, RunStore, GoalSearch, Protocol):
+    """The roles of the store a recall reads."""
+
+
 NO_HOLDOUT = Holdout()  # every eligible lesson shown
 
 
-def build(store: Store, vectors: Vectors, q: Query, predictor: Predictor,
+def build(store: RecallStore, vectors: Vectors, q: Query, predictor: Predictor,
           holdout: Holdout = NO_HOLDOUT) -> Recall:
     # The window is read lean: whole rows only for the failures an item shows.
-    rows = store.recent_failures(q.run, q.iteration, RECENT_WINDOW, "id, fingerprint, family")
+    rows = store.recent_causes(q.run, q.iteration, RECENT_WINDOW)
     recent = recent_items(store, q, rows) if "recent" in q.sections else []
     earlier: list[RecallItem] = []
     chosen: dict[str, Eligible] = {}
@@ -73,7 +79,7 @@ def withhold(block: Recall, chosen: dict[str, Eligible], max_tokens: int) -> Rec
     return block
 
 
-def recent_items(store: Store, q: Query, rows: list[dict]) -> list[RecallItem]:
+def recent_items(store: RecallStore, q: Query, rows: list[dict]) -> list[RecallItem]:
     """One item per fingerprint, newest first, each shown with its latest failure; one
     whose hint this run read and failed the same way after comes first."""
     groups = _groups(rows)
@@ -133,7 +139,7 @@ def relative(similar: list[tuple[str, float]]) -> list[tuple[str, float]]:
     return [(run, w / best) for run, w in similar] if best > 0 else []
 
 
-def neighbourhood(store: Store, vectors: Vectors, q: Query, predictor: Predictor,
+def neighbourhood(store: RecallStore, vectors: Vectors, q: Query, predictor: Predictor,
                   seen: set[str]) -> Neighbourhood:
     """Earlier runs like this one: by goal vector where this goal has one (else by the
     goal's words), and those that hit a family this run has hit."""
@@ -149,7 +155,7 @@ def neighbourhood(store: Store, vectors: Vectors, q: Query, predictor: Predictor
     return near
 
 
-def predicted(store: Store, vectors: Vectors, q: Query, predictor: Predictor,
+def predicted(store: RecallStore, vectors: Vectors, q: Query, predictor: Predictor,
               seen: set[str]) -> list[Estimate]:
     """The families of mistakes this run is likely to make, most probable first, none of
     ``seen`` (the families it already has)."""
@@ -162,7 +168,7 @@ def predicted(store: Store, vectors: Vectors, q: Query, predictor: Predictor,
     return estimate(store, predictor, near, q.run, earlier, seen)
 
 
-def lesson_items(store: Store, vectors: Vectors, q: Query, predictor: Predictor,
+def lesson_items(store: RecallStore, vectors: Vectors, q: Query, predictor: Predictor,
                  rows: list[dict], holdout: Holdout = NO_HOLDOUT
                  ) -> tuple[list[RecallItem], dict[str, Eligible]]:
     """Taught and imported lessons the query's words call for, then the lessons of the

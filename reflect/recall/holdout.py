@@ -24,6 +24,10 @@ import hashlib
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from reflect.store.protocol import InjectionLog
 
 SHOWN, WITHHELD, PROMOTED, DEMOTED = "shown", "withheld", "promoted", "demoted"
 RANDOMIZED = (SHOWN, WITHHELD)  # the arms an effect is measured on
@@ -150,7 +154,8 @@ def effects(rows: Iterable[dict], rule: Holdout) -> dict[str, Effect]:
     return found
 
 
-def measured(store, rule: Holdout, lesson_ids: list[str] | None = None) -> list[Effect]:
+def measured(store: InjectionLog, rule: Holdout,
+             lesson_ids: list[str] | None = None) -> list[Effect]:
     """Every lesson's measured effect (of ``lesson_ids``, else all), the largest first."""
     found = effects(store.holdout_arms(lesson_ids), rule).values()
     return sorted(found, key=lambda e: (-e.effect(), e.lesson_id))

@@ -37,6 +37,10 @@ from __future__ import annotations
 import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from reflect.store.protocol import GoalSearch, RunStore
 
 STOPWORDS = frozenset(
     "the and for that this with from are was were been have has had not but you your can"
@@ -101,7 +105,7 @@ def words(text: str) -> list[str]:
     return [w for w in _WORD.findall(text.lower()) if w not in STOPWORDS]
 
 
-def similar_by_words(store, goal: str, run: str, scope: str, k: int
+def similar_by_words(store: GoalSearch, goal: str, run: str, scope: str, k: int
                      ) -> list[tuple[str, float]]:
     """The ``k`` runs whose goals share the most of this goal's rarest words (FTS5),
     each weighed by its match relative to the best one."""
@@ -114,7 +118,7 @@ def similar_by_words(store, goal: str, run: str, scope: str, k: int
     return [(r, score / best) for r, score in hits if best > 0 and score > 0]
 
 
-def estimate(store, predictor: Predictor, near: Neighbourhood, run: str, earlier: int,
+def estimate(store: RunStore, predictor: Predictor, near: Neighbourhood, run: str, earlier: int,
              exclude: set[str]) -> list[Estimate]:
     """Every candidate family's estimate, most probable first; ``earlier``: the runs in
     scope other than ``run``."""

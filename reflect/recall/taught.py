@@ -3,7 +3,12 @@ they have no runs to predict from, so they enter on their trigger's words."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from reflect.recall.predict import words
+
+if TYPE_CHECKING:
+    from reflect.store.protocol import RunStore
 
 
 def trigger_match(lesson: dict, query_words: set[str]) -> bool:
@@ -12,7 +17,7 @@ def trigger_match(lesson: dict, query_words: set[str]) -> bool:
     return bool(trigger) and len(trigger & query_words) * 2 >= len(trigger)
 
 
-def matching(store, query: str, scope: str) -> list[dict]:
+def matching(store: RunStore, query: str, scope: str) -> list[dict]:
     """Taught and imported lessons whose trigger the query matches, oldest first."""
     query_words = set(words(query))
     return [lesson for lesson in store.taught_and_imported_lessons(scope)

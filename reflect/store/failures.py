@@ -136,9 +136,22 @@ class FailureQueries(CreditQueries, JobQueries, RunQueries):
 
     # -- reading ---------------------------------------------------------------
 
-    def recent_failures(self, run: str, before_iteration: int | None, window: int,
-                        columns: str = "*") -> list[Row]:
+    def recent_failures(self, run: str, before_iteration: int | None,
+                        window: int) -> list[Row]:
         """The run's latest ``window`` failures, newest first by sequence."""
+        return self._recent(run, before_iteration, window, "*")
+
+    def recent_causes(self, run: str, before_iteration: int | None,
+                      window: int) -> list[Row]:
+        """The same failures read lean, for a recall's window: id, fingerprint, family."""
+        return self._recent(run, before_iteration, window, "id, fingerprint, family")
+
+    def recent_actions(self, run: str, before_iteration: int | None, window: int) -> list[str]:
+        """The actions of the same failures."""
+        return [r["action"] for r in self._recent(run, before_iteration, window, "action")]
+
+    def _recent(self, run: str, before_iteration: int | None, window: int,
+                columns: str) -> list[Row]:
         return self._newest("failures", "seq", window,
                             {"run = ?": run, "iteration < ?": before_iteration}, columns)
 
