@@ -8,6 +8,7 @@ the text).
 
 from __future__ import annotations
 
+from reflect.records import Lesson
 from reflect.store.protocol import UpkeepStore
 
 DAY = 86400.0
@@ -16,7 +17,7 @@ MIN_CONFIDENCE = 0.2  # below this (after decay) a lesson is removed
 RETAIN_DAYS = 180.0  # failures, injections and cached query texts older than this go
 
 
-def effective_confidence(lesson: dict, now: float, half_life_days: float) -> float:
+def effective_confidence(lesson: Lesson, now: float, half_life_days: float) -> float:
     """Confidence halves for every half-life the lesson goes unused."""
     idle = max(0.0, now - max(lesson["last_used"], lesson["updated"])) / DAY
     return lesson["confidence"] * 0.5 ** (idle / half_life_days)

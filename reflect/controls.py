@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import re
 
-from reflect.records import new_id
+from reflect.records import Lesson, new_lesson
 from reflect.store.base import Row
 from reflect.store.protocol import LessonStore
 
@@ -28,13 +28,13 @@ class UnknownLesson(LookupError):
 class PinnedLesson(ValueError):
     """A pinned lesson stands where a person's lesson would go: nothing supersedes it."""
 
-    def __init__(self, pinned: Row):
+    def __init__(self, pinned: Lesson):
         super().__init__(
             f"{pinned['id']} is pinned and says what to do when {pinned['trigger']}: "
             f"`reflect lessons unpin {pinned['id']}` lets another lesson take its place")
 
 
-def get(store: LessonStore, lesson_id: str) -> Row:
+def get(store: LessonStore, lesson_id: str) -> Lesson:
     row = store.lesson(lesson_id)
     if row is None:
         raise UnknownLesson(lesson_id)
@@ -42,13 +42,13 @@ def get(store: LessonStore, lesson_id: str) -> Row:
 
 
 def listing(store: LessonStore, *, status: str | None = "active", ineffective_after: int = 0,
-            limit: int = 50) -> list[Row]:
+            limit: int = 50) -> list[Lesson]:
     """Lessons newest first; ``ineffective_after`` keeps those that failed to prevent
     their failure at least that many times, worst first."""
     return store.lessons(status, ineffective_after, limit)
 
 
-def search(store: LessonStore, text: str, limit: int = 20) -> list[Row]:
+def search(store: LessonStore, text: str, limit: int = 20) -> list[Lesson]:
     return store.lessons_by_words(re.findall(r"\w+", text), limit)
 
 
@@ -64,7 +64,7 @@ def set_pinned(store: LessonStore, lesson_id: str, pinned: bool, now: float) -> 
     store.set_pinned(lesson_id, pinned, now)
 
 
-def feedback(store: LessonStore, lesson_id: str, good: bool, now: float) -> Row:
+def feedback(store: LessonStore, lesson_id: str, good: bool, now: float) -> Lesson:
     """A person's verdict counts as outcomes, judged by the one formula credit uses."""
     get(store, lesson_id)
     wins, losses = (FEEDBACK_WEIGHT, 0) if good else (0, FEEDBACK_WEIGHT)
@@ -113,13 +113,11 @@ def teach(store: LessonStore, text: str, scope: str, scrub, now: float) -> str:
         {"trigger": (trigger, TRIGGER_MAX), "guidance": (guidance, GUIDANCE_MAX)}, scrub)
     trigger, guidance = texts["trigger"], texts["guidance"]
     fingerprint = "taught:" + hashlib.sha256(trigger.lower().encode()).hexdigest()[:16]
-    lesson_id = new_id("L")
-    pinned = store.add_taught_lesson({
-        "id": lesson_id, "fingerprint": fingerprint, "trigger": trigger, "guidance": guidance,
-        "category": "general", "severity": "medium", "kind": "taught",
-        "confidence": TAUGHT_CONFIDENCE, "prior": TAUGHT_CONFIDENCE, "created": now,
-        "updated": now, "scope": scope, "pinned": 1, "quarantine": reason, "origin": "taught",
-    }, now)
+    lesson = new_lesson(
+        fingerprint=fingerprint, trigger=trigger, guidance=guidance, kind="taught",
+        confidence=TAUGHT_CONFIDENCE, prior=TAUGHT_CONFIDENCE, now=now, scope=scope,
+        pinned=True, quarantine=reason, origin="taught")
+    pinned = store.add_taught_lesson(lesson, now)
     if pinned is not None:
         raise PinnedLesson(pinned)
-    return lesson_id
+    return lesson["id"]

@@ -31,13 +31,14 @@ import os
 import re
 import stat
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 from reflect.capture.heuristics import CATEGORIES, SEVERITIES
 from reflect.choices import EXPORT_FORMATS
+from reflect.records import Lesson, RankedLesson, new_lesson
 from reflect.reflection.review import GUIDANCE_MAX, TRIGGER_MAX, reviewed_texts
 from reflect.store.protocol import LessonStore
 from reflect.supersession import KIND_RANK
@@ -74,16 +75,18 @@ def export_lessons(store: LessonStore, fmt: str, min_confidence: float = 0.5,
                      [(r, proven[r["id"]]) for r in rows if r["id"] in proven])
 
 
-def _json_line(row: dict) -> str:
+def _json_line(row: Lesson) -> str:
     keys = ("fingerprint", "trigger", "guidance", "category", "severity", "kind", "confidence",
             "prior", "evidence", "resolution", "scope", "created", "updated")
-    record = {k: row[k] for k in keys}
+    columns: Mapping[str, Any] = row
+    record = {k: columns[k] for k in keys}
     record["pinned"] = bool(row["pinned"])
     record["error_text"] = row["error_text"]  # the error's words help keyword search there
     return json.dumps(record, sort_keys=True, ensure_ascii=False) + "\n"
 
 
-def _markdown(rows: list[dict], proven: list[tuple[dict, dict]] | None = None) -> str:
+def _markdown(rows: list[RankedLesson],
+              proven: list[tuple[RankedLesson, dict]] | None = None) -> str:
     out = ["# Lessons from failures", "",
            "Exported by reflect: what coding agents learnt from their own failures, "
            "best first.", ""]
@@ -163,7 +166,7 @@ def import_lessons(store: LessonStore, path: Path, scrub: Callable[[str], tuple[
                    now: float) -> ImportReport:
     """Import a JSON-lines export into ``store`` in one transaction."""
     report = ImportReport()
-    lessons = []
+    lessons: list[Lesson] = []
     if not stat.S_ISREG(os.stat(path).st_mode):  # /dev/zero, a FIFO: may never end
         raise OSError(f"{path} is not a regular file; import a file written by "
                       "`reflect export --format jsonl -o FILE`")
@@ -190,7 +193,7 @@ def _lines(f):
         yield line
 
 
-def _validate(line: str, scrub: Callable[[str], tuple[str, int]], now: float) -> dict:
+def _validate(line: str, scrub: Callable[[str], tuple[str, int]], now: float) -> Lesson:
     if len(line) > LINE_MAX:
         raise _Invalid(f"line longer than {LINE_MAX} characters")
     try:
@@ -222,26 +225,19 @@ def _validate(line: str, scrub: Callable[[str], tuple[str, int]], now: float) ->
     evidence = _get(data, "evidence", int, 1)
     if evidence < 1:
         raise _Invalid("evidence must be at least 1")
-    return {
-        "fingerprint": fingerprint,
-        "trigger": trigger,
-        "guidance": guidance,
-        "category": category if category in CATEGORIES else "general",
-        "severity": severity if severity in SEVERITIES else "medium",
-        "kind": kind,
-        "confidence": confidence,
-        "prior": _unit(_get(data, "prior", float, confidence), "prior"),
-        "evidence": evidence,
-        "resolution": texts["resolution"],
-        "error_text": _clean(_get(data, "error_text", str, ""), scrub, TEXT_MAX),
-        "scope": scope,
-        "pinned": int(_get(data, "pinned", bool, False)),
+    return new_lesson(
+        fingerprint=fingerprint, trigger=trigger, guidance=guidance,
+        category=category if category in CATEGORIES else "general",
+        severity=severity if severity in SEVERITIES else "medium",
+        kind=kind, confidence=confidence, now=now, scope=scope,
+        prior=_unit(_get(data, "prior", float, confidence), "prior"), evidence=evidence,
+        resolution=texts["resolution"],
+        error_text=_clean(_get(data, "error_text", str, ""), scrub, TEXT_MAX),
+        pinned=_get(data, "pinned", bool, False),
         # A lesson is as old as it is where it was learnt (recall's freshness decay).
-        "created": min(_get(data, "created", float, now), now),
-        "updated": min(_get(data, "updated", float, now), now),
-        "quarantine": reason,
-        "origin": "imported",
-    }
+        created=min(_get(data, "created", float, now), now),
+        updated=min(_get(data, "updated", float, now), now),
+        quarantine=reason, origin="imported")
 
 
 def _get(data: dict, key: str, kind: type, default):

@@ -7,16 +7,16 @@ import os
 import threading
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import fields, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from reflect import config, consolidation, controls
 from reflect.capture import benign, numbers, own_module, pending, resolution
 from reflect.capture.entry import MAX_FIELD, Parsed, entry_rows, parse, synthesize
 from reflect.recall.holdout import Holdout
-from reflect.records import ErrorEntry, Recall
+from reflect.records import ErrorEntry, Failure, Lesson, Recall
 from reflect.reflection import queue
 from reflect.store import Rejected, Store, StoreUnavailable, open_store
 from reflect.store import store_url as store_url_of
@@ -205,7 +205,7 @@ class Memory:
             return self._keep_aside(failure, lesson, e)
         return _entry(stored, lesson_row)
 
-    def _keep_aside(self, failure: dict, lesson: dict, why: Exception) -> ErrorEntry:
+    def _keep_aside(self, failure: Failure, lesson: Lesson, why: Exception) -> ErrorEntry:
         """The capture the store could not take, in the pending file (replayed by the next
         capture that can write), numbered in its run as the store would number it."""
         if failure["iteration"] is None:
@@ -214,7 +214,8 @@ class Memory:
         # One line: a PostgreSQL error goes on with the statement it stopped.
         said = str(why).splitlines()[0] if str(why) else repr(why)
         config.warn(f"store {self.home} not writable ({said}); failure kept in {path}")
-        return _entry({**failure, "seq": 0, "lesson_id": lesson["id"]}, lesson)
+        aside: Failure = {**failure, "seq": 0, "lesson_id": lesson["id"]}
+        return _entry(aside, lesson)
 
     def _next_iteration_aside(self, run: str) -> int:
         """The run's next number while its store cannot be written: the store's own, when
@@ -439,7 +440,7 @@ class Memory:
     # -- a person's controls over lessons ---------------------------------------------
 
     def lessons(self, status: str | None = "active", ineffective: bool = False,
-                limit: int = 50) -> list[dict]:
+                limit: int = 50) -> list[Lesson]:
         after = config.escalate_after() if ineffective else 0
         return controls.listing(self.store, status=status, ineffective_after=after,
                                 limit=limit)
@@ -458,7 +459,7 @@ class Memory:
 
         return measured(self.store, self.holdout, lesson_ids)
 
-    def search_lessons(self, text: str, limit: int = 20) -> list[dict]:
+    def search_lessons(self, text: str, limit: int = 20) -> list[Lesson]:
         return controls.search(self.store, text, limit)
 
     def pin(self, lesson_id: str, pinned: bool = True) -> None:
@@ -473,7 +474,7 @@ class Memory:
     def release(self, lesson_id: str) -> None:
         controls.release(self.store, lesson_id, self.clock())
 
-    def feedback(self, lesson_id: str, good: bool) -> dict:
+    def feedback(self, lesson_id: str, good: bool) -> Lesson:
         return controls.feedback(self.store, lesson_id, good, self.clock())
 
     def teach(self, text: str) -> str:
@@ -536,11 +537,12 @@ def benign_entry(row: dict) -> ErrorEntry:
         severity="low", lesson_id="")
 
 
-def _entry(row: dict, lesson: dict | None) -> ErrorEntry:
+def _entry(row: Failure, lesson: Lesson | None) -> ErrorEntry:
     """The API's record of a stored failure row, with its fingerprint's current hint."""
-    same = {f.name for f in fields(ErrorEntry)} & row.keys()
+    columns: Mapping[str, Any] = row
+    same = {f.name for f in fields(ErrorEntry)} & columns.keys()
     return ErrorEntry(**{
-        **{name: row[name] for name in same},
+        **{name: columns[name] for name in same},
         "failure_id": row["id"],
         "iteration": row["iteration"] if row["iteration"] is not None else 0,
         "lesson_id": lesson["id"] if lesson else row["lesson_id"],

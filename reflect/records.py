@@ -1,10 +1,13 @@
-"""The records the API hands out: plain dataclasses, JSON-ready via ``asdict``."""
+"""The records that cross a boundary. The API hands out plain dataclasses, JSON-ready via
+``asdict`` (``ErrorEntry``, ``Recall``); the store takes and gives typed rows
+(``Failure``, ``Lesson``), dicts whose keys are the columns, so mypy checks every look-up.
+A new lesson is built in one place, ``new_lesson``."""
 
 from __future__ import annotations
 
 import secrets
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 ID_ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"  # Crockford's base32: no i, l, o, u
 
@@ -13,6 +16,106 @@ def new_id(prefix: str) -> str:
     """``F-…`` a failure, ``L-…`` a lesson: a person can tell them apart and type them.
     Ten base32 characters (50 bits) keep a store of millions free of collisions."""
     return f"{prefix}-{''.join(secrets.choice(ID_ALPHABET) for _ in range(10))}"
+
+
+class Failure(TypedDict):
+    """A failure as the store holds it (the ``failures`` table): every text scrubbed."""
+
+    id: str
+    run: str
+    iteration: int | None  # None until the store numbers it in its run
+    ts: float
+    goal: str
+    phase: str
+    action: str
+    exit_code: int | None
+    error_type: str
+    message: str
+    signature: str
+    friction: str
+    fingerprint: str
+    source: str  # crash | text | exception | synthesized
+    redactions: int
+    category: str
+    severity: str
+    seq: NotRequired[int]  # the store's order; the rest it derives or links when it stores
+    lesson_id: NotRequired[str]
+    resolution: NotRequired[str]
+    cause: NotRequired[str]
+    family: NotRequired[str]
+
+
+class Lesson(TypedDict):
+    """A lesson as the store holds it (the ``lessons`` table). ``new_lesson`` builds one;
+    the columns it leaves out the store fills with their defaults."""
+
+    id: str
+    fingerprint: str
+    trigger: str
+    guidance: str
+    category: str
+    severity: str
+    kind: str  # heuristic | model | taught
+    confidence: float
+    created: float
+    updated: float
+    scope: str
+    prior: NotRequired[float]
+    evidence: NotRequired[int]
+    error_text: NotRequired[str]
+    resolution: NotRequired[str]
+    quarantine: NotRequired[str]  # why it is kept out of recall; "" when it is not
+    pinned: NotRequired[int]
+    origin: NotRequired[str]  # here | taught | imported
+    model: NotRequired[str]
+    prompt_tokens: NotRequired[int | None]
+    completion_tokens: NotRequired[int | None]
+    cost_usd: NotRequired[float | None]
+    seq: NotRequired[int]
+    status: NotRequired[str]  # active | superseded | quarantined
+    superseded_by: NotRequired[str]
+    wins: NotRequired[float]
+    losses: NotRequired[int]
+    injected: NotRequired[int]
+    last_used: NotRequired[float]
+
+
+class RankedLesson(Lesson):
+    """A lesson with the number of runs its cause failed in, as an export ranks them."""
+
+    runs: int
+
+
+def new_lesson(*, fingerprint: str, trigger: str, guidance: str, kind: str, scope: str,
+               now: float, confidence: float, category: str = "general",
+               severity: str = "medium", created: float | None = None,
+               updated: float | None = None,
+               prior: float | None = None, evidence: int | None = None,
+               error_text: str | None = None, resolution: str | None = None,
+               quarantine: str | None = None, pinned: bool | None = None,
+               origin: str | None = None) -> Lesson:
+    """A lesson not yet stored, with a new id. A column given as None is left to the
+    store's default (prior 0.5, evidence 1, "" texts, not pinned, learnt here)."""
+    lesson: Lesson = {
+        "id": new_id("L"), "fingerprint": fingerprint, "trigger": trigger,
+        "guidance": guidance, "category": category, "severity": severity, "kind": kind,
+        "confidence": confidence, "created": now if created is None else created,
+        "updated": now if updated is None else updated, "scope": scope}
+    if prior is not None:
+        lesson["prior"] = prior
+    if evidence is not None:
+        lesson["evidence"] = evidence
+    if error_text is not None:
+        lesson["error_text"] = error_text
+    if resolution is not None:
+        lesson["resolution"] = resolution
+    if quarantine is not None:
+        lesson["quarantine"] = quarantine
+    if pinned is not None:
+        lesson["pinned"] = int(pinned)
+    if origin is not None:
+        lesson["origin"] = origin
+    return lesson
 
 
 @dataclass

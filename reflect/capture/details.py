@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import re
 
+from reflect.records import Failure
+
 _DETAIL = re.compile(
     r"(?<![\w./-])("
     r"[\w.-]*/[\w./-]*[\w]"  # a path
@@ -32,7 +34,7 @@ def details(text: str) -> set[str]:
     return {d for d in _DETAIL.findall(text) if d not in VOCABULARY and not d.startswith("L-")}
 
 
-def foreign(item_text: str, failures: list[dict]) -> set[str]:
+def foreign(item_text: str, failures: list[Failure]) -> set[str]:
     """The details of ``item_text`` that none of ``failures`` holds."""
     held = "\n".join(f"{f['action']}\n{f['error_type']}: {f['message']}\n{f['phase']}\n"
                      f"{f['resolution']}" for f in failures)

@@ -17,7 +17,7 @@ from reflect.capture.heuristics import heuristic_lesson
 from reflect.capture.numbers import bounded, whole_number
 from reflect.capture.reading import read_bounded
 from reflect.capture.scrub import Scrubber
-from reflect.records import new_id
+from reflect.records import Failure, Lesson, new_id, new_lesson
 from reflect.text import clip
 
 MAX_ERROR_BYTES = 64 * 1024  # a tail this long always holds the error that ended the run
@@ -158,7 +158,7 @@ def read_crash_file(path: str) -> tuple[dict, list[str]]:
 
 def entry_rows(parsed: Parsed, *, run: str, iteration: int | None, goal: str, action: str,
                scrubber: Scrubber, scope: str, now: float,
-               own_module: bool = False) -> tuple[dict, dict]:
+               own_module: bool = False) -> tuple[Failure, Lesson]:
     """The failure and heuristic-lesson rows: every field scrubbed, the scrubbed error
     fingerprinted, the lesson written from the error's own details (``own_module``: the
     module it could not import is the run's own, ``reflect.capture.own_module``)."""
@@ -189,26 +189,23 @@ def entry_rows(parsed: Parsed, *, run: str, iteration: int | None, goal: str, ac
         fields["error_type"], fields["message"], fields["action"], fields["phase"],
         parsed.exit_code, own_module,
     )
-    lesson = {
-        "id": new_id("L"),
-        "fingerprint": fp,
-        "trigger": hint.trigger,
-        "guidance": hint.guidance,
-        "category": hint.category,
-        "severity": hint.severity,
-        "kind": "heuristic",
-        "confidence": HEURISTIC_CONFIDENCE,
-        "created": now,
-        "updated": now,
-        "scope": scope,
-        "error_text": f"{fields['error_type']}: {fields['message']}",
-    }
-    failure = {
+    lesson = new_lesson(
+        fingerprint=fp, trigger=hint.trigger, guidance=hint.guidance,
+        category=hint.category, severity=hint.severity, kind="heuristic",
+        confidence=HEURISTIC_CONFIDENCE, now=now, scope=scope,
+        error_text=f"{fields['error_type']}: {fields['message']}")
+    failure: Failure = {
         "id": new_id("F"),
         "run": scrub(run),
         "iteration": iteration,
         "ts": now,
-        **fields,
+        "goal": fields["goal"],
+        "phase": fields["phase"],
+        "action": fields["action"],
+        "error_type": fields["error_type"],
+        "message": fields["message"],
+        "signature": fields["signature"],
+        "friction": fields["friction"],
         "exit_code": parsed.exit_code,
         "fingerprint": fp,
         "source": parsed.source,

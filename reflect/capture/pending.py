@@ -23,6 +23,7 @@ import os
 import tempfile
 from pathlib import Path
 
+from reflect.records import Failure, Lesson
 from reflect.store import Rejected, prepare_home
 from reflect.store.protocol import FailureStore
 
@@ -36,7 +37,7 @@ def places(home: Path) -> tuple[Path, Path]:
     return home / PENDING_FILE, spare
 
 
-def keep(home: Path, failure: dict, lesson: dict) -> Path:
+def keep(home: Path, failure: Failure, lesson: Lesson) -> Path:
     return _keep(home, {"failure": failure, "lesson": lesson})
 
 
@@ -104,7 +105,7 @@ def waiting(home: Path) -> tuple[int, int]:
     return kept, rejected
 
 
-def kept(home: Path) -> list[tuple[dict, dict]]:
+def kept(home: Path) -> list[tuple[Failure, Lesson]]:
     """The captures kept aside for this store and not yet replayed, as (failure, lesson),
     newest first: what recall still has while the store cannot be read."""
     found = []

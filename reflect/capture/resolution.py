@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from reflect.capture import commands
+from reflect.records import Failure
 
 MAX_STEPS = 2  # steps that changed something: more, and no one of them can be named the fix
 STEP_CHARS = 45
@@ -35,11 +36,11 @@ def what_changed(failed_action: str, between: list[str], action: str) -> str:
     return f"`{rerun}` passed"
 
 
-def resolutions(open_failures: list[dict], action: str,
+def resolutions(open_failures: list[Failure], action: str,
                 between: Callable[[int], list[str]]) -> dict[str, str]:
     """For the open failures that ``action`` re-ran with a fix that can be named: failure
     id -> what worked. ``between(iteration)`` gives the steps that succeeded after that
     iteration. A failure whose fix cannot be named stays open."""
-    found = {f["id"]: what_changed(f["action"], between(f["iteration"]), action)
+    found = {f["id"]: what_changed(f["action"], between(f["iteration"] or 0), action)
              for f in open_failures if reran(f["action"], action)}
     return {failure_id: text for failure_id, text in found.items() if text}

@@ -216,8 +216,8 @@ def cmd_effect(args) -> int:
 
     with Memory() as mem:
         effects = mem.effects()
-        triggers = {e.lesson_id: (mem.store.lesson(e.lesson_id) or {}).get("trigger", "")
-                    for e in effects}
+        lessons = {e.lesson_id: mem.store.lesson(e.lesson_id) for e in effects}
+        triggers = {i: lesson["trigger"] if lesson else "" for i, lesson in lessons.items()}
         rule = mem.holdout
     if args.format == "json":
         print(json.dumps({"effects": rows(effects, rule, triggers)}, ensure_ascii=False))

@@ -3,8 +3,9 @@ is likely to hit next, predicted from earlier runs (``predict``)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol, TypeVar
 
 from reflect.embedding import Vectors
 from reflect.recall import taught
@@ -18,7 +19,7 @@ from reflect.recall.render import (
     lesson_item_text,
     recent_item_text,
 )
-from reflect.records import Recall, RecallItem
+from reflect.records import Failure, Lesson, Recall, RecallItem
 from reflect.store import error_query
 from reflect.store.protocol import FailureStore, GoalSearch, InjectionLog, RunStore
 
@@ -42,6 +43,9 @@ class Query:
     sections: tuple[str, ...] = ("recent", "lessons")
     embed: bool = False  # compute this goal's vector here (loads the model once)
     escalate_after: int = 2
+
+
+R = TypeVar("R", bound=Mapping[str, Any])  # a failure's row, whole or lean
 
 
 class RecallStore(FailureStore, InjectionLog, RunStore, GoalSearch, Protocol):
@@ -79,7 +83,8 @@ def withhold(block: Recall, chosen: dict[str, Eligible], max_tokens: int) -> Rec
     return block
 
 
-def recent_items(store: RecallStore, q: Query, rows: list[dict]) -> list[RecallItem]:
+def recent_items(store: RecallStore, q: Query,
+                 rows: Sequence[Mapping[str, Any]]) -> list[RecallItem]:
     """One item per fingerprint, newest first, each shown with its latest failure; one
     whose hint this run read and failed the same way after comes first."""
     groups = _groups(rows)
@@ -91,25 +96,27 @@ def recent_items(store: RecallStore, q: Query, rows: list[dict]) -> list[RecallI
                   store.shown_then_failed(q.run, fingerprints), q)
 
 
-def kept_block(kept: list[tuple[dict, dict]], q: Query) -> Recall:
+def kept_block(kept: list[tuple[Failure, Lesson]], q: Query) -> Recall:
     """The recent section from captures kept aside (failure, lesson), newest first, while
     the store cannot be read: what this run failed with is still said."""
-    failures = [{"resolution": "", **f} for f, _ in kept if f["run"] == q.run
-                and (q.iteration is None or f["iteration"] < q.iteration)]
+    failures: list[Failure] = [
+        {"resolution": "", **f} for f, _ in kept if f["run"] == q.run
+        and (q.iteration is None or (f["iteration"] or 0) < q.iteration)]
     groups = _groups(failures)
     lessons = {f["fingerprint"]: lesson for f, lesson in kept}
     latest = [group[0] for group in groups.values()]
     return fit([(RECENT_HEADER, _items(latest, groups, lessons, {}, q))], q.max_tokens)
 
 
-def _groups(rows: list[dict]) -> dict[str, list[dict]]:
-    groups: dict[str, list[dict]] = {}
+def _groups(rows: Sequence[R]) -> dict[str, list[R]]:
+    groups: dict[str, list[R]] = {}
     for row in rows:  # newest first, so each group's first row is its latest
         groups.setdefault(row["fingerprint"], []).append(row)
     return dict(list(groups.items())[:MAX_RECENT_ITEMS])
 
 
-def _items(latest: list[dict], groups: dict[str, list[dict]], lessons: dict[str, dict],
+def _items(latest: list[Failure], groups: Mapping[str, Sequence[Mapping[str, Any]]],
+           lessons: dict[str, Lesson],
            shown: dict[str, int], q: Query) -> list[RecallItem]:
     items = [recent_item(f, [g["id"] for g in groups[f["fingerprint"]]],
                          lessons.get(f["fingerprint"]), shown.get(f["fingerprint"], 0),
@@ -119,7 +126,7 @@ def _items(latest: list[dict], groups: dict[str, list[dict]], lessons: dict[str,
     return items
 
 
-def recent_item(failure: dict, group: list[str], lesson: dict | None, shown_failed: int,
+def recent_item(failure: Failure, group: list[str], lesson: Lesson | None, shown_failed: int,
                 rank: int, escalate_after: int) -> RecallItem:
     """The item of one of this run's failures, standing for the failures in ``group``."""
     return RecallItem(

@@ -14,7 +14,7 @@ import json
 
 from reflect.capture import commands, own_module
 from reflect.capture.heuristics import heuristic_lesson
-from reflect.records import Recall, RecallItem
+from reflect.records import Failure, Lesson, Recall, RecallItem
 from reflect.reflection.defuse import neutralize
 from reflect.text import clip
 
@@ -40,7 +40,7 @@ def code(text: str) -> str:
     return "`" + neutralize(" ".join(text.split())).replace("`", "'") + "`"
 
 
-def hint(lesson: dict | None, failure: dict | None) -> str:
+def hint(lesson: Lesson | None, failure: Failure | None) -> str:
     """What to do about ``failure``: its own heuristic hint, or the lesson as written."""
     if lesson is None:
         return ""
@@ -50,7 +50,7 @@ def hint(lesson: dict | None, failure: dict | None) -> str:
     return lesson["guidance"]
 
 
-def _own_module(failure: dict) -> bool:
+def _own_module(failure: Failure) -> bool:
     """Capture classed a missing module the run's own as an environment matter; or what
     fixed it later made it (``mkdir reproduce_app``), a step capture could not see."""
     if failure["category"] == "environment":
@@ -67,7 +67,7 @@ def _heuristic_hint(error_type: str, message: str, action: str, phase: str,
                             own_module).guidance
 
 
-def failure_line(failure: dict) -> str:
+def failure_line(failure: Failure) -> str:
     """The failed command and its error, both cut short."""
     # every field is neutralized: a crash file's error class is the caller's text too
     what = (f"{neutralize(failure['error_type'])}: "
@@ -77,7 +77,7 @@ def failure_line(failure: dict) -> str:
     return what
 
 
-def recent_item_text(failure: dict, count: int, lesson: dict | None, shown_failed: int,
+def recent_item_text(failure: Failure, count: int, lesson: Lesson | None, shown_failed: int,
                      escalate_after: int) -> str:
     """This run's failure (the latest of its group of ``count``); ``shown_failed``: how
     often in this run it failed again right after the block had shown it."""
@@ -98,7 +98,7 @@ def recent_item_text(failure: dict, count: int, lesson: dict | None, shown_faile
     return bounded(lines, RECENT_ITEM_TOKENS)
 
 
-def trigger_line(failure: dict) -> str:
+def trigger_line(failure: Failure) -> str:
     """When a lesson learnt from ``failure`` applies: its program failing with its error.
     Another run's command line is its own, not the trigger: it is left out."""
     what = f"{failure['error_type']}: {quoted(clip(failure['message'], MESSAGE_CHARS))}"
@@ -106,7 +106,7 @@ def trigger_line(failure: dict) -> str:
     return f"when {code(clip(program, 30))} fails with {what}" if program else f"on {what}"
 
 
-def lesson_item_text(lesson: dict, failure: dict | None, why: str) -> str:
+def lesson_item_text(lesson: Lesson, failure: Failure | None, why: str) -> str:
     """A lesson from earlier runs, and why it is shown: its trigger and guidance, for a
     heuristic one those of the failure it was learnt from (a model's or a person's lesson
     and a taught or imported one say their own)."""

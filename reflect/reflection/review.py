@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from reflect.capture.details import foreign
 from reflect.capture.heuristics import CATEGORIES, GUIDANCE_MAX, TRIGGER_MAX
+from reflect.records import Failure
 from reflect.reflection.defuse import look_alikes_folded
 from reflect.text import clip
 
@@ -46,7 +47,7 @@ class MalformedLesson(ValueError):
 
 
 def review(text: str, scrub: Callable[[str], tuple[str, int]],
-           failures: list[dict] | None = None) -> Reviewed:
+           failures: list[Failure] | None = None) -> Reviewed:
     """``failures``: those the lesson stands for; a lesson naming a file, path, module or
     table none of them has is quarantined (it is about one run, not a generalization)."""
     data = _first_object(text or "")

@@ -12,7 +12,10 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
+
+if TYPE_CHECKING:
+    from reflect.records import Failure, Lesson
 
 # One row of the store as the domain modules see it: column name -> value.
 Row = dict[str, Any]
@@ -95,7 +98,17 @@ def marks(values: Sequence[Any]) -> str:
     return ", ".join("?" * len(values))
 
 
-def insert(tx: Tx, table: str, row: Row, returning: str = "") -> Cursor:
+def failure_row(row: Any) -> Failure:
+    """A row read from the failures table, typed as what it is."""
+    return cast("Failure", dict(row))
+
+
+def lesson_row(row: Any) -> Lesson:
+    """A row read from the lessons table, typed as what it is."""
+    return cast("Lesson", dict(row))
+
+
+def insert(tx: Tx, table: str, row: Mapping[str, Any], returning: str = "") -> Cursor:
     """Insert ``row`` (column -> value) into ``table``."""
     sql = (f"INSERT INTO {table} ({', '.join(row)}) VALUES ({', '.join(':' + c for c in row)})"
            + (f" RETURNING {returning}" if returning else ""))

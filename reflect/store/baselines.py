@@ -3,12 +3,13 @@ Shared by both backends (a mixin of ``SQLStore``)."""
 
 from __future__ import annotations
 
-from reflect.store.base import Backend, Row, marks
+from reflect.records import Failure, Lesson
+from reflect.store.base import Backend, failure_row, lesson_row, marks
 
 
 class BaselineQueries(Backend):
     def popular_lessons(self, run: str, scope: str, exclude: set[str], limit: int
-                        ) -> list[tuple[Row, Row, int]]:
+                        ) -> list[tuple[Lesson, Failure, int]]:
         """For each of the causes that failed in the most distinct runs other than ``run``
         (ties: more failures, then the latest), most first: the active lesson in ``scope``
         (or global) of its latest failure, that failure, and the number of runs. Causes
@@ -23,13 +24,13 @@ class BaselineQueries(Backend):
             [run, *exclude])
         found = []
         for cause in causes:
-            (failure,) = [dict(r) for r in self._rows("SELECT * FROM failures WHERE seq = ?",
+            (failure,) = [failure_row(r) for r in self._rows("SELECT * FROM failures WHERE seq = ?",
                                                       (cause["latest"],))]
             lesson = self._row(
                 "SELECT * FROM lessons WHERE fingerprint = ? AND status = 'active'"
                 " AND scope IN (?, 'global')", (failure["fingerprint"], scope))
             if lesson is not None:
-                found.append((dict(lesson), failure, int(cause["earlier_runs"])))
+                found.append((lesson_row(lesson), failure, int(cause["earlier_runs"])))
             if len(found) == limit:
                 break
         return found

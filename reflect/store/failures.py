@@ -4,14 +4,15 @@ clearing a run. Shared by both backends (a mixin of ``SQLStore``)."""
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from reflect.capture.fingerprint import cause, family
 from reflect.capture.gitconfig import project_scope, repo_from_git_config
 from reflect.config import repo_root
-from reflect.records import RecallItem
-from reflect.store.base import Row, Tx, insert, marks, protected
+from reflect.records import Failure, Lesson, RecallItem
+from reflect.store.base import Row, Tx, failure_row, insert, lesson_row, marks, protected
 from reflect.store.credit import CreditQueries, recount_holdout
 from reflect.store.jobs import JobQueries
 from reflect.store.runs import MAX_GOAL_CHARS, RunQueries
@@ -23,7 +24,7 @@ if TYPE_CHECKING:
 EMBED_TARGET = "pending"  # one embed job covers everything that lacks a vector
 
 
-def error_query(failure: Row) -> str:
+def error_query(failure: Mapping[str, Any]) -> str:
     """The text that stands for a failure in a search: its error type and message."""
     return f"{failure['error_type']}: {failure['message']}"
 
@@ -41,8 +42,9 @@ class FailureQueries(CreditQueries, JobQueries, RunQueries):
 
     # -- capture ---------------------------------------------------------------
 
-    def add_failure(self, failure: Row, lesson: Row, reflect: bool = False,
-                    embed: bool = False, credit_outcome: bool = True) -> tuple[Row, Row]:
+    def add_failure(self, failure: Failure, lesson: Lesson, reflect: bool = False,
+                    embed: bool = False,
+                    credit_outcome: bool = True) -> tuple[Failure, Lesson]:
         """Insert a failure and link it to its fingerprint's lesson, in one transaction.
 
         ``failure["iteration"]`` may be None: the run's next number is taken
@@ -60,8 +62,9 @@ class FailureQueries(CreditQueries, JobQueries, RunQueries):
         with self.write() as tx:
             self._lock(tx, "run:" + failure["run"])
             self._lock(tx, "lessons:" + fp)
-            if failure["iteration"] is None:
-                failure["iteration"] = self._next_iteration(tx, failure["run"])
+            iteration = failure["iteration"]
+            if iteration is None:
+                iteration = failure["iteration"] = self._next_iteration(tx, failure["run"])
             scope = lesson.get("scope", "global")  # kept-aside records may lack it
             self._register_run(tx, failure["run"], failure["goal"], scope, failure["ts"])
             row = self._active_lesson(tx, fp)
@@ -74,7 +77,7 @@ class FailureQueries(CreditQueries, JobQueries, RunQueries):
                 f"SELECT 1 FROM failures WHERE {key} = ? AND run = ? LIMIT 1",
                 (failure[key], failure["run"]),
             ).fetchone() is None for key in ("cause", "family"))
-            stored = dict(insert(tx, "failures", failure, returning="*").fetchone())
+            stored = failure_row(insert(tx, "failures", failure, returning="*").fetchone())
             self._mark_followed(tx, failure)
             tx.execute("INSERT INTO fingerprints VALUES (?, ?) ON CONFLICT DO NOTHING",
                        (fp, failure["cause"]))
@@ -91,7 +94,7 @@ class FailureQueries(CreditQueries, JobQueries, RunQueries):
                 (failure["family"], failure["ts"], int(new_family_run), failure["ts"]),
             )
             if credit_outcome:
-                self._credit_failure(tx, failure["run"], failure["iteration"], fp)
+                self._credit_failure(tx, failure["run"], iteration, fp)
             # A pinned lesson is never superseded: no model is asked for another.
             if reflect and row["kind"] == "heuristic" and not row["pinned"]:
                 self._enqueue(tx, "reflect", fp, failure["run"], failure["ts"])
@@ -137,9 +140,9 @@ class FailureQueries(CreditQueries, JobQueries, RunQueries):
     # -- reading ---------------------------------------------------------------
 
     def recent_failures(self, run: str, before_iteration: int | None,
-                        window: int) -> list[Row]:
+                        window: int) -> list[Failure]:
         """The run's latest ``window`` failures, newest first by sequence."""
-        return self._recent(run, before_iteration, window, "*")
+        return [failure_row(r) for r in self._recent(run, before_iteration, window, "*")]
 
     def recent_causes(self, run: str, before_iteration: int | None,
                       window: int) -> list[Row]:
@@ -155,13 +158,13 @@ class FailureQueries(CreditQueries, JobQueries, RunQueries):
         return self._newest("failures", "seq", window,
                             {"run = ?": run, "iteration < ?": before_iteration}, columns)
 
-    def failures_by_id(self, ids: list[str]) -> dict[str, Row]:
+    def failures_by_id(self, ids: list[str]) -> dict[str, Failure]:
         if not ids:
             return {}
-        return {r["id"]: dict(r) for r in self._rows(
+        return {r["id"]: failure_row(r) for r in self._rows(
             f"SELECT * FROM failures WHERE id IN ({marks(ids)})", ids)}
 
-    def active_lessons(self, fingerprints: list[str]) -> dict[str, Row]:
+    def active_lessons(self, fingerprints: list[str]) -> dict[str, Lesson]:
         """The lesson recall shows for each fingerprint."""
         if not fingerprints:
             return {}
@@ -170,14 +173,14 @@ class FailureQueries(CreditQueries, JobQueries, RunQueries):
             f" AND fingerprint IN ({marks(fingerprints)}) ORDER BY seq",
             fingerprints,
         )
-        return {r["fingerprint"]: dict(r) for r in rows}
+        return {r["fingerprint"]: lesson_row(r) for r in rows}
 
-    def failure(self, failure_id: str) -> Row | None:
+    def failure(self, failure_id: str) -> Failure | None:
         row = self._row("SELECT * FROM failures WHERE id = ?", (failure_id,))
-        return dict(row) if row else None
+        return failure_row(row) if row else None
 
-    def failures(self, run: str | None, limit: int) -> list[Row]:
-        return self._newest("failures", "seq", limit, {"run = ?": run})
+    def failures(self, run: str | None, limit: int) -> list[Failure]:
+        return [failure_row(r) for r in self._newest("failures", "seq", limit, {"run = ?": run})]
 
     def count_by(self, column: str, run: str | None) -> list[tuple[str, int]]:
         assert column in {"category", "error_type", "run", "fingerprint"}

@@ -11,11 +11,11 @@ it) and ``reflect.confidence`` (confidence); this module applies them, each in o
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from reflect.confidence import confidence
-from reflect.records import new_id
-from reflect.store.base import Backend, Row, Tx, insert, marks, protected
+from reflect.records import Lesson, RankedLesson, new_lesson
+from reflect.store.base import Backend, Row, Tx, insert, lesson_row, marks, protected
 from reflect.supersession import may_supersede, merges, same_meaning
 
 # Exports list the best first; ties broken so the same store always gives the same text.
@@ -25,11 +25,11 @@ _BEST_FIRST = "l.confidence DESC, l.evidence DESC, runs DESC, l.id"
 class LessonQueries(Backend):
     # -- reading -------------------------------------------------------------------
 
-    def lesson(self, lesson_id: str) -> Row | None:
+    def lesson(self, lesson_id: str) -> Lesson | None:
         row = self._row("SELECT * FROM lessons WHERE id = ?", (lesson_id,))
-        return dict(row) if row else None
+        return lesson_row(row) if row else None
 
-    def lessons(self, status: str | None, min_losses: int, limit: int) -> list[Row]:
+    def lessons(self, status: str | None, min_losses: int, limit: int) -> list[Lesson]:
         """Lessons newest first (of ``status``, else all); with ``min_losses`` only those
         that failed to prevent their failure at least that often, worst first."""
         where: list[str] = []
@@ -43,7 +43,8 @@ class LessonQueries(Backend):
             args.append(min_losses)
             order = "losses DESC, seq DESC"
         sql = "SELECT * FROM lessons" + (f" WHERE {' AND '.join(where)}" if where else "")
-        return [dict(r) for r in self._rows(f"{sql} ORDER BY {order} LIMIT ?", [*args, limit])]
+        rows = self._rows(f"{sql} ORDER BY {order} LIMIT ?", [*args, limit])
+        return [lesson_row(r) for r in rows]
 
     def lesson_provenance(self, lesson_id: str, fingerprint: str, failures: int) -> Row:
         """Where a lesson comes from: its fingerprint's latest ``failures``, the outcomes of
@@ -60,14 +61,14 @@ class LessonQueries(Backend):
                 " WHERE fingerprint = ? AND id != ? ORDER BY seq", (fingerprint, lesson_id))],
         }
 
-    def confident_lessons(self, min_confidence: float, also: list[str] | None = None
-                          ) -> list[Row]:
+    def confident_lessons(self, min_confidence: float,
+                          also: list[str] | None = None) -> list[RankedLesson]:
         """The active lessons with confidence >= ``min_confidence``, every pinned or taught
         one and those of ``also`` (ids), best first; each with the runs its cause failed in
         here."""
         ids = also or []
         named = f" OR l.id IN ({marks(ids)})" if ids else ""
-        return [dict(r) for r in self._rows(
+        return [cast("RankedLesson", dict(r)) for r in self._rows(
             "SELECT l.*, COALESCE(c.runs, 0) AS runs FROM lessons l"
             " LEFT JOIN fingerprints f ON f.fingerprint = l.fingerprint"
             " LEFT JOIN causes c ON c.cause = f.cause"
@@ -76,15 +77,15 @@ class LessonQueries(Backend):
             f" ORDER BY {_BEST_FIRST}", (min_confidence, *ids))]
 
     @staticmethod
-    def _active_lesson(tx: Tx, fingerprint: str) -> Row | None:
+    def _active_lesson(tx: Tx, fingerprint: str) -> Lesson | None:
         row = tx.execute(
             "SELECT * FROM lessons WHERE fingerprint = ? AND status = 'active'"
             " ORDER BY seq DESC LIMIT 1", (fingerprint,)).fetchone()
-        return dict(row) if row else None
+        return lesson_row(row) if row else None
 
     # -- the one way each: supersede, merge, judge ------------------------------------
 
-    def _replace(self, tx: Tx, current: Row | None, lesson: Row, now: float,
+    def _replace(self, tx: Tx, current: Lesson | None, lesson: Lesson, now: float,
                  by_person: bool = False) -> bool:
         """Insert ``lesson`` active in place of ``current``, its fingerprint's active
         lesson, if ``may_supersede`` lets it; False (nothing written) when ``current``
@@ -146,18 +147,19 @@ class LessonQueries(Backend):
                                                                lesson["guidance"]):
             self._merge(tx, current["id"], 1, lesson["confidence"], lesson["confidence"], now)
             return str(current["id"])
-        row = {
-            "id": new_id("L"), "fingerprint": fingerprint, "kind": "model",
-            **{k: lesson[k] for k in ("trigger", "guidance", "category", "confidence",
-                                      "quarantine", "model", "prompt_tokens",
-                                      "completion_tokens", "cost_usd")},
-            "prior": lesson["confidence"], "created": now, "updated": now,
+        row = new_lesson(
+            fingerprint=fingerprint, kind="model", trigger=lesson["trigger"],
+            guidance=lesson["guidance"], category=lesson["category"],
+            confidence=lesson["confidence"], prior=lesson["confidence"],
+            quarantine=lesson["quarantine"], now=now,
             # The lesson it replaces says how severe, where learnt, what error, what worked.
-            "severity": current["severity"] if current else "medium",
-            "scope": current["scope"] if current else "global",
-            "error_text": current["error_text"] if current else "",
-            "resolution": current["resolution"] if current else "",
-        }
+            severity=current["severity"] if current else "medium",
+            scope=current["scope"] if current else "global",
+            error_text=current["error_text"] if current else "",
+            resolution=current["resolution"] if current else "")
+        row["model"], row["cost_usd"] = lesson["model"], lesson["cost_usd"]  # what it cost
+        row["prompt_tokens"] = lesson["prompt_tokens"]
+        row["completion_tokens"] = lesson["completion_tokens"]
         if quarantined:
             insert(tx, "lessons", {**row, "status": "quarantined"})
             return str(row["id"])
@@ -175,16 +177,16 @@ class LessonQueries(Backend):
                 self._supersede(tx, other["id"], row["id"], now)
         return str(row["id"])
 
-    def import_lessons(self, lessons: list[Row], now: float) -> list[str]:
+    def import_lessons(self, lessons: list[Lesson], now: float) -> list[str]:
         """Add validated lessons from another store, in one transaction; for each, what
         became of it: "imported", "merged", "skipped" or "quarantined"."""
         with self.write() as tx:
             return [self._import_lesson(tx, lesson, now) for lesson in lessons]
 
-    def _import_lesson(self, tx: Tx, lesson: Row, now: float) -> str:
+    def _import_lesson(self, tx: Tx, lesson: Lesson, now: float) -> str:
         fingerprint = lesson["fingerprint"]
         self._lock(tx, "lessons:" + fingerprint)
-        row = {**lesson, "id": new_id("L")}
+        row = lesson
         if lesson["quarantine"]:  # reviewed as a model's lesson is: kept out of recall
             insert(tx, "lessons", {**row, "status": "quarantined"})
             return "quarantined"
@@ -200,7 +202,7 @@ class LessonQueries(Backend):
             return "merged"
         return "imported" if self._replace(tx, current, row, now) else "skipped"
 
-    def add_taught_lesson(self, lesson: Row, now: float) -> Row | None:
+    def add_taught_lesson(self, lesson: Lesson, now: float) -> Lesson | None:
         """A person's lesson, in place of the active one of its fingerprint (its trigger);
         quarantined (``lesson["quarantine"]``) it replaces nothing. Returns the pinned
         lesson that stands in its way, if any (then nothing is written)."""
@@ -237,7 +239,7 @@ class LessonQueries(Backend):
                     " WHERE seq = (SELECT MAX(seq) FROM lessons WHERE superseded_by = ?)",
                     (now, lesson_id))
 
-    def release_lesson(self, lesson: Row, now: float) -> Row | None:
+    def release_lesson(self, lesson: Lesson, now: float) -> Lesson | None:
         """Back into recall, in place of whatever stands for its fingerprint meanwhile;
         returns the pinned lesson that stands in its way, if any (then nothing changes)."""
         with self.write() as tx:
@@ -262,7 +264,7 @@ class LessonQueries(Backend):
 
     # -- each backend's own -----------------------------------------------------------
 
-    def lessons_by_words(self, terms: list[str], limit: int) -> list[Row]:
+    def lessons_by_words(self, terms: list[str], limit: int) -> list[Lesson]:
         """The ``limit`` lessons whose texts best match all of ``terms``, best first."""
         raise NotImplementedError
 

@@ -27,7 +27,8 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import RowMaker
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from reflect.store.base import Args, Cursor, Rejected, Row, StoreUnavailable, marks
+from reflect.records import Lesson
+from reflect.store.base import Args, Cursor, Rejected, StoreUnavailable, lesson_row, marks
 from reflect.store.postgres_migrations import migrate
 from reflect.store.sql import SQLStore
 from reflect.store.sqlite import prepare_home
@@ -264,13 +265,13 @@ class PostgresStore(SQLStore):
         return {r[0]: int(r[1]) for r in self._rows(
             f"SELECT term, doc FROM runs_vocab WHERE term IN ({marks(terms)})", terms)}
 
-    def lessons_by_words(self, terms: list[str], limit: int) -> list[Row]:
+    def lessons_by_words(self, terms: list[str], limit: int) -> list[Lesson]:
         """The ``limit`` lessons whose texts hold all of ``terms`` (each a phrase of its
         words: "auth_user" is "auth" then "user"), best first by BM25 over the lesson's
         words (FTS5 ranks each of its three columns apart: close, not equal)."""
         if not terms:
             return []
-        return [dict(r) for r in self._rows(
+        return [lesson_row(r) for r in self._rows(
             f"""WITH phrases AS (
                     SELECT words, CAST(array_to_string(ARRAY(
                         SELECT '''' || w || '''' FROM unnest(words) AS w), ' <-> ')

@@ -6,8 +6,8 @@ backend's own."""
 from __future__ import annotations
 
 from reflect.capture.numbers import MAX_ITERATION
-from reflect.records import new_id
-from reflect.store.base import Backend, Row, Tx, insert, marks
+from reflect.records import Failure, Lesson, new_id
+from reflect.store.base import Backend, Row, Tx, failure_row, insert, lesson_row, marks
 from reflect.text import clip, text_key
 
 FOLLOW_RUNS = 50  # earlier runs per cause looked at for what followed it
@@ -123,7 +123,7 @@ class RunQueries(Backend):
             (limit,))]
 
     def family_lessons(self, families: list[str], run: str, scope: str
-                       ) -> dict[str, tuple[Row, Row]]:
+                       ) -> dict[str, tuple[Lesson, Failure]]:
         """For each family, its latest failure in another run that has an active lesson in
         ``scope`` (or global), as (lesson, failure)."""
         found = {}
@@ -142,7 +142,7 @@ class RunQueries(Backend):
                 "SELECT * FROM lessons WHERE fingerprint = ? AND status = 'active'"
                 " ORDER BY seq DESC LIMIT 1", (failure["fingerprint"],))
             if lesson is not None:
-                found[f] = (dict(lesson), dict(failure))
+                found[f] = (lesson_row(lesson), failure_row(failure))
         return found
 
     def cause_failure_ids(self, cause: str, per: int = 5) -> list[str]:
@@ -158,9 +158,9 @@ class RunQueries(Backend):
             " AND r.scope IN (?, 'global') ORDER BY f.seq DESC LIMIT ?",
             (family, scope, per))]
 
-    def taught_and_imported_lessons(self, scope: str) -> list[Row]:
+    def taught_and_imported_lessons(self, scope: str) -> list[Lesson]:
         """Active taught and imported lessons in ``scope`` (or global)."""
-        return [dict(r) for r in self._rows(
+        return [lesson_row(r) for r in self._rows(
             "SELECT * FROM lessons WHERE origin != 'here' AND status = 'active'"
             " AND scope IN (?, 'global') ORDER BY seq", (scope,))]
 
@@ -178,8 +178,8 @@ class RunQueries(Backend):
                             AND i.iteration = f.iteration AND i.fingerprint = f.fingerprint)
                 GROUP BY f.fingerprint""", [run, *fingerprints])}
 
-    def open_failures(self, run: str, iteration: int) -> list[Row]:
-        return [dict(r) for r in self._rows(
+    def open_failures(self, run: str, iteration: int) -> list[Failure]:
+        return [failure_row(r) for r in self._rows(
             "SELECT * FROM failures WHERE run = ? AND iteration < ? AND resolution = ''"
             " ORDER BY seq", (run, iteration))]
 

@@ -18,7 +18,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from reflect.store.base import Args, Row, marks
+from reflect.records import Lesson
+from reflect.store.base import Args, lesson_row, marks
 from reflect.store.sql import SQLStore
 from reflect.store.sqlite_health import file_bytes, translated
 from reflect.store.sqlite_migrations import migrate
@@ -148,12 +149,12 @@ class SQLiteStore(SQLStore):
         return {r[0]: r[1] for r in self._rows(
             f"SELECT term, doc FROM runs_vocab WHERE term IN ({marks(terms)})", terms)}
 
-    def lessons_by_words(self, terms: list[str], limit: int) -> list[Row]:
+    def lessons_by_words(self, terms: list[str], limit: int) -> list[Lesson]:
         """The ``limit`` lessons whose texts best match all of ``terms`` (FTS5's BM25)."""
         if not terms:
             return []
         match = " ".join(f'"{t}"' for t in terms)
-        return [dict(r) for r in self._rows(
+        return [lesson_row(r) for r in self._rows(
             "SELECT l.* FROM lessons_fts JOIN lessons l ON l.seq = lessons_fts.rowid"
             " WHERE lessons_fts MATCH ? ORDER BY bm25(lessons_fts) LIMIT ?", (match, limit))]
 

@@ -7,20 +7,21 @@ from __future__ import annotations
 
 from typing import Any
 
-from reflect.store.base import Backend, Row, Tx, protected, put_meta
+from reflect.records import Lesson
+from reflect.store.base import Backend, Tx, lesson_row, protected, put_meta
 from reflect.store.credit import recount_holdout
 
 
 class UpkeepQueries(Backend):
-    def aging_lessons(self, created_before: float) -> list[Row]:
+    def aging_lessons(self, created_before: float) -> list[Lesson]:
         """Lessons upkeep may let go: neither pinned nor taught, created before
         ``created_before`` (their grace is over)."""
-        return [dict(r) for r in self._rows(
+        return [lesson_row(r) for r in self._rows(
             "SELECT id, fingerprint, confidence, last_used, updated FROM lessons"
             f" WHERE NOT {protected()} AND created < ?", (created_before,))]
 
-    def prune(self, weak: list[Row], now: float, cutoff: float, keep: int | None
-              ) -> tuple[int, int]:
+    def prune(self, weak: list[Lesson], now: float, cutoff: float,
+              keep: int | None) -> tuple[int, int]:
         """Delete the ``weak`` lessons (each removal recorded, never its text), the
         history older than ``cutoff`` and, with ``keep``, the raw history but its ``keep``
         newest rows of each kind (failures, injections, benign exits, steps that worked,
