@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 from datetime import UTC, datetime
+from typing import Any
 
 from reflect.choices import OUTPUT_FORMATS
 from reflect.text import clip
@@ -16,7 +17,7 @@ def format_option(c: argparse.ArgumentParser) -> None:
                    help="text for a person (default), or json: one JSON object")
 
 
-def emit(args, data: dict, text: str) -> None:
+def emit(args: argparse.Namespace, data: dict[str, Any], text: str) -> None:
     if args.format == "json":
         print(json.dumps(data, ensure_ascii=False))
     elif text:
