@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
 from reflect.choices import OUTPUT_FORMATS
 from reflect.text import clip
+
+Handler = Callable[[argparse.Namespace], int]  # a command: its parsed arguments to its exit code
 
 
 def format_option(c: argparse.ArgumentParser) -> None:

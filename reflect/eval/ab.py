@@ -118,7 +118,8 @@ def render_command(template: str, values: dict[str, str]) -> str:
     return command
 
 
-def run_agent(command: str, cwd: Path, env: dict[str, Any], timeout: float) -> tuple[int | None, str, float]:
+def run_agent(command: str, cwd: Path, env: dict[str, str], timeout: float
+              ) -> tuple[int | None, str, float]:
     """Exit code (None on timeout), the output's last 64 KB and the wall time in seconds."""
     start = time.perf_counter()
     proc = subprocess.Popen(command, shell=True, cwd=cwd, env=env, stdin=subprocess.DEVNULL,

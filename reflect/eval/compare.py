@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
-
 from typing import Any
 
 from reflect.eval.charts import pyplot, save
@@ -56,7 +55,8 @@ def load(path: str | Path) -> tuple[str, dict[str, Any]]:
     return (file.parent.name or str(file.parent)), summary
 
 
-def compare(paths: Sequence[str | Path], seed: int = 0, resamples: int = RESAMPLES) -> dict[str, Any]:
+def compare(paths: Sequence[str | Path], seed: int = 0, resamples: int = RESAMPLES
+            ) -> dict[str, Any]:
     return compare_summaries([load(p) for p in paths], seed, resamples)
 
 
@@ -213,7 +213,8 @@ def curve_chart(summary: dict[str, Any], path: str | Path, key: str = "group") -
     return save(plt, fig, path)
 
 
-def _bars(arm: dict[str, Any], names: Sequence[str], scale: float) -> tuple[list, list]:
+def _bars(arm: dict[str, Any], names: Sequence[str], scale: float
+          ) -> tuple[list[float], list[list[float]]]:
     values: list[float] = []
     errors: list[list[float]] = [[], []]
     for name in names:

@@ -45,7 +45,6 @@ import json
 import re
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-
 from typing import Any
 
 from reflect.choices import TRACE_FORMATS
@@ -108,7 +107,8 @@ def swe_bench_repository(instance_id: str) -> str:
     return f"{m[1]}/{m[2]}" if m else ""
 
 
-def _trajectory(run: str, messages: list, project: str = "") -> Iterator[TraceRecord]:
+def _trajectory(run: str, messages: list[dict[str, Any]], project: str = ""
+                ) -> Iterator[TraceRecord]:
     goal = ""
     iteration = 0
     for index, message in enumerate(messages):

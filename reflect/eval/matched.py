@@ -67,7 +67,8 @@ class _Tally:
                 "precision": self.borne / self.shown if self.shown else None}
 
 
-def matched(rows: Sequence[dict[str, Any]], window: int = WINDOW, longest: int = LONGEST) -> dict[str, Any]:
+def matched(rows: Sequence[dict[str, Any]], window: int = WINDOW, longest: int = LONGEST
+            ) -> dict[str, Any]:
     """The mode's own cross-run coverage by each key beside each baseline at its length,
     and the fixed-length curves."""
     by_run: dict[str, list[int]] = defaultdict(list)

@@ -30,7 +30,6 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-
 from typing import Any
 
 from reflect.capture.details import foreign
@@ -71,7 +70,8 @@ class Injector:
         self.signatures: dict[str, str | None] = {}
         self.failed_runs: set[str] = set()
 
-    def recall(self, run: str, goal: str, phase: str, iteration: int) -> tuple[Recall, dict[str, Any]]:
+    def recall(self, run: str, goal: str, phase: str, iteration: int
+               ) -> tuple[Recall, dict[str, Any]]:
         """The block before an iteration, and its log row (items with provenance)."""
         if self.mode == "off":
             return Recall(), {"tokens": 0, "items": [], "recall_ms": None}
