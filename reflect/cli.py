@@ -10,13 +10,16 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Iterable
+from types import ModuleType
+from typing import Any
 
 from reflect import config
 from reflect.capture.numbers import bounded, count, number
 from reflect.cli_lessons import LESSON_COMMANDS, open_memory
 from reflect.config import DEFAULT_MAX_TOKENS
 from reflect.eval.cli import add_eval_command
-from reflect.output import emit, first_line, format_option, when
+from reflect.output import Handler, emit, first_line, format_option, when
 
 LOOP_COMMANDS = {"capture", "recall", "outcome"}
 PER_STEP = {*LOOP_COMMANDS, "hook"}  # a process per agent step or tool call
@@ -28,8 +31,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser(argv[0] if argv else None).parse_args(argv)
     if args.command in LOOP_COMMANDS and not config.enabled():
         return 0
+    handler: Handler = args.handler
     try:
-        return args.handler(args)
+        return handler(args)
     except Exception as e:
         if args.command in LOOP_COMMANDS:
             config.warn(f"{args.command} failed ({e}); the agent loop goes on")
@@ -43,8 +47,8 @@ def parser(command: str | None = None) -> argparse.ArgumentParser:
     hook starts a process per tool call, and the ~40 parsers of all commands cost it
     ~10 ms. Anything else (``--help``, a typo) gets every command."""
     p = argparse.ArgumentParser(prog="reflect", description="Failure memory for coding agents.")
-    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND",
-                           parser_class=CommandParser)
+    sub: argparse._SubParsersAction[argparse.ArgumentParser] = p.add_subparsers(
+        dest="command", required=True, metavar="COMMAND", parser_class=CommandParser)
     for name, add in COMMANDS.items():
         if command not in COMMANDS or name == command:
             add(sub)
@@ -56,15 +60,16 @@ class CommandParser(argparse.ArgumentParser):
     (``reflect capture --bogus`` shows capture's, not the list of commands). Its
     subcommands' parsers are of this class too (argparse gives them the parent's)."""
 
-    def parse_known_args(self, args=None, namespace=None):
+    def parse_known_args(self, args: Iterable[str] | None = None, namespace: Any = None
+                         ) -> tuple[Any, list[str]]:  # as argparse's: whatever namespace given
         namespace, extras = super().parse_known_args(args, namespace)
         if extras:
             self.error(f"unrecognized arguments: {' '.join(extras)}")
         return namespace, extras
 
 
-def command(sub: argparse._SubParsersAction, name: str, handler, help: str
-            ) -> argparse.ArgumentParser:
+def command(sub: argparse._SubParsersAction[argparse.ArgumentParser], name: str,
+            handler: Handler | None, help: str) -> argparse.ArgumentParser:
     c = sub.add_parser(name, help=help, description=help)
     c.set_defaults(handler=handler)
     return c
@@ -78,7 +83,7 @@ def model_option(c: argparse.ArgumentParser) -> None:
     c.add_argument("--model", help="litellm model for lessons (default: $REFLECT_MODEL)")
 
 
-def add_capture(sub: argparse._SubParsersAction) -> None:
+def add_capture(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     c = command(sub, "capture", cmd_capture, "Record a failed iteration.")
     run_option(c)
     # capture reads its numbers leniently (the library warns and keeps the row)
@@ -93,7 +98,7 @@ def add_capture(sub: argparse._SubParsersAction) -> None:
     format_option(c)
 
 
-def add_recall(sub: argparse._SubParsersAction) -> None:
+def add_recall(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     c = command(sub, "recall", cmd_recall, "Print the block for the next iteration's prompt.")
     run_option(c)
     c.add_argument("--goal", default="", help="what the run is trying to do: lessons that fit")
@@ -108,7 +113,7 @@ def add_recall(sub: argparse._SubParsersAction) -> None:
     format_option(c)
 
 
-def add_outcome(sub: argparse._SubParsersAction) -> None:
+def add_outcome(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     c = command(sub, "outcome", cmd_outcome, "Report how an iteration ended.")
     run_option(c)
     c.add_argument("--iteration", type=number, required=True, help="the iteration that ended")
@@ -122,7 +127,7 @@ def add_outcome(sub: argparse._SubParsersAction) -> None:
     format_option(c)
 
 
-def add_worker(sub: argparse._SubParsersAction) -> None:
+def add_worker(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     c = command(sub, "worker", cmd_worker, "Run queued jobs: model-written lessons, embeddings.")
     model_option(c)
     c.add_argument("--once", action="store_true", help="run the jobs due now, then exit")
@@ -130,11 +135,11 @@ def add_worker(sub: argparse._SubParsersAction) -> None:
     c.add_argument("--nice", type=int, default=0, help="lower this process's priority by N")
 
 
-def add_status(sub: argparse._SubParsersAction) -> None:
+def add_status(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     format_option(command(sub, "status", cmd_status, "Queue, worker, model and spend."))
 
 
-def add_failures(sub: argparse._SubParsersAction) -> None:
+def add_failures(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     c = command(sub, "failures", None, "Inspect captured failures.")
     what = c.add_subparsers(dest="what", required=True, metavar="list|show")
     ls = what.add_parser("list", help="the latest failures, newest first")
@@ -151,13 +156,13 @@ def add_failures(sub: argparse._SubParsersAction) -> None:
     format_option(show)
 
 
-def add_stats(sub: argparse._SubParsersAction) -> None:
+def add_stats(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     c = command(sub, "stats", cmd_stats, "Counts by category, error type and run.")
     run_option(c, "only this run")
     format_option(c)
 
 
-def add_clear(sub: argparse._SubParsersAction) -> None:
+def add_clear(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     c = command(sub, "clear", cmd_clear, "Delete captured failures.")
     which = c.add_mutually_exclusive_group(required=True)
     which.add_argument("--run", help="delete this run's failures")
@@ -165,14 +170,14 @@ def add_clear(sub: argparse._SubParsersAction) -> None:
     c.add_argument("--yes", action="store_true", help="confirm --all")
 
 
-def add_hook(sub: argparse._SubParsersAction) -> None:
+def add_hook(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     c = command(sub, "hook", cmd_hook,
                 "Answer one hook event (JSON on stdin) of an agent's client.")
     c.add_argument("client", choices=["claude-code", "codex"],
                    help="whose event it is: claude-code or codex")
 
 
-def add_install(sub: argparse._SubParsersAction) -> None:
+def add_install(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     c = command(sub, "install", None, "Put reflect's hooks into an agent's settings.")
     client = c.add_subparsers(dest="client", required=True, metavar="claude-code|codex")
     for name, scopes in (("claude-code", ("project", "local", "user")),
@@ -197,11 +202,11 @@ SCOPE_HELP = {
 }
 
 
-def add_mcp(sub: argparse._SubParsersAction) -> None:
+def add_mcp(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     command(sub, "mcp", cmd_mcp, "Serve the memory to an MCP client over stdio.")
 
 
-def add_run(sub: argparse._SubParsersAction) -> None:
+def add_run(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     c = command(sub, "run", cmd_run,
                 "Run a test command; on failure capture it and print the block.")
     run_option(c)
@@ -211,25 +216,25 @@ def add_run(sub: argparse._SubParsersAction) -> None:
                    help="the command, after --")
 
 
-def integration(name: str):
+def integration(name: str) -> ModuleType:
     from importlib import import_module
 
     return import_module(f"reflect.integrations.{name.replace('-', '_')}")
 
 
-def cmd_hook(args) -> int:
+def cmd_hook(args: argparse.Namespace) -> int:
     from reflect.integrations import hooks
 
     return hooks.run(integration(args.client).parse)
 
 
-def cmd_install(args) -> int:
+def cmd_install(args: argparse.Namespace) -> int:
     extra = {"plugin": args.plugin} if getattr(args, "plugin", None) else {}
     print(integration(args.client).install(args.scope or "project", args.uninstall, **extra))
     return 0
 
 
-def cmd_mcp(args) -> int:
+def cmd_mcp(args: argparse.Namespace) -> int:
     try:
         from reflect.integrations import mcp
     except ImportError as e:
@@ -239,7 +244,7 @@ def cmd_mcp(args) -> int:
     return mcp.serve()
 
 
-def cmd_run(args) -> int:
+def cmd_run(args: argparse.Namespace) -> int:
     from reflect.integrations import run
 
     argv = args.argv[1:] if args.argv[:1] == ["--"] else args.argv
@@ -250,11 +255,11 @@ def cmd_run(args) -> int:
     return run.run(argv, run=args.run, goal=args.goal, phase=args.phase)
 
 
-def cmd_capture(args) -> int:
+def cmd_capture(args: argparse.Namespace) -> int:
     from reflect.capture.entry import read_crash_file, read_error_file
 
     error_text: str | None = None
-    crash: dict = {}
+    crash: dict[str, Any] = {}
     problems: list[str] = []
     if args.error_file:
         error_text, problems = read_error_file(args.error_file, sys.stdin)
@@ -269,12 +274,14 @@ def cmd_capture(args) -> int:
             action=args.action, exit_code=args.exit_code, error_text=error_text, crash=crash,
         )
         mem.ensure_worker()
+    if entry is None:  # failure memory is off (``main`` returned before, but a caller may not)
+        return 0
     emit(args, entry.to_dict(), f"{entry.failure_id} run {entry.run} iteration {entry.iteration}: "
          f"{entry.error_type}: {entry.message.splitlines()[0] if entry.message else ''}")
     return 0
 
 
-def cmd_recall(args) -> int:
+def cmd_recall(args: argparse.Namespace) -> int:
     with open_memory(embed_here=args.semantic == "wait") as mem:
         max_tokens = bounded(args.max_tokens, "--max-tokens", 0)
         rec = mem.recall(run=args.run, goal=args.goal, phase=args.phase,
@@ -284,7 +291,7 @@ def cmd_recall(args) -> int:
     return 0
 
 
-def cmd_outcome(args) -> int:
+def cmd_outcome(args: argparse.Namespace) -> int:
     with open_memory(model=args.model) as mem:
         resolved = mem.outcome(run=args.run, iteration=bounded(args.iteration, "iteration", 0),
                                success=args.success, action=args.action)
@@ -294,7 +301,7 @@ def cmd_outcome(args) -> int:
     return 0
 
 
-def cmd_worker(args) -> int:
+def cmd_worker(args: argparse.Namespace) -> int:
     if args.nice:
         os.nice(args.nice)
     with open_memory(model=args.model) as mem:
@@ -308,7 +315,7 @@ def cmd_worker(args) -> int:
     return 0
 
 
-def cmd_status(args) -> int:
+def cmd_status(args: argparse.Namespace) -> int:
     with open_memory() as mem:
         status = mem.status()
     jobs = status["jobs"]
@@ -327,7 +334,7 @@ def cmd_status(args) -> int:
     return 0
 
 
-def store_line(store: dict) -> str:
+def store_line(store: dict[str, Any]) -> str:
     bound = store["max_failures"]
     line = (f"store: {store['path']}, {store['bytes'] / 1e6:.1f} MB, {store['failures']:,}"
             f" failure(s)" + (f" of at most {bound:,}" if bound else ""))
@@ -337,7 +344,7 @@ def store_line(store: dict) -> str:
     return line
 
 
-def cmd_failures_list(args) -> int:
+def cmd_failures_list(args: argparse.Namespace) -> int:
     with open_memory() as mem:
         entries = mem.failures(run=args.run, limit=args.limit, benign=args.all)
     lines = [
@@ -349,7 +356,7 @@ def cmd_failures_list(args) -> int:
     return 0
 
 
-def cmd_failures_show(args) -> int:
+def cmd_failures_show(args: argparse.Namespace) -> int:
     with open_memory() as mem:
         entry = mem.failure(args.id)
     if entry is None:
@@ -362,7 +369,7 @@ def cmd_failures_show(args) -> int:
     return 0
 
 
-def cmd_stats(args) -> int:
+def cmd_stats(args: argparse.Namespace) -> int:
     with open_memory() as mem:
         stats = mem.stats(run=args.run)
     lines = [f"failures: {stats['failures']}",
@@ -376,7 +383,7 @@ def cmd_stats(args) -> int:
     return 0
 
 
-def cmd_clear(args) -> int:
+def cmd_clear(args: argparse.Namespace) -> int:
     if args.all and not args.yes:
         print("reflect: error: --all deletes every failure; add --yes to confirm", file=sys.stderr)
         return 2

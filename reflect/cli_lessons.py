@@ -7,13 +7,17 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from reflect.capture.numbers import count
 from reflect.choices import EXPORT_FORMATS
 from reflect.output import emit, first_line, format_option, when
 
+if TYPE_CHECKING:
+    from reflect.memory import Memory
 
-def open_memory(*args, **kwargs):
+
+def open_memory(*args: Any, **kwargs: Any) -> Memory:
     """The library's ``Memory``, imported when a command opens it: the commands that need
     none of it (``reflect hook``, ``reflect install``) start without loading it."""
     from reflect.memory import Memory
@@ -24,7 +28,7 @@ def open_memory(*args, **kwargs):
 LESSON_ID = "a lesson id (L-...)"
 
 
-def add_lessons(sub: argparse._SubParsersAction) -> None:
+def add_lessons(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     c = sub.add_parser("lessons", help="Inspect and steer lessons.")
     what = c.add_subparsers(dest="what", required=True,
                             metavar="list|show|search|pin|unpin|forget|quarantine|release|feedback")
@@ -65,13 +69,13 @@ def add_lessons(sub: argparse._SubParsersAction) -> None:
     fb.set_defaults(handler=cmd_feedback)
 
 
-def add_teach(sub: argparse._SubParsersAction) -> None:
+def add_teach(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     t = sub.add_parser("teach", help='Teach a lesson: "when <trigger>: <guidance>".')
     t.add_argument("text", help='"when <trigger>: <guidance>"')
     t.set_defaults(handler=cmd_teach)
 
 
-def add_injections(sub: argparse._SubParsersAction) -> None:
+def add_injections(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     inj = sub.add_parser("injections", help="What recall put into which prompt.")
     inj.add_argument("--run", help="only this run")
     inj.add_argument("--limit", type=count, default=50, metavar="N",
@@ -80,13 +84,13 @@ def add_injections(sub: argparse._SubParsersAction) -> None:
     inj.set_defaults(handler=cmd_injections)
 
 
-def add_consolidate(sub: argparse._SubParsersAction) -> None:
+def add_consolidate(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     con = sub.add_parser("consolidate", help="Decay, remove weak lessons and old history.")
     format_option(con)
     con.set_defaults(handler=cmd_consolidate)
 
 
-def add_doctor(sub: argparse._SubParsersAction) -> None:
+def add_doctor(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     doc = sub.add_parser("doctor", help="What is wrong with the store and how to recover.")
     doc.add_argument("--repair", action="store_true",
                      help="keep a damaged store aside, start a new one, replay what was kept aside")
@@ -94,7 +98,7 @@ def add_doctor(sub: argparse._SubParsersAction) -> None:
     doc.set_defaults(handler=cmd_doctor)
 
 
-def add_export(sub: argparse._SubParsersAction) -> None:
+def add_export(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     ex = sub.add_parser("export", help="Write the confident lessons (markdown or jsonl).")
     ex.add_argument("--format", choices=EXPORT_FORMATS, default="markdown",
                     help="markdown: a house-rules file to commit (default); jsonl: for "
@@ -103,13 +107,13 @@ def add_export(sub: argparse._SubParsersAction) -> None:
     ex.set_defaults(handler=cmd_export)
 
 
-def add_import(sub: argparse._SubParsersAction) -> None:
+def add_import(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     im = sub.add_parser("import", help="Read lessons exported from another store (jsonl).")
     im.add_argument("file", help="a file of reflect export --format jsonl")
     im.set_defaults(handler=cmd_import)
 
 
-def add_progress(sub: argparse._SubParsersAction) -> None:
+def add_progress(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     pr = sub.add_parser("progress", help="Is memory helping? Repeat rate over runs.")
     pr.add_argument("--min-runs", type=int, default=5, metavar="N",
                     help="runs needed before early and recent runs are compared (default 5)")
@@ -123,14 +127,14 @@ def tally(credit: float) -> str:
     return f"{round(credit, 1):g}"
 
 
-def line(lesson: dict) -> str:
+def line(lesson: dict[str, Any]) -> str:
     flags = " [pinned]" if lesson["pinned"] else ""
     return (f"{lesson['id']}  {lesson['kind']:<9} conf {lesson['confidence']:.2f}  "
             f"won {tally(lesson['wins'])} lost {tally(lesson['losses'])}{flags}  "
             f"when {first_line(lesson['trigger'], 60)}: {first_line(lesson['guidance'], 70)}")
 
 
-def cmd_list(args) -> int:
+def cmd_list(args: argparse.Namespace) -> int:
     with open_memory() as mem:
         rows = mem.lessons(status=None if args.status == "all" else args.status,
                            ineffective=args.ineffective, limit=args.limit)
@@ -138,7 +142,7 @@ def cmd_list(args) -> int:
     return 0
 
 
-def cmd_show(args) -> int:
+def cmd_show(args: argparse.Namespace) -> int:
     with open_memory() as mem:
         lesson = mem.lesson(args.id)
     fields = ("id", "status", "kind", "trigger", "guidance", "resolution", "category",
@@ -157,7 +161,7 @@ def cmd_show(args) -> int:
     return 0
 
 
-def holdout_lines(effect: dict) -> list[str]:
+def holdout_lines(effect: dict[str, Any]) -> list[str]:
     """What the holdout measured: its family's rate after it became eligible, per arm."""
     def arm(name: str) -> str:
         a = effect[name]
@@ -172,14 +176,14 @@ def holdout_lines(effect: dict) -> list[str]:
             f"{100 * hi:+.1f}]" + (f" {effect['verdict']}" if effect["verdict"] else "")]
 
 
-def cmd_search(args) -> int:
+def cmd_search(args: argparse.Namespace) -> int:
     with open_memory() as mem:
         rows = mem.search_lessons(args.text)
     emit(args, {"lessons": rows}, "\n".join(line(r) for r in rows) or "no match")
     return 0
 
 
-def _act(args, action: str, done: str, **options) -> int:
+def _act(args: argparse.Namespace, action: str, done: str, **options: Any) -> int:
     """A person's control, then one line that says what it did (silence reads as nothing
     done)."""
     with open_memory() as mem:
@@ -188,34 +192,34 @@ def _act(args, action: str, done: str, **options) -> int:
     return 0
 
 
-def cmd_pin(args) -> int:
+def cmd_pin(args: argparse.Namespace) -> int:
     return _act(args, "pin", "pinned: upkeep never removes it")
 
 
-def cmd_unpin(args) -> int:
+def cmd_unpin(args: argparse.Namespace) -> int:
     return _act(args, "pin", "unpinned: upkeep judges it again", pinned=False)
 
 
-def cmd_forget(args) -> int:
+def cmd_forget(args: argparse.Namespace) -> int:
     return _act(args, "forget", "forgotten: its text is deleted from the store")
 
 
-def cmd_release(args) -> int:
+def cmd_release(args: argparse.Namespace) -> int:
     return _act(args, "release", "released: back in recall")
 
 
-def cmd_quarantine(args) -> int:
+def cmd_quarantine(args: argparse.Namespace) -> int:
     return _act(args, "quarantine", "quarantined: out of recall", why=args.why)
 
 
-def cmd_feedback(args) -> int:
+def cmd_feedback(args: argparse.Namespace) -> int:
     with open_memory() as mem:
         lesson = mem.feedback(args.id, good=args.good)
     print(f"{lesson['id']} confidence now {lesson['confidence']:.2f}")
     return 0
 
 
-def cmd_teach(args) -> int:
+def cmd_teach(args: argparse.Namespace) -> int:
     with open_memory() as mem:
         lesson_id = mem.teach(args.text)
         reason = mem.lesson(lesson_id)["quarantine"]
@@ -226,7 +230,7 @@ def cmd_teach(args) -> int:
     return 0
 
 
-def cmd_injections(args) -> int:
+def cmd_injections(args: argparse.Namespace) -> int:
     with open_memory() as mem:
         rows = mem.injections(run=args.run, limit=args.limit)
     text = "\n".join(
@@ -236,7 +240,7 @@ def cmd_injections(args) -> int:
     return 0
 
 
-def cmd_consolidate(args) -> int:
+def cmd_consolidate(args: argparse.Namespace) -> int:
     with open_memory() as mem:
         report = mem.consolidate()
     emit(args, report, f"removed {len(report['removed_lessons'])} lesson(s), "
@@ -246,7 +250,7 @@ def cmd_consolidate(args) -> int:
     return 0
 
 
-def cmd_doctor(args) -> int:
+def cmd_doctor(args: argparse.Namespace) -> int:
     mem = open_memory()
     done = mem.repair() if args.repair else []  # what cannot be repaired raises, exit 1
     findings = mem.doctor()
@@ -257,7 +261,7 @@ def cmd_doctor(args) -> int:
     return 0 if ok else 1
 
 
-def cmd_export(args) -> int:
+def cmd_export(args: argparse.Namespace) -> int:
     from reflect.exchange import write_atomically
 
     with open_memory() as mem:
@@ -269,7 +273,7 @@ def cmd_export(args) -> int:
     return 0
 
 
-def cmd_import(args) -> int:
+def cmd_import(args: argparse.Namespace) -> int:
     with open_memory() as mem:
         report = mem.import_lessons(args.file)
     for number, message in report.errors:
@@ -280,7 +284,7 @@ def cmd_import(args) -> int:
     return 1 if report.errors else 0
 
 
-def cmd_progress(args) -> int:
+def cmd_progress(args: argparse.Namespace) -> int:
     from reflect.repeat_rates import render
 
     with open_memory() as mem:

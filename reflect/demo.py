@@ -25,7 +25,7 @@ GUESSES = ["python report.py", "python3 report.py", "pip install yaml && python 
 class Sandbox:
     """A pretend project: report.py needs the `yaml` module and a config.yaml."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.packages: set[str] = set()
         self.files: set[str] = {"report.py"}
 

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Callable
 from datetime import UTC, datetime
+from typing import Any
 
 from reflect.choices import OUTPUT_FORMATS
 from reflect.text import clip
+
+Handler = Callable[[argparse.Namespace], int]  # a command: its parsed arguments to its exit code
 
 
 def format_option(c: argparse.ArgumentParser) -> None:
@@ -16,7 +20,7 @@ def format_option(c: argparse.ArgumentParser) -> None:
                    help="text for a person (default), or json: one JSON object")
 
 
-def emit(args, data: dict, text: str) -> None:
+def emit(args: argparse.Namespace, data: dict[str, Any], text: str) -> None:
     if args.format == "json":
         print(json.dumps(data, ensure_ascii=False))
     elif text:

@@ -262,3 +262,13 @@ def test_a_failure_counts_against_the_arm_it_followed_logged_before_or_after_it(
                     error_text=NO_YAML)  # before it was eligible: not its arm's doing
         (row,) = mem.store.holdout_arms([entry.lesson_id])
         assert (row["arm"], row["runs"], row["hits"]) == (WITHHELD, 3, 2)
+
+
+def test_a_population_runs_with_failure_memory_switched_off(monkeypatch):
+    # Capture records nothing then (it returns None): the runs still make their mistakes
+    # at the rate without a lesson, and no block shows one.
+    monkeypatch.setenv("REFLECT_FAILURE_MEMORY", "0")
+    with Memory() as mem:
+        steps = run_population(mem, [A, B], 20, seed=0)
+    assert len(steps) == 40 and not any(s.shown for s in steps)
+    assert any(s.made for s in steps)

@@ -118,7 +118,8 @@ def render_command(template: str, values: dict[str, str]) -> str:
     return command
 
 
-def run_agent(command: str, cwd: Path, env: dict, timeout: float) -> tuple[int | None, str, float]:
+def run_agent(command: str, cwd: Path, env: dict[str, str], timeout: float
+              ) -> tuple[int | None, str, float]:
     """Exit code (None on timeout), the output's last 64 KB and the wall time in seconds."""
     start = time.perf_counter()
     proc = subprocess.Popen(command, shell=True, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
@@ -154,7 +155,7 @@ def run_ab(  # noqa: C901 - one A/B from its checks to its report, step by step
     max_tokens: int = DEFAULT_MAX_TOKENS,
     embeddings: str | None = None,
     progress: Callable[[str], None] | None = None,
-) -> dict:
+) -> dict[str, Any]:
     """Run the A/B; returns ``ab.json``'s content (per-arm summaries sit beside it).
     ``embeddings`` is handed to each arm's ``Memory`` (None: its default)."""
     out = Path(out)
@@ -175,7 +176,7 @@ def run_ab(  # noqa: C901 - one A/B from its checks to its report, step by step
     # Each arm learns in its own SQLite store, even where REFLECT_STORE names a shared one.
     mems = {arm: Memory(home=out / arm / "store", store_url="", **options) for arm in arms}
     injectors = {arm: Injector(mems[arm], arm, max_tokens) for arm in arms}
-    rows: dict[str, list[dict]] = {arm: [] for arm in arms}
+    rows: dict[str, list[dict[str, Any]]] = {arm: [] for arm in arms}
     records: dict[str, list[TraceRecord]] = {arm: [] for arm in arms}
     wall = dict.fromkeys(arms, 0.0)
     try:

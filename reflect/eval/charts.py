@@ -5,11 +5,16 @@ from __future__ import annotations
 
 import io
 import os
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 from reflect.eval.trace import write_bytes
 
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
-def pyplot():
+
+def pyplot() -> ModuleType | None:
     """matplotlib's pyplot on its file backend, or None when matplotlib is not installed."""
     try:
         import matplotlib
@@ -21,7 +26,7 @@ def pyplot():
     return plt
 
 
-def save(plt, fig, path: str | os.PathLike) -> bool:
+def save(plt: ModuleType, fig: Figure, path: str | os.PathLike[str]) -> bool:
     fig.tight_layout()
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=120)

@@ -14,12 +14,12 @@ import sys
 
 from reflect.choices import MEMORY_MODES, REPLAY_MODES, TRACE_FORMATS
 from reflect.config import DEFAULT_MAX_TOKENS
-from reflect.output import format_option
+from reflect.output import Handler, format_option
 
 MAX_TOKENS = f"the block's budget in tokens (default {DEFAULT_MAX_TOKENS})"
 
 
-def add_eval_command(sub: argparse._SubParsersAction) -> None:
+def add_eval_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     c = sub.add_parser("eval", help="Evaluate failure memory on recorded or live runs.",
                        description="Evaluate failure memory on recorded or live runs.")
     what = c.add_subparsers(dest="what", required=True, metavar="convert|replay|compare|ab|effect")
@@ -152,8 +152,8 @@ def _eval_errors() -> tuple[type[Exception], ...]:
     return (ABError, CompareError, ConvertError, ReplayError, TraceError)
 
 
-def _guarded(handler):
-    def run(args) -> int:
+def _guarded(handler: Handler) -> Handler:
+    def run(args: argparse.Namespace) -> int:
         try:
             return handler(args)
         except _eval_errors() as e:
@@ -166,7 +166,7 @@ def _guarded(handler):
 
 
 @_guarded
-def cmd_convert(args) -> int:
+def cmd_convert(args: argparse.Namespace) -> int:
     from reflect.eval.convert import convert
     from reflect.eval.trace import write_trace
 
@@ -179,7 +179,7 @@ def cmd_convert(args) -> int:
 
 
 @_guarded
-def cmd_replay(args) -> int:
+def cmd_replay(args: argparse.Namespace) -> int:
     from reflect.eval.compare import compare_summaries, table
     from reflect.eval.replay import replay
     from reflect.eval.trace import read_trace
@@ -199,7 +199,7 @@ def cmd_replay(args) -> int:
 
 
 @_guarded
-def cmd_compare(args) -> int:
+def cmd_compare(args: argparse.Namespace) -> int:
     from reflect.eval.compare import chart, compare, table
 
     result = compare(args.inputs, seed=args.seed, resamples=args.resamples)
@@ -210,7 +210,7 @@ def cmd_compare(args) -> int:
 
 
 @_guarded
-def cmd_effect(args) -> int:
+def cmd_effect(args: argparse.Namespace) -> int:
     from reflect.eval.effect import chart, rows, table
     from reflect.memory import Memory
 
@@ -229,7 +229,7 @@ def cmd_effect(args) -> int:
 
 
 @_guarded
-def cmd_ab(args) -> int:
+def cmd_ab(args: argparse.Namespace) -> int:
     from reflect.eval.ab import read_tasks, run_ab
     from reflect.eval.compare import compare, table
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from reflect.eval.charts import pyplot, save
 from reflect.eval.metrics import RESAMPLES, bootstrap
@@ -38,7 +39,7 @@ class CompareError(RuntimeError):
     """An input that cannot be compared; the message says how to fix it."""
 
 
-def load(path: str | Path) -> tuple[str, dict]:
+def load(path: str | Path) -> tuple[str, dict[str, Any]]:
     """A label (the directory's name) and the summary read from a directory or file."""
     path = Path(path)
     file = path / SUMMARY_FILE if path.is_dir() else path
@@ -54,12 +55,13 @@ def load(path: str | Path) -> tuple[str, dict]:
     return (file.parent.name or str(file.parent)), summary
 
 
-def compare(paths: Sequence[str | Path], seed: int = 0, resamples: int = RESAMPLES) -> dict:
+def compare(paths: Sequence[str | Path], seed: int = 0, resamples: int = RESAMPLES
+            ) -> dict[str, Any]:
     return compare_summaries([load(p) for p in paths], seed, resamples)
 
 
-def compare_summaries(loaded: Sequence[tuple[str, dict]], seed: int = 0,
-                      resamples: int = RESAMPLES) -> dict:
+def compare_summaries(loaded: Sequence[tuple[str, dict[str, Any]]], seed: int = 0,
+                      resamples: int = RESAMPLES) -> dict[str, Any]:
     """The comparison of (label, summary) pairs, bootstrapped anew with ``seed``."""
     labels = _unique([label for label, _ in loaded])
     results = bootstrap([s["runs"] for _, s in loaded], seed=seed, resamples=resamples)
@@ -91,7 +93,7 @@ def _fmt(value: float | None, pct: bool) -> str:
     return f"{100 * value:.1f}%" if pct else f"{value:.1f}"
 
 
-def _cell(m: dict, pct: bool) -> str:
+def _cell(m: dict[str, Any], pct: bool) -> str:
     if m["value"] is None:
         return "-"
     if m["low"] is None:
@@ -99,7 +101,7 @@ def _cell(m: dict, pct: bool) -> str:
     return f"{_fmt(m['value'], pct)} [{_fmt(m['low'], pct)}, {_fmt(m['high'], pct)}]"
 
 
-def _diff_cell(m: dict, pct: bool) -> str:
+def _diff_cell(m: dict[str, Any], pct: bool) -> str:
     d = m.get("diff")
     if not d or d["value"] is None:
         return "-"
@@ -112,7 +114,7 @@ def _diff_cell(m: dict, pct: bool) -> str:
     return text
 
 
-def table(result: dict) -> str:
+def table(result: dict[str, Any]) -> str:
     arms = result["arms"]
     header = ["", *(f"{a['label']} ({a['mode']})" if a["mode"] not in ("", a["label"])
                      else a["label"] for a in arms)]
@@ -135,7 +137,7 @@ def table(result: dict) -> str:
     return "\n".join([*text, *(line for a in arms for line in matched_lines(a)), note])
 
 
-def matched_lines(arm: dict) -> list[str]:
+def matched_lines(arm: dict[str, Any]) -> list[str]:
     """The arm's cross-run coverage and lesson precision beside the popularity baselines
     shown with as many lesson items as the arm showed (``matched.py``), by each key."""
     found = arm.get("matched")
@@ -150,19 +152,19 @@ def matched_lines(arm: dict) -> list[str]:
     return lines
 
 
-def _share(t: dict) -> str:
+def _share(t: dict[str, Any]) -> str:
     coverage = "-" if t["coverage"] is None else f"{100 * t['coverage']:.1f}%"
     precision = "-" if t["precision"] is None else f"{100 * t['precision']:.1f}%"
     return f"{t['covered']}/{t['repeats']} {coverage} (precision {precision})"
 
 
-def _latency(ms: dict) -> str:
+def _latency(ms: dict[str, Any]) -> str:
     if not ms or ms.get("p50") is None:
         return "-"
     return f"{ms['p50']:.2f} / {ms['p95']:.2f}"
 
 
-def chart(result: dict, path: str | Path) -> bool:
+def chart(result: dict[str, Any], path: str | Path) -> bool:
     """Write a PNG; False (and nothing written) when matplotlib is not installed."""
     plt = pyplot()
     if plt is None:
@@ -187,7 +189,7 @@ def chart(result: dict, path: str | Path) -> bool:
     return save(plt, fig, path)
 
 
-def curve_chart(summary: dict, path: str | Path, key: str = "group") -> bool:
+def curve_chart(summary: dict[str, Any], path: str | Path, key: str = "group") -> bool:
     """A PNG of cross-run coverage by ``key`` against lesson items per block: each
     popularity baseline at fixed lengths (``matched.py``'s curve) and the mode's own point
     at its mean items; False (nothing written) when matplotlib is not installed."""
@@ -211,7 +213,8 @@ def curve_chart(summary: dict, path: str | Path, key: str = "group") -> bool:
     return save(plt, fig, path)
 
 
-def _bars(arm: dict, names: Sequence[str], scale: float) -> tuple[list, list]:
+def _bars(arm: dict[str, Any], names: Sequence[str], scale: float
+          ) -> tuple[list[float], list[list[float]]]:
     values: list[float] = []
     errors: list[list[float]] = [[], []]
     for name in names:

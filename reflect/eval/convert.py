@@ -45,6 +45,7 @@ import json
 import re
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 from reflect.choices import TRACE_FORMATS
 from reflect.eval.trace import TraceRecord
@@ -106,7 +107,8 @@ def swe_bench_repository(instance_id: str) -> str:
     return f"{m[1]}/{m[2]}" if m else ""
 
 
-def _trajectory(run: str, messages: list, project: str = "") -> Iterator[TraceRecord]:
+def _trajectory(run: str, messages: list[dict[str, Any]], project: str = ""
+                ) -> Iterator[TraceRecord]:
     goal = ""
     iteration = 0
     for index, message in enumerate(messages):
@@ -160,7 +162,7 @@ def _output(observation: str) -> str:
     return "\n".join(part for part in (head, tail) if part)
 
 
-def _created(message: dict) -> float | None:
+def _created(message: dict[str, Any]) -> float | None:
     response = (message.get("extra") or {}).get("response") or {}
     created = response.get("created") if isinstance(response, dict) else None
     return float(created) if isinstance(created, int | float) else None
@@ -194,7 +196,7 @@ def reflexion(paths: Iterable[str | Path]) -> Iterator[TraceRecord]:
             yield from records
 
 
-def _reflexion_task(task_id: str, task: dict) -> Iterator[TraceRecord]:
+def _reflexion_task(task_id: str, task: dict[str, Any]) -> Iterator[TraceRecord]:
     solved = task["is_solved"]
     if not isinstance(solved, bool):
         raise TypeError("is_solved is not a boolean")
@@ -233,7 +235,7 @@ def debugbench(paths: Iterable[str | Path]) -> Iterator[TraceRecord]:
                                    "test_result_dict, traceback_messages") from None
 
 
-def _debugbench_record(run: str, record: dict) -> Iterator[TraceRecord]:
+def _debugbench_record(run: str, record: dict[str, Any]) -> Iterator[TraceRecord]:
     goal = record["description"].strip()
     traceback = (record.get("traceback_messages") or "").strip()
     if traceback:
@@ -258,7 +260,7 @@ def _debugbench_record(run: str, record: dict) -> Iterator[TraceRecord]:
     )
 
 
-def _verdict(judged: dict) -> str:
+def _verdict(judged: dict[str, Any]) -> str:
     """What the judge said about a failed fix: its error, else its verdict and counts."""
     error = judged.get("full_runtime_error") or judged.get("runtime_error")
     error = error or judged.get("full_compile_error") or judged.get("compile_error")

@@ -5,13 +5,14 @@ with intervals, the predicted rate beside them, and the verdict. A table and a P
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from reflect.eval.charts import pyplot, save
 from reflect.recall.holdout import Effect, Holdout, wilson
 from reflect.text import clip
 
 
-def rows(effects: list[Effect], rule: Holdout, triggers: dict[str, str]) -> list[dict]:
+def rows(effects: list[Effect], rule: Holdout, triggers: dict[str, str]) -> list[dict[str, Any]]:
     """Each effect as the JSON output gives it, with the lesson's trigger."""
     return [{**e.to_dict(rule), "trigger": triggers.get(e.lesson_id, "")} for e in effects]
 

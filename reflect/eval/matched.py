@@ -28,6 +28,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 KEYS = ("signature", "group")
 POOLS = ("global", "scope", "recent")
@@ -59,31 +60,32 @@ class _Tally:
     shown: int = 0
     borne: int = 0
 
-    def summary(self) -> dict:
+    def summary(self) -> dict[str, Any]:
         return {"covered": self.covered, "repeats": self.repeats,
                 "coverage": self.covered / self.repeats if self.repeats else None,
                 "items": self.items, "shown": self.shown, "borne": self.borne,
                 "precision": self.borne / self.shown if self.shown else None}
 
 
-def matched(rows: Sequence[dict], window: int = WINDOW, longest: int = LONGEST) -> dict:
+def matched(rows: Sequence[dict[str, Any]], window: int = WINDOW, longest: int = LONGEST
+            ) -> dict[str, Any]:
     """The mode's own cross-run coverage by each key beside each baseline at its length,
     and the fixed-length curves."""
     by_run: dict[str, list[int]] = defaultdict(list)
     for index, row in enumerate(rows):
         by_run[row["run"]].append(index)
-    out: dict = {"window": window, "lesson_items": _lesson_items(rows), "keys": {}}
+    out: dict[str, Any] = {"window": window, "lesson_items": _lesson_items(rows), "keys": {}}
     for key in KEYS:
         out["keys"][key] = _for_key(rows, by_run, key, window, longest)
     return out
 
 
-def _lesson_items(rows: Sequence[dict]) -> int:
+def _lesson_items(rows: Sequence[dict[str, Any]]) -> int:
     return sum(item.get("section") != "recent" for row in rows for item in row.get("items", ()))
 
 
-def _for_key(rows: Sequence[dict], by_run: dict[str, list[int]], key: str, window: int,
-             longest: int) -> dict:
+def _for_key(rows: Sequence[dict[str, Any]], by_run: dict[str, list[int]], key: str, window: int,
+             longest: int) -> dict[str, Any]:
     """One key's figures: the mode, the matched baselines and the curves."""
     tallies = {"mode": [_Tally()],
                **{pool: [_Tally() for _ in range(longest + 1)] for pool in POOLS}}
@@ -107,7 +109,7 @@ def _for_key(rows: Sequence[dict], by_run: dict[str, list[int]], key: str, windo
             "curve": {pool: [t.summary() for t in tallies[pool][1:]] for pool in POOLS}}
 
 
-def _run(rows: Sequence[dict], indexes: list[int], key: str,
+def _run(rows: Sequence[dict[str, Any]], indexes: list[int], key: str,
          pools: dict[str, tuple[_Pool, Counter[str] | None]],
          tallies: dict[str, list[_Tally]]) -> set[str]:
     """Tally one run's blocks: the mode's (slot 0) and each pool's, at the mode's length
@@ -153,7 +155,7 @@ def _show(before: set[str], keys: set[str], later: set[str], tally: _Tally) -> N
     before |= keys
 
 
-def _later(rows: Sequence[dict], indexes: list[int], key: str) -> list[set[str]]:
+def _later(rows: Sequence[dict[str, Any]], indexes: list[int], key: str) -> list[set[str]]:
     """For each of a run's rows, the keys failing at it or later in the run."""
     out: list[set[str]] = []
     ahead: set[str] = set()
@@ -165,7 +167,7 @@ def _later(rows: Sequence[dict], indexes: list[int], key: str) -> list[set[str]]
     return out[::-1]
 
 
-def _pool_of(rows: Sequence[dict], by_run: dict[str, list[int]],
+def _pool_of(rows: Sequence[dict[str, Any]], by_run: dict[str, list[int]],
              runs: list[tuple[str, set[str]]], key: str) -> _Pool:
     """The pool of the given earlier runs."""
     pool = _Pool()

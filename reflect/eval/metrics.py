@@ -55,9 +55,9 @@ RATIOS = {
 RESAMPLES = 2000
 
 
-def per_run(rows: Sequence[dict]) -> list[dict]:
+def per_run(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """Counts per run (in order of first appearance) from per-iteration rows."""
-    runs: dict[str, dict] = {}
+    runs: dict[str, dict[str, Any]] = {}
     seen: dict[str, set[str]] = {}  # signature -> runs where it failed before
     shown: dict[str, set[str]] = {}  # run -> lessons shown in it so far
     later = _later_signatures(rows)
@@ -100,7 +100,7 @@ def per_run(rows: Sequence[dict]) -> list[dict]:
     return list(runs.values())
 
 
-def _later_signatures(rows: Sequence[dict]) -> list[set[str]]:
+def _later_signatures(rows: Sequence[dict[str, Any]]) -> list[set[str]]:
     """For each row, the signatures failing at it or later in its run."""
     later: list[set[str]] = [set() for _ in rows]
     ahead: dict[str, set[str]] = {}
@@ -113,7 +113,7 @@ def _later_signatures(rows: Sequence[dict]) -> list[set[str]]:
     return later
 
 
-def totals(runs: Sequence[dict]) -> dict[str, int]:
+def totals(runs: Sequence[dict[str, Any]]) -> dict[str, int]:
     return {name: sum(r[name] for r in runs) for name in COUNTS}
 
 
@@ -122,9 +122,9 @@ def _ratio(num: float, den: float) -> float | None:
 
 
 def bootstrap(
-    arms: Sequence[Sequence[dict]], seed: int = 0, resamples: int = RESAMPLES,
+    arms: Sequence[Sequence[dict[str, Any]]], seed: int = 0, resamples: int = RESAMPLES,
     paired: bool | None = None,
-) -> list[dict[str, dict]]:
+) -> list[dict[str, dict[str, Any]]]:
     """Point estimates and 95% intervals of every ratio, for each arm's per-run counts.
 
     Arms with the same runs (by name, in any order) are resampled with the
@@ -195,7 +195,7 @@ def percentiles(samples: Sequence[float]) -> dict[str, float | None]:
     return {"p50": round(float(p50), 3), "p95": round(float(p95), 3)}
 
 
-def summarize(rows: Sequence[dict], seed: int = 0) -> dict:
+def summarize(rows: Sequence[dict[str, Any]], seed: int = 0) -> dict[str, Any]:
     """Everything ``summary.json`` holds about a list of iteration rows."""
     runs = per_run(rows)
     latencies = [r["recall_ms"] for r in rows if r.get("recall_ms") is not None]

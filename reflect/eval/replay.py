@@ -30,6 +30,7 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from reflect.capture.details import foreign
 from reflect.capture.gitconfig import project_scope
@@ -69,7 +70,8 @@ class Injector:
         self.signatures: dict[str, str | None] = {}
         self.failed_runs: set[str] = set()
 
-    def recall(self, run: str, goal: str, phase: str, iteration: int) -> tuple[Recall, dict]:
+    def recall(self, run: str, goal: str, phase: str, iteration: int
+               ) -> tuple[Recall, dict[str, Any]]:
         """The block before an iteration, and its log row (items with provenance)."""
         if self.mode == "off":
             return Recall(), {"tokens": 0, "items": [], "recall_ms": None}
@@ -104,7 +106,7 @@ class Injector:
         return rec, {"tokens": rec.tokens, "items": items, "recall_ms": round(elapsed, 3)}
 
     def report(self, run: str, iteration: int, goal: str, phase: str, action: str,
-               exit_code: int | None, error_text: str, success: bool) -> dict:
+               exit_code: int | None, error_text: str, success: bool) -> dict[str, Any]:
         """Capture a failure or report a success; returns the row's outcome fields."""
         if success:
             if run in self.failed_runs:  # a harness reports each success once a run failed
@@ -150,7 +152,7 @@ def replay(
     predictor: Predictor | None = None,
     observe: Callable[[Memory, TraceRecord], None] | None = None,
     scope_by_project: bool = False,
-) -> dict:
+) -> dict[str, Any]:
     """Replay ``records`` in order; returns the summary (also written under ``out``).
 
     ``store`` keeps the store in that directory, which must not exist yet;
@@ -162,7 +164,7 @@ def replay(
     memory and the record after each recall, before the record is captured (a bench reads
     the predictor's estimates there).
     """
-    options: dict = {"embeddings": embeddings} if embeddings is not None else {}
+    options: dict[str, Any] = {"embeddings": embeddings} if embeddings is not None else {}
     if predictor is not None:
         options["predictor"] = predictor
     if mode not in REPLAY_MODES:
@@ -201,7 +203,7 @@ def replay(
 def _rows(records: Sequence[TraceRecord], injector: Injector, now: list[float],
           progress: Callable[[int, int], None] | None,
           observe: Callable[[Memory, TraceRecord], None] | None,
-          scope_by_project: bool) -> list[dict]:
+          scope_by_project: bool) -> list[dict[str, Any]]:
     """Each record recalled for, then captured or reported, on the store's clock ``now``."""
     mem, rows = injector.mem, []
     for index, r in enumerate(records):
@@ -221,10 +223,10 @@ def _rows(records: Sequence[TraceRecord], injector: Injector, now: list[float],
     return rows
 
 
-def blocks(rows: Sequence[dict]) -> dict:
+def blocks(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """Items per injected block: all items and lesson-section items, mean over every
     iteration, mean over non-empty blocks, and the maximum."""
-    out: dict = {"nonempty": sum(bool(r["items"]) for r in rows)}
+    out: dict[str, Any] = {"nonempty": sum(bool(r["items"]) for r in rows)}
     for name, keep in (("items", lambda i: True),
                        ("lesson_items", lambda i: i["section"] != "recent")):
         counts = [sum(map(keep, r["items"])) for r in rows]

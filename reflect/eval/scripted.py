@@ -10,6 +10,10 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from reflect.memory import Memory
 
 
 @dataclass(frozen=True)
@@ -29,7 +33,7 @@ class Step:
     made: bool
 
 
-def run_population(mem, mistakes: list[Mistake], runs: int, seed: int = 0,
+def run_population(mem: Memory, mistakes: list[Mistake], runs: int, seed: int = 0,
                    goal: str = "") -> list[Step]:
     """``runs`` runs of the scripted agents through ``mem`` (a ``Memory``), one recall and
     then each mistake's capture each; what each run saw and did."""
@@ -46,6 +50,7 @@ def run_population(mem, mistakes: list[Mistake], runs: int, seed: int = 0,
             if made:
                 entry = mem.capture(run=run, iteration=1, goal=goal, action=m.action,
                                     exit_code=m.exit_code, error_text=m.error_text)
-                fingerprints[k] = entry.fingerprint
+                if entry is not None:  # None: failure memory is switched off
+                    fingerprints[k] = entry.fingerprint
             steps.append(Step(run, k, shown, made))
     return steps

@@ -30,6 +30,7 @@ import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any, TextIO
 
 FIELDS = ("run", "iteration", "goal", "phase", "action", "exit_code", "error_text", "success",
           "ts", "project")
@@ -53,7 +54,7 @@ class TraceRecord:
     ts: float | None = None
     project: str = ""
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
@@ -93,7 +94,7 @@ def record_from_dict(data: object) -> TraceRecord:  # noqa: C901 - a check per f
                        ts=float(ts) if ts is not None else None, **texts)
 
 
-def read_trace(path: str | os.PathLike) -> list[TraceRecord]:
+def read_trace(path: str | os.PathLike[str]) -> list[TraceRecord]:
     """Every record of a trace file, validated; TraceError names the bad line."""
     path = Path(path)
     try:
@@ -123,29 +124,29 @@ def read_trace(path: str | os.PathLike) -> list[TraceRecord]:
     return records
 
 
-def _lines(handle, path: Path) -> Iterator[str]:
+def _lines(handle: TextIO, path: Path) -> Iterator[str]:
     try:
         yield from handle
     except UnicodeDecodeError as e:
         raise TraceError(f"{path}: not UTF-8 text ({e}); a trace is JSONL in UTF-8") from None
 
 
-def write_trace(path: str | os.PathLike, records: Iterable[TraceRecord]) -> int:
+def write_trace(path: str | os.PathLike[str], records: Iterable[TraceRecord]) -> int:
     """Write records as JSONL atomically; returns how many were written."""
     lines = [json.dumps(r.to_dict(), ensure_ascii=False) for r in records]
     write_text(path, "".join(line + "\n" for line in lines))
     return len(lines)
 
 
-def write_jsonl(path: str | os.PathLike, rows: Iterable[dict]) -> None:
+def write_jsonl(path: str | os.PathLike[str], rows: Iterable[dict[str, Any]]) -> None:
     write_text(path, "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows))
 
 
-def write_json(path: str | os.PathLike, data: dict) -> None:
+def write_json(path: str | os.PathLike[str], data: dict[str, Any]) -> None:
     write_text(path, json.dumps(data, ensure_ascii=False, indent=2) + "\n")
 
 
-def write_text(path: str | os.PathLike, text: str) -> None:
+def write_text(path: str | os.PathLike[str], text: str) -> None:
     write_bytes(path, text.encode("utf-8"))
 
 
@@ -155,7 +156,7 @@ def _umask() -> int:
     return mask
 
 
-def write_bytes(path: str | os.PathLike, data: bytes) -> None:
+def write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
     """Write a whole file or nothing: a temporary file in the same directory, then a rename."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
