@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from reflect import config
+from reflect.index.atomic import write_atomically
 from reflect.text import clip
 
 if TYPE_CHECKING:
@@ -274,6 +275,4 @@ def _read(path: Path) -> dict:
 
 
 def _write(path: Path, data: dict) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}")
-    tmp.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
-    os.replace(tmp, path)
+    write_atomically(path, json.dumps(data, ensure_ascii=False))
