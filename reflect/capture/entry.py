@@ -13,11 +13,12 @@ from dataclasses import dataclass
 
 from reflect.capture.extract import Extracted, extract_exception, extract_text
 from reflect.capture.fingerprint import fingerprint
-from reflect.capture.heuristics import heuristic_lesson
+from reflect.capture.heuristics import GUIDANCE_MAX, TRIGGER_MAX, heuristic_lesson
 from reflect.capture.numbers import bounded, whole_number
 from reflect.capture.reading import read_bounded
 from reflect.capture.scrub import Scrubber
 from reflect.records import new_id
+from reflect.reflection.review import reviewed_texts
 from reflect.text import clip
 
 MAX_ERROR_BYTES = 64 * 1024  # a tail this long always holds the error that ended the run
@@ -189,11 +190,16 @@ def entry_rows(parsed: Parsed, *, run: str, iteration: int | None, goal: str, ac
         fields["error_type"], fields["message"], fields["action"], fields["phase"],
         parsed.exit_code, own_module,
     )
+    # It quotes the error and the action: reviewed as every other lesson is, so a hostile
+    # one is stored quarantined, never recalled in another run.
+    texts, quarantine, _ = reviewed_texts(
+        {"trigger": (hint.trigger, TRIGGER_MAX), "guidance": (hint.guidance, GUIDANCE_MAX)},
+        scrubber.scrub)
     lesson = {
         "id": new_id("L"),
         "fingerprint": fp,
-        "trigger": hint.trigger,
-        "guidance": hint.guidance,
+        "trigger": texts["trigger"],
+        "guidance": texts["guidance"],
         "category": hint.category,
         "severity": hint.severity,
         "kind": "heuristic",
@@ -202,6 +208,7 @@ def entry_rows(parsed: Parsed, *, run: str, iteration: int | None, goal: str, ac
         "updated": now,
         "scope": scope,
         "error_text": f"{fields['error_type']}: {fields['message']}",
+        "quarantine": quarantine,
     }
     failure = {
         "id": new_id("F"),

@@ -65,10 +65,18 @@ class FailureQueries(CreditQueries, JobQueries, RunQueries):
             scope = lesson.get("scope", "global")  # kept-aside records may lack it
             self._register_run(tx, failure["run"], failure["goal"], scope, failure["ts"])
             row = self._active_lesson(tx, fp)
-            if row is None:
+            if row is None and lesson.get("quarantine"):
+                # A hostile heuristic lesson (capture's review): kept for a person, never
+                # recalled; the failure links to it, one for the fingerprint.
+                row = self._one(tx, "SELECT * FROM lessons WHERE fingerprint = ? AND status ="
+                                " 'quarantined' AND kind = 'heuristic' ORDER BY seq DESC", fp)
+                if row is None:
+                    insert(tx, "lessons", {**lesson, "status": "quarantined"})
+                    row = self._one(tx, "SELECT * FROM lessons WHERE id = ?", lesson["id"])
+            elif row is None:
                 insert(tx, "lessons", lesson)
                 row = self._active_lesson(tx, fp)
-                assert row is not None  # inserted just now
+            assert row is not None  # inserted just now
             failure["lesson_id"] = row["id"]
             new_run, new_family_run = (tx.execute(
                 f"SELECT 1 FROM failures WHERE {key} = ? AND run = ? LIMIT 1",
@@ -100,6 +108,11 @@ class FailureQueries(CreditQueries, JobQueries, RunQueries):
                                                                   MAX_GOAL_CHARS)],
                                   failure["ts"])
         return stored, row
+
+    @staticmethod
+    def _one(tx: Tx, query: str, value: str) -> Row | None:
+        found = tx.execute(query + " LIMIT 1", (value,)).fetchone()
+        return dict(found) if found else None
 
     def queue_texts(self, texts: list[str], now: float) -> None:
         """Ask the worker for these texts' vectors (goals, error lines)."""
