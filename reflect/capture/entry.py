@@ -19,7 +19,7 @@ from reflect.capture.reading import read_bounded
 from reflect.capture.scrub import Scrubber
 from reflect.records import new_id
 from reflect.reflection.review import reviewed_texts
-from reflect.text import clip
+from reflect.text import clip, format_error
 
 MAX_ERROR_BYTES = 64 * 1024  # a tail this long always holds the error that ended the run
 MAX_FIELD = 4000
@@ -207,7 +207,7 @@ def entry_rows(parsed: Parsed, *, run: str, iteration: int | None, goal: str, ac
         "created": now,
         "updated": now,
         "scope": scope,
-        "error_text": f"{fields['error_type']}: {fields['message']}",
+        "error_text": format_error(fields["error_type"], fields["message"]),
         "quarantine": quarantine,
     }
     failure = {

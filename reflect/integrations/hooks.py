@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from reflect import config
 from reflect.index.atomic import write_atomically
-from reflect.text import clip
+from reflect.text import clip, format_error
 
 if TYPE_CHECKING:
     from reflect.capture.scrub import Scrubber
@@ -156,7 +156,7 @@ def after_tool(event: Event, state: State) -> str:
             text = mem.recall(run=event.session, goal=state.goal, phase=event.tool.lower()).text
         error = ""
         if entry is not None:  # the entry's fields are scrubbed already
-            error = f"{entry.error_type}: {entry.message.splitlines()[0] if entry.message else ''}"
+            error = format_error(entry.error_type, (entry.message or "\n").splitlines()[0])
         with state.changing():
             if entry is not None and entry.error_type == "CommandNotFound":
                 state.missing.add(entry.message.removesuffix(": command not found"))

@@ -15,7 +15,7 @@ from reflect.store.base import Row, Tx, insert, marks, protected
 from reflect.store.credit import CreditQueries, recount_holdout
 from reflect.store.jobs import JobQueries
 from reflect.store.runs import MAX_GOAL_CHARS, RunQueries
-from reflect.text import clip, text_key
+from reflect.text import clip, format_error, text_key
 
 if TYPE_CHECKING:
     from reflect.recall.holdout import Eligible
@@ -25,7 +25,7 @@ EMBED_TARGET = "pending"  # one embed job covers everything that lacks a vector
 
 def error_query(failure: Row) -> str:
     """The text that stands for a failure in a search: its error type and message."""
-    return f"{failure['error_type']}: {failure['message']}"
+    return format_error(failure["error_type"], failure["message"])
 
 
 class FailureQueries(CreditQueries, JobQueries, RunQueries):
