@@ -24,6 +24,7 @@ from reflect.store import (
     open_store,
     store_url,
 )
+from reflect.store.base import NewerSchema
 from reflect.store.sqlite_health import (
     LOW_SPACE,
     DiskFull,
@@ -31,7 +32,7 @@ from reflect.store.sqlite_health import (
     free_bytes,
     move_aside,
 )
-from reflect.store.sqlite_migrations import MIGRATIONS, NewerSchema
+from reflect.store.sqlite_migrations import MIGRATIONS
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ import textwrap
 import pytest
 
 from reflect import Memory
+from reflect.capture import fingerprint
 from reflect.store import DB_NAME
 from reflect.store.sqlite_migrations import MIGRATIONS, migrate
 
@@ -111,6 +112,30 @@ def test_counting_by_cause_keeps_the_counts_of_pruned_failures(tmp_path):
     with Memory(home, embeddings="off") as mem:
         mem.capture(run="c", exit_code=1, error_text="SyntaxError: '(' was never closed")
         assert runs_of_cause(mem, "fpa") == 3
+
+
+@pytest.mark.sqlite_only
+def test_counting_by_cause_keeps_the_rule_it_shipped_with(tmp_path, monkeypatch):
+    """The migration computes an old store's causes by its frozen copy of the rule: what
+    it writes does not change when the live rule (reflect.capture.fingerprint) does."""
+    error = ("ModuleNotFoundError", "No module named 'yaml' (in /tmp/run-7/app.py)")
+    shipped = fingerprint.cause(*error)
+    monkeypatch.setattr(fingerprint, "message_template", lambda message: "tuned since")
+    assert fingerprint.cause(*error) != shipped  # the live rule did change
+    conn = sqlite3.connect(tmp_path / DB_NAME, isolation_level=None)
+    conn.execute("CREATE TABLE migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL,"
+                 " applied REAL NOT NULL)")
+    for version, step in enumerate(MIGRATIONS[:4], 1):
+        step(conn)
+        conn.execute("INSERT INTO migrations VALUES (?, ?, 0)", (version, step.__name__))
+    conn.execute(
+        "INSERT INTO failures (id, run, iteration, ts, goal, phase, action, exit_code,"
+        " error_type, message, signature, friction, fingerprint, source, redactions, category,"
+        " severity, lesson_id) VALUES ('F-1', 'r', 1, 1, 'g', '', '', 1, ?, ?, '', '', 'fp',"
+        " 'text', 0, 'import', 'high', 'L-1')", error)
+    migrate(conn)
+    assert conn.execute("SELECT cause FROM failures").fetchall() == [(shipped,)]
+    assert conn.execute("SELECT cause FROM causes").fetchall() == [(shipped,)]
 
 
 def runs_of_cause(mem: Memory, fingerprint: str) -> int:

@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass
 
 from reflect.capture.extract import Extracted, extract_exception, extract_text
-from reflect.capture.fingerprint import fingerprint
+from reflect.capture.fingerprint import cause, family, fingerprint
 from reflect.capture.heuristics import GUIDANCE_MAX, TRIGGER_MAX, heuristic_lesson
 from reflect.capture.numbers import bounded, whole_number
 from reflect.capture.reading import read_bounded
@@ -157,6 +157,12 @@ def read_crash_file(path: str) -> tuple[dict, list[str]]:
     return record, []
 
 
+def causes(error_type: str, message: str) -> dict[str, str]:
+    """The failure's cause and family (``reflect.capture.fingerprint``): the store counts
+    how widely a mistake recurs by them."""
+    return {"cause": cause(error_type, message), "family": family(error_type, message)}
+
+
 def entry_rows(parsed: Parsed, *, run: str, iteration: int | None, goal: str, action: str,
                scrubber: Scrubber, scope: str, now: float,
                own_module: bool = False) -> tuple[dict, dict]:
@@ -218,6 +224,7 @@ def entry_rows(parsed: Parsed, *, run: str, iteration: int | None, goal: str, ac
         **fields,
         "exit_code": parsed.exit_code,
         "fingerprint": fp,
+        **causes(fields["error_type"], fields["message"]),
         "source": parsed.source,
         "redactions": redactions,
         "category": hint.category,

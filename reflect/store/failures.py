@@ -3,13 +3,8 @@ clearing a run. Shared by both backends (a mixin of ``SQLStore``)."""
 
 from __future__ import annotations
 
-import hashlib
-from pathlib import Path
 from typing import TYPE_CHECKING
 
-from reflect.capture.fingerprint import cause, family
-from reflect.capture.gitconfig import project_scope, repo_from_git_config
-from reflect.config import repo_root
 from reflect.records import RecallItem
 from reflect.store.base import Row, Tx, insert, marks, protected
 from reflect.store.credit import CreditQueries, recount_holdout
@@ -53,10 +48,6 @@ class FailureQueries(CreditQueries, JobQueries, RunQueries):
         for the error's and the goal's texts. Returns the stored rows.
         """
         fp = failure["fingerprint"]
-        # Derived here, the one place a failure enters the store (pending files kept by
-        # an older version have no cause).
-        failure["cause"] = cause(failure["error_type"], failure["message"])
-        failure["family"] = family(failure["error_type"], failure["message"])
         with self.write() as tx:
             self._lock(tx, "run:" + failure["run"])
             self._lock(tx, "lessons:" + fp)
@@ -131,21 +122,14 @@ class FailureQueries(CreditQueries, JobQueries, RunQueries):
         if added:
             self._enqueue(tx, "embed", EMBED_TARGET, "", now)
 
-    def project_scope(self, cwd: Path) -> str:
-        """The scope of lessons learnt here: the repository's (by its remote's owner/name,
-        else its path), derived once and cached in the store; "global" outside one."""
-        root = repo_root(cwd)
-        if root is None:
-            return "global"
-        key = "scope:" + hashlib.sha256(str(root).encode()).hexdigest()[:16]
+    def cached_scope(self, key: str) -> str | None:
+        """A project's scope as capture derived it (``reflect.capture.scope``), by its key."""
         cached = self._value("SELECT value FROM meta WHERE key = ?", (key,))
-        if cached is not None:
-            return str(cached)
-        repo = repo_from_git_config(root)
-        scope = project_scope("/".join(repo) if repo else str(root))
+        return None if cached is None else str(cached)
+
+    def cache_scope(self, key: str, scope: str) -> None:
         with self.write() as tx:
             tx.execute("INSERT INTO meta VALUES (?, ?) ON CONFLICT DO NOTHING", (key, scope))
-        return scope
 
     # -- reading ---------------------------------------------------------------
 

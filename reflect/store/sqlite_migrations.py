@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import sqlite3
 
-from reflect.capture.fingerprint import cause
 from reflect.store.base import NewerSchema
 from reflect.text import text_key
 
@@ -231,6 +230,8 @@ def add_credit_and_controls(conn: sqlite3.Connection) -> None:
 def count_causes(conn: sqlite3.Connection) -> None:
     """Count recurrence by cause (the fingerprint without frames): a mistake repeated in
     another run sits in other code, so a fingerprint's own run count undercounts it."""
+    from reflect.store.frozen_cause import cause  # the rule as this migration shipped
+
     conn.execute("ALTER TABLE failures ADD COLUMN cause TEXT NOT NULL DEFAULT ''")
     conn.executemany(
         "UPDATE failures SET cause = ? WHERE seq = ?",
