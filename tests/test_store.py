@@ -39,17 +39,23 @@ def test_migrate_from_empty_database_and_again_is_a_no_op(tmp_path):
     assert conn.execute("SELECT COUNT(*) FROM migrations").fetchone()[0] == len(MIGRATIONS)
 
 
-@pytest.mark.sqlite_only
-@pytest.mark.parametrize("applied", range(1, len(MIGRATIONS)))
-def test_migrate_from_each_older_schema_keeps_the_data(tmp_path, applied):
-    home = tmp_path / "old"
-    home.mkdir()
+def older_store(home, applied: int) -> sqlite3.Connection:
+    """A SQLite store in ``home`` at the schema of its first ``applied`` migrations."""
     conn = sqlite3.connect(home / DB_NAME, isolation_level=None)
     conn.execute("CREATE TABLE migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL,"
                  " applied REAL NOT NULL)")
     for version, step in enumerate(MIGRATIONS[:applied], 1):
         step(conn)
         conn.execute("INSERT INTO migrations VALUES (?, ?, 0)", (version, step.__name__))
+    return conn
+
+
+@pytest.mark.sqlite_only
+@pytest.mark.parametrize("applied", range(1, len(MIGRATIONS)))
+def test_migrate_from_each_older_schema_keeps_the_data(tmp_path, applied):
+    home = tmp_path / "old"
+    home.mkdir()
+    conn = older_store(home, applied)
     # Rows as the oldest schema wrote them: every later schema must keep them.
     conn.execute(
         "INSERT INTO lessons (id, fingerprint, trigger, guidance, category, severity, kind,"
@@ -84,12 +90,7 @@ def test_counting_by_cause_keeps_the_counts_of_pruned_failures(tmp_path):
     frames), and a fingerprint whose failures were pruned, seen in 5 runs."""
     home = tmp_path / "old"
     home.mkdir()
-    conn = sqlite3.connect(home / DB_NAME, isolation_level=None)
-    conn.execute("CREATE TABLE migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL,"
-                 " applied REAL NOT NULL)")
-    for version, step in enumerate(MIGRATIONS[:4], 1):
-        step(conn)
-        conn.execute("INSERT INTO migrations VALUES (?, ?, 0)", (version, step.__name__))
+    conn = older_store(home, 4)
     for n, (run, fp) in enumerate((("a", "fpa"), ("b", "fpb"), ("pruned", "fpc")), 1):
         conn.execute(
             "INSERT INTO lessons (id, fingerprint, trigger, guidance, category, severity,"
@@ -122,12 +123,7 @@ def test_counting_by_cause_keeps_the_rule_it_shipped_with(tmp_path, monkeypatch)
     shipped = fingerprint.cause(*error)
     monkeypatch.setattr(fingerprint, "message_template", lambda message: "tuned since")
     assert fingerprint.cause(*error) != shipped  # the live rule did change
-    conn = sqlite3.connect(tmp_path / DB_NAME, isolation_level=None)
-    conn.execute("CREATE TABLE migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL,"
-                 " applied REAL NOT NULL)")
-    for version, step in enumerate(MIGRATIONS[:4], 1):
-        step(conn)
-        conn.execute("INSERT INTO migrations VALUES (?, ?, 0)", (version, step.__name__))
+    conn = older_store(tmp_path, 4)
     conn.execute(
         "INSERT INTO failures (id, run, iteration, ts, goal, phase, action, exit_code,"
         " error_type, message, signature, friction, fingerprint, source, redactions, category,"
