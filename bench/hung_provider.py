@@ -52,6 +52,7 @@ def in_process(home: Path, model: str | None) -> float:
     return statistics.median(samples)
 
 
+# Own SQL: the store's API names no worker's pid, and the bench must stop its workers.
 def stop_workers(home: Path) -> None:
     conn = sqlite3.connect(home / "reflect.db")
     for (pid,) in conn.execute("SELECT pid FROM workers"):

@@ -69,6 +69,7 @@ def fill(home: Path, lessons: int, runs: int, model: str, dim: int) -> None:
     common = [COMMON_WORD, *vocab[:19]]  # causes that many runs share
     with Memory(home, embeddings="off") as mem:
         mem.capture(run="seed", exit_code=1)  # builds the schema
+        # Own SQL: 100,000 lessons in one transaction (the API commits a capture at a time).
         conn = mem.store.conn
         vectors = np.random.default_rng(1).standard_normal((runs, dim)).astype("<f4")
         vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)

@@ -56,11 +56,10 @@ def consolidate(home: Path, bound: int) -> tuple[dict, float]:
 
 
 def count(home: Path, table: str) -> int:
-    conn = sqlite3.connect(home / DB_NAME)
-    try:
-        return conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
-    finally:
-        conn.close()
+    with Memory(home, embeddings="off") as mem:
+        if table == "failures":
+            return int(mem.store.footprint()["failures"])
+        return len(mem.store.lessons(None, 0, 10**9))  # every lesson, whatever its status
 
 
 def main() -> None:
@@ -74,6 +73,7 @@ def main() -> None:
         full = size(home)
         older = Path(tmp) / "older"
         shutil.copytree(home, older)
+        # Own SQL: no API makes a store as older versions did (without incremental vacuum).
         conn = sqlite3.connect(older / DB_NAME, isolation_level=None)
         conn.execute("PRAGMA auto_vacuum=NONE")  # as a store made by an older version
         conn.execute("VACUUM")

@@ -24,12 +24,13 @@ from __future__ import annotations
 
 import os
 import struct
-import tempfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
+
+from .atomic import write_atomically
 
 MAGIC = b"RFLXVEC\0"
 VERSION = 1
@@ -169,17 +170,9 @@ class VectorIndex:
         header = _HEADER.pack(
             MAGIC, VERSION, self.dim, len(self.ids), len(model), len(stamp_b), len(ids), offset
         )
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(header + model + stamp_b + ids + bytes(offset - fixed))
-                f.write(np.ascontiguousarray(self.matrix, dtype="<f4").data)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        matrix = np.ascontiguousarray(self.matrix, dtype="<f4").data
+        write_atomically(path, (header + model + stamp_b + ids + bytes(offset - fixed), matrix),
+                         new_mode=0o600)  # beside the store, private as it is
 
     @classmethod
     def load(cls, path: Path, model: str, dim: int, stamp: str | None) -> VectorIndex | None:

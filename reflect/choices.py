@@ -11,3 +11,5 @@ TRACE_FORMATS = ("mini-swe-agent", "reflexion", "debugbench")  # logs `eval conv
 MEMORY_MODES = ("on", "recency", "off")  # all sections / this run's failures / none: `eval ab`
 BASELINE_MODES = ("last3", "popular")  # trivial blocks a replay compares memory with
 REPLAY_MODES = (*MEMORY_MODES, *BASELINE_MODES)  # `eval replay --mode`
+# `recall --semantic`: vectors the worker made (the rest queued) / the embedding model here
+SEMANTIC_MODES = ("cached", "wait")

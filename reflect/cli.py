@@ -16,10 +16,13 @@ from typing import Any
 
 from reflect import config
 from reflect.capture.numbers import bounded, count, number
+from reflect.choices import SEMANTIC_MODES
 from reflect.cli_lessons import LESSON_COMMANDS, open_memory
 from reflect.config import DEFAULT_MAX_TOKENS
 from reflect.eval.cli import add_eval_command
+from reflect.integrations.clients import CLIENTS, DEFAULT_SCOPE
 from reflect.output import Handler, emit, first_line, format_option, when
+from reflect.text import format_error
 
 LOOP_COMMANDS = {"capture", "recall", "outcome"}
 PER_STEP = {*LOOP_COMMANDS, "hook"}  # a process per agent step or tool call
@@ -107,7 +110,7 @@ def add_recall(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     c.add_argument("--max-tokens", type=number, default=DEFAULT_MAX_TOKENS,
                    help=f"the block's budget, four characters a token "
                         f"(default {DEFAULT_MAX_TOKENS})")
-    c.add_argument("--semantic", choices=["cached", "wait"], default="cached",
+    c.add_argument("--semantic", choices=SEMANTIC_MODES, default=SEMANTIC_MODES[0],
                    help="cached: use vectors the worker made, queue the rest (default); "
                         "wait: load the embedding model here")
     format_option(c)
@@ -173,33 +176,23 @@ def add_clear(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def add_hook(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     c = command(sub, "hook", cmd_hook,
                 "Answer one hook event (JSON on stdin) of an agent's client.")
-    c.add_argument("client", choices=["claude-code", "codex"],
-                   help="whose event it is: claude-code or codex")
+    c.add_argument("client", choices=list(CLIENTS),
+                   help=f"whose event it is: {' or '.join(CLIENTS)}")
 
 
 def add_install(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     c = command(sub, "install", None, "Put reflect's hooks into an agent's settings.")
-    client = c.add_subparsers(dest="client", required=True, metavar="claude-code|codex")
-    for name, scopes in (("claude-code", ("project", "local", "user")),
-                         ("codex", ("project", "user"))):
+    client = c.add_subparsers(dest="client", required=True, metavar="|".join(CLIENTS))
+    for name, scopes in CLIENTS.items():
         i = client.add_parser(name, help=f"the hooks for {name}")
         i.set_defaults(handler=cmd_install)
         where = i.add_mutually_exclusive_group()
-        for scope in scopes:
+        for scope, (path, what) in scopes.items():
             where.add_argument(f"--{scope}", dest="scope", action="store_const", const=scope,
-                               help=SCOPE_HELP[name, scope])
+                               help=f"{path}{what}")
         if name == "claude-code":
             where.add_argument("--plugin", metavar="DIR", help="write a plugin there instead")
         i.add_argument("--uninstall", action="store_true", help="remove reflect's hooks")
-
-
-SCOPE_HELP = {
-    ("claude-code", "project"): ".claude/settings.json, committed with the project (default)",
-    ("claude-code", "local"): ".claude/settings.local.json, this clone only",
-    ("claude-code", "user"): "~/.claude/settings.json, every project",
-    ("codex", "project"): ".codex/hooks.json (loaded for trusted projects; default)",
-    ("codex", "user"): "~/.codex/hooks.json, every project",
-}
 
 
 def add_mcp(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -230,7 +223,8 @@ def cmd_hook(args: argparse.Namespace) -> int:
 
 def cmd_install(args: argparse.Namespace) -> int:
     extra = {"plugin": args.plugin} if getattr(args, "plugin", None) else {}
-    print(integration(args.client).install(args.scope or "project", args.uninstall, **extra))
+    print(integration(args.client).install(args.scope or DEFAULT_SCOPE, args.uninstall,
+                                           **extra))
     return 0
 
 
@@ -277,12 +271,12 @@ def cmd_capture(args: argparse.Namespace) -> int:
     if entry is None:  # failure memory is off (``main`` returned before, but a caller may not)
         return 0
     emit(args, entry.to_dict(), f"{entry.failure_id} run {entry.run} iteration {entry.iteration}: "
-         f"{entry.error_type}: {entry.message.splitlines()[0] if entry.message else ''}")
+         + format_error(entry.error_type, (entry.message or "\n").splitlines()[0]))
     return 0
 
 
 def cmd_recall(args: argparse.Namespace) -> int:
-    with open_memory(embed_here=args.semantic == "wait") as mem:
+    with open_memory(embed_here=args.semantic == SEMANTIC_MODES[1]) as mem:
         max_tokens = bounded(args.max_tokens, "--max-tokens", 0)
         rec = mem.recall(run=args.run, goal=args.goal, phase=args.phase,
                          iteration=bounded(args.iteration, "iteration", 0),

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -127,7 +128,7 @@ def tally(credit: float) -> str:
     return f"{round(credit, 1):g}"
 
 
-def line(lesson: dict[str, Any]) -> str:
+def line(lesson: Mapping[str, Any]) -> str:
     flags = " [pinned]" if lesson["pinned"] else ""
     return (f"{lesson['id']}  {lesson['kind']:<9} conf {lesson['confidence']:.2f}  "
             f"won {tally(lesson['wins'])} lost {tally(lesson['losses'])}{flags}  "

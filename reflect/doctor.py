@@ -24,6 +24,7 @@ from reflect.store import (
     open_store,
     store_url,
 )
+from reflect.store.base import NewerSchema
 from reflect.store.sqlite_health import (
     LOW_SPACE,
     DiskFull,
@@ -31,7 +32,7 @@ from reflect.store.sqlite_health import (
     free_bytes,
     move_aside,
 )
-from reflect.store.sqlite_migrations import MIGRATIONS, NewerSchema
+from reflect.store.sqlite_migrations import MIGRATIONS
 
 
 @dataclass(frozen=True)
@@ -114,7 +115,7 @@ def _store(health) -> Finding:
     if health.problem:
         return Finding("store", False, f"{where}: {health.problem}")
     if health.schema > len(MIGRATIONS):
-        return Finding("store", False, str(NewerSchema(health.schema)))
+        return Finding("store", False, str(NewerSchema(health.schema, len(MIGRATIONS))))
     behind = len(MIGRATIONS) - health.schema
     return Finding("store", True, f"{where}: sound, schema {health.schema}"
                    + (f" ({behind} migration(s) to apply on next use)" if behind else ""))
@@ -138,7 +139,7 @@ def repair(home: Path, now: float) -> list[str]:
     elif health.problem:
         raise CannotRepair(f"nothing repaired: {db}: {health.problem}")
     elif health.schema > len(MIGRATIONS):
-        raise CannotRepair(f"nothing repaired: {NewerSchema(health.schema)}")
+        raise CannotRepair(f"nothing repaired: {NewerSchema(health.schema, len(MIGRATIONS))}")
     if health.damaged:
         done.append(f"started a new store {db}")
     return done + _replay(home, SQLiteStore(home)) or ["nothing to repair"]

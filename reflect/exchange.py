@@ -30,7 +30,6 @@ import math
 import os
 import re
 import stat
-import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,11 +37,12 @@ from typing import Any, cast
 
 from reflect.capture.heuristics import CATEGORIES, SEVERITIES
 from reflect.choices import EXPORT_FORMATS
+from reflect.index import atomic
 from reflect.records import Lesson, RankedLesson, new_lesson
 from reflect.reflection.review import GUIDANCE_MAX, TRIGGER_MAX, reviewed_texts
 from reflect.store.protocol import LessonStore
 from reflect.supersession import KIND_RANK
-from reflect.text import clip, counted
+from reflect.text import clip, counted, one_line
 
 __all__ = ["FORMATS", "ImportReport", "export_lessons", "import_lessons", "write_atomically"]
 
@@ -93,7 +93,7 @@ def _markdown(rows: list[RankedLesson],
     if proven:
         out += ["## House rules: proven by the holdout", ""]
         for r, effect in sorted(proven, key=lambda pair: -pair[1]["effect"]):
-            out.append(f"- **When** {_line(r['trigger'])}: {_line(r['guidance'])}")
+            out.append(f"- **When** {one_line(r['trigger'])}: {one_line(r['guidance'])}")
             lo, _ = effect["effect_interval"]
             out.append(f"  `{r['id']}` · its cause followed in "
                        f"{100 * effect['withheld']['rate']:.0f}% of "
@@ -106,7 +106,7 @@ def _markdown(rows: list[RankedLesson],
     for category in sorted({r["category"] for r in rows}):
         out += [f"## {category.capitalize()}", ""]
         for r in (r for r in rows if r["category"] == category):
-            out.append(f"- **When** {_line(r['trigger'])}: {_line(r['guidance'])}")
+            out.append(f"- **When** {one_line(r['trigger'])}: {one_line(r['guidance'])}")
             notes = [f"`{r['id']}`"]
             if r["runs"]:  # an imported lesson may not have failed here yet
                 notes.append(f"seen in {counted(r['runs'], 'run')}")
@@ -116,33 +116,18 @@ def _markdown(rows: list[RankedLesson],
             if r["kind"] == "taught":
                 notes.append("taught")
             if r["resolution"]:
-                notes.append(f"what worked: `{_line(r['resolution']).replace('`', '')}`")
+                notes.append(f"what worked: `{one_line(r['resolution']).replace('`', '')}`")
             out.append(f"  {' · '.join(notes)}")
         out.append("")
     return "\n".join(out)
 
 
-def _line(text: str) -> str:
-    return " ".join(text.split())  # one lesson, one list item
-
-
 def write_atomically(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` whole or not at all, even if the process dies midway."""
-    path = Path(path)
     try:
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        # A house-rules file is for the team to read, not private like a temporary file.
+        atomic.write_atomically(path, text, new_mode=0o644)
     except OSError as e:
-        raise OSError(f"cannot write {path}: {e.strerror or e}") from e
-    try:
-        # mkstemp makes the file private; a house-rules file is for the team to read.
-        os.fchmod(fd, path.stat().st_mode & 0o777 if path.exists() else 0o644)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except OSError as e:
-        Path(tmp).unlink(missing_ok=True)
         raise OSError(f"cannot write {path}: {e.strerror or e}") from e
 
 
@@ -267,4 +252,4 @@ def _unit(value: float, key: str) -> float:
 
 def _clean(text: str, scrub: Callable[[str], tuple[str, int]], limit: int) -> str:
     # Scrub the whole text before trimming, so a cut cannot split a secret past a rule.
-    return clip(_line(scrub(text)[0]), limit, at_word=True)
+    return clip(one_line(scrub(text)[0]), limit, at_word=True)

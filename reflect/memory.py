@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from reflect import config, consolidation, controls
 from reflect.capture import benign, numbers, own_module, pending, resolution
 from reflect.capture.entry import MAX_FIELD, Parsed, entry_rows, parse, synthesize
+from reflect.capture.scope import scope_of
 from reflect.recall.holdout import Holdout
 from reflect.records import ErrorEntry, Failure, Lesson, Recall
 from reflect.reflection import queue
@@ -122,7 +123,7 @@ class Memory:
         """The project lessons are learnt and recalled in: the repository at the working
         directory's, "global" outside one."""
         if self._scope is None:
-            self._scope = self.store.project_scope(Path.cwd())
+            self._scope = scope_of(Path.cwd(), self.store)
         return self._scope
 
     @scope.setter

@@ -1,5 +1,6 @@
 """Bounding text (every stored field, prompt line and error reason is cut the same way),
-counting things in words, and keying text."""
+making it one line, the one way a failure's error is written, counting things in words,
+and keying text."""
 
 from __future__ import annotations
 
@@ -15,6 +16,18 @@ def clip(text: str | None, limit: int, *, at_word: bool = False) -> str:
         return cut.rstrip() + "…"
     head = cut.rsplit(" ", 1)[0] if " " in cut else cut
     return head.rstrip(" ,;:-") + "…"
+
+
+def one_line(text: str | None) -> str:
+    """``text`` as one line: every run of white space (newlines too) one space, none at
+    the ends."""
+    return " ".join((text or "").split())
+
+
+def format_error(error_type: str, message: str) -> str:
+    """A failure's error as one text: what its lesson keeps, what a search looks it up
+    by, what a person is told was recorded."""
+    return f"{error_type}: {message}"
 
 
 def counted(n: int, noun: str) -> str:

@@ -9,6 +9,7 @@ from reflect.eval.replay import ReplayError, replay
 from reflect.eval.signature import signature
 from reflect.eval.trace import TraceRecord, write_trace
 from reflect.memory import Memory
+from reflect.recall.predict import Predictor
 from reflect.recall.render import LESSONS_HEADER, RECENT_HEADER, estimate_tokens
 from reflect.store import StoreUnavailable
 from reflect.store.sql import SQLStore
@@ -257,6 +258,14 @@ def test_baseline_popular_ranks_lessons_by_earlier_runs_regardless_of_goal(tmp_p
     assert rows[11]["tokens"] == estimate_tokens("\n".join(
         [RECENT_HEADER, *(i["text"] for i in rows[11]["items"][:2]), LESSONS_HEADER,
          *(i["text"] for i in rows[11]["items"][2:])]))
+
+
+def test_baseline_popular_reads_as_many_lessons_as_the_predictor_in_use(tmp_path):
+    summary = replay(BASELINE_TRACE, "popular", tmp_path, max_tokens=4000,
+                     predictor=Predictor(max_items=2))
+    assert summary["blocks"]["lesson_items"]["max"] == 2
+    assert [len([i for i in row["items"] if i["section"] == "lesson"])
+            for row in rows_of(tmp_path)][9] == 2  # six causes to offer: two shown
 
 
 def test_baselines_keep_the_token_budget(tmp_path):

@@ -86,3 +86,26 @@ def test_an_imported_resolution_is_reviewed_with_its_lesson(tmp_path, text):
     with Memory() as mem:
         report = import_lessons(mem.store, path, mem.scrubber.scrub, mem.clock())
         assert (report.quarantined, report.imported) == (1, 0)
+
+
+@pytest.mark.parametrize("text", HOSTILE_LESSONS[:6] + HOSTILE_LESSONS[-6:])
+def test_a_heuristic_lesson_quoting_a_hostile_error_is_quarantined(text):
+    """Capture's own lesson quotes the error and the action: it passes the same review, so
+    an error planted to steer the agent is never recalled in another run."""
+    with Memory(embeddings="off") as mem:
+        for _ in range(2):  # one quarantined lesson for the fingerprint, however often seen
+            entry = mem.capture(run="a", exit_code=1, action="make setup",
+                                error_text=f"RuntimeError: setup failed; {text}")
+        kept = lesson(mem, entry.lesson_id)
+        assert kept["kind"] == "heuristic" and kept["status"] == "quarantined"
+        assert kept["quarantine"]
+        assert [r["id"] for r in mem.lessons(status="quarantined")] == [entry.lesson_id]
+        assert entry.lesson_id not in [i.id for i in mem.recall(run="b", goal=text).items]
+
+
+@pytest.mark.parametrize("text", BENIGN_LESSONS[:6])
+def test_a_heuristic_lesson_quoting_a_benign_error_stays_active(text):
+    with Memory(embeddings="off") as mem:
+        entry = mem.capture(run="a", exit_code=1, action="make setup",
+                            error_text=f"RuntimeError: setup failed; {text}")
+        assert lesson(mem, entry.lesson_id)["status"] == "active"

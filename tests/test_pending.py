@@ -186,3 +186,21 @@ def test_an_outcome_under_a_held_lock_is_kept_aside_and_replayed(own_store):
         mem.capture(run="other", exit_code=1, error_text="ValueError: x")  # replays
         assert mem.failure(failure.failure_id).resolution != ""
     assert pending.waiting(own_store) == (0, 0)
+
+
+def test_a_capture_kept_by_an_older_version_gets_its_cause_at_replay(own_store):
+    """An older version left cause and family to the store; capture derives them now, so
+    the replay of its record derives them before the store takes it."""
+    Memory().capture(run="r", exit_code=1, error_text="ValueError: first")
+    with Memory(busy_timeout=0.05) as mem:
+        blocker = hold_lock(own_store)
+        mem.capture(run="r", exit_code=1, error_text="ModuleNotFoundError: No module named 'x'")
+        release(blocker)
+    path = own_store / pending.PENDING_FILE
+    record = json.loads(path.read_text())
+    derived = {key: record["failure"].pop(key) for key in ("cause", "family")}
+    path.write_text(json.dumps(record) + "\n")
+    with Memory() as mem:
+        mem.capture(run="r", exit_code=1, error_text="ValueError: later")
+        stored = mem.store.failure(record["failure"]["id"])
+    assert stored is not None and {k: stored[k] for k in derived} == derived

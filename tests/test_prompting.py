@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from reflect.capture.heuristics import CATEGORIES
+from reflect.capture.heuristics import CATEGORIES, GUIDANCE_MAX, TRIGGER_MAX
 from reflect.reflection.prompting import USER_MARKER, load_template, reflection_messages
 from reflect.reflection.review import KINDS
 
@@ -102,6 +102,15 @@ def test_long_fields_are_bounded():
     assert goal.startswith(field(text, "goal")[:-1]) and len(field(text, "goal")) <= 1500
     assert len(field(text, "message")) <= 1500
     assert len(text) < 6000
+
+
+def test_the_hypothesis_is_held_to_the_caps_of_every_lesson():
+    """A stored lesson is at most TRIGGER_MAX / GUIDANCE_MAX long, whoever wrote it (an
+    older store's may be longer): the prompt's hypothesis is cut at the same caps."""
+    long = {"trigger": "t" * 400, "guidance": "g" * 400, "category": "import"}
+    hypothesis = json.loads(block(user_text(heuristic=long), "hypothesis"))
+    assert (len(hypothesis["trigger"]), len(hypothesis["guidance"])) == (TRIGGER_MAX,
+                                                                         GUIDANCE_MAX)
 
 
 def test_earlier_failures_are_bounded_in_number_and_size():

@@ -7,6 +7,7 @@ import textwrap
 import pytest
 
 from reflect import Memory
+from reflect.capture import fingerprint
 from reflect.store import DB_NAME
 from reflect.store.sqlite_migrations import MIGRATIONS, migrate
 
@@ -38,17 +39,23 @@ def test_migrate_from_empty_database_and_again_is_a_no_op(tmp_path):
     assert conn.execute("SELECT COUNT(*) FROM migrations").fetchone()[0] == len(MIGRATIONS)
 
 
-@pytest.mark.sqlite_only
-@pytest.mark.parametrize("applied", range(1, len(MIGRATIONS)))
-def test_migrate_from_each_older_schema_keeps_the_data(tmp_path, applied):
-    home = tmp_path / "old"
-    home.mkdir()
+def older_store(home, applied: int) -> sqlite3.Connection:
+    """A SQLite store in ``home`` at the schema of its first ``applied`` migrations."""
     conn = sqlite3.connect(home / DB_NAME, isolation_level=None)
     conn.execute("CREATE TABLE migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL,"
                  " applied REAL NOT NULL)")
     for version, step in enumerate(MIGRATIONS[:applied], 1):
         step(conn)
         conn.execute("INSERT INTO migrations VALUES (?, ?, 0)", (version, step.__name__))
+    return conn
+
+
+@pytest.mark.sqlite_only
+@pytest.mark.parametrize("applied", range(1, len(MIGRATIONS)))
+def test_migrate_from_each_older_schema_keeps_the_data(tmp_path, applied):
+    home = tmp_path / "old"
+    home.mkdir()
+    conn = older_store(home, applied)
     # Rows as the oldest schema wrote them: every later schema must keep them.
     conn.execute(
         "INSERT INTO lessons (id, fingerprint, trigger, guidance, category, severity, kind,"
@@ -83,12 +90,7 @@ def test_counting_by_cause_keeps_the_counts_of_pruned_failures(tmp_path):
     frames), and a fingerprint whose failures were pruned, seen in 5 runs."""
     home = tmp_path / "old"
     home.mkdir()
-    conn = sqlite3.connect(home / DB_NAME, isolation_level=None)
-    conn.execute("CREATE TABLE migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL,"
-                 " applied REAL NOT NULL)")
-    for version, step in enumerate(MIGRATIONS[:4], 1):
-        step(conn)
-        conn.execute("INSERT INTO migrations VALUES (?, ?, 0)", (version, step.__name__))
+    conn = older_store(home, 4)
     for n, (run, fp) in enumerate((("a", "fpa"), ("b", "fpb"), ("pruned", "fpc")), 1):
         conn.execute(
             "INSERT INTO lessons (id, fingerprint, trigger, guidance, category, severity,"
@@ -111,6 +113,25 @@ def test_counting_by_cause_keeps_the_counts_of_pruned_failures(tmp_path):
     with Memory(home, embeddings="off") as mem:
         mem.capture(run="c", exit_code=1, error_text="SyntaxError: '(' was never closed")
         assert runs_of_cause(mem, "fpa") == 3
+
+
+@pytest.mark.sqlite_only
+def test_counting_by_cause_keeps_the_rule_it_shipped_with(tmp_path, monkeypatch):
+    """The migration computes an old store's causes by its frozen copy of the rule: what
+    it writes does not change when the live rule (reflect.capture.fingerprint) does."""
+    error = ("ModuleNotFoundError", "No module named 'yaml' (in /tmp/run-7/app.py)")
+    shipped = fingerprint.cause(*error)
+    monkeypatch.setattr(fingerprint, "message_template", lambda message: "tuned since")
+    assert fingerprint.cause(*error) != shipped  # the live rule did change
+    conn = older_store(tmp_path, 4)
+    conn.execute(
+        "INSERT INTO failures (id, run, iteration, ts, goal, phase, action, exit_code,"
+        " error_type, message, signature, friction, fingerprint, source, redactions, category,"
+        " severity, lesson_id) VALUES ('F-1', 'r', 1, 1, 'g', '', '', 1, ?, ?, '', '', 'fp',"
+        " 'text', 0, 'import', 'high', 'L-1')", error)
+    migrate(conn)
+    assert conn.execute("SELECT cause FROM failures").fetchall() == [(shipped,)]
+    assert conn.execute("SELECT cause FROM causes").fetchall() == [(shipped,)]
 
 
 def runs_of_cause(mem: Memory, fingerprint: str) -> int:

@@ -22,7 +22,8 @@ def test_a_newer_schema_is_refused_naming_its_version(own_store, caplog):
     assert (own_store / "pending.jsonl").exists()  # kept aside, not lost
     out = run_cli("status")
     assert out.returncode == 1 and f"version {newer}".encode() in out.stderr
-    assert b"upgrade reflect" in out.stderr
+    # The distribution's name: `reflect` on the package index is another project.
+    assert b"upgrade reflect (pip install -U reflect-memory)" in out.stderr
 
 
 def test_the_database_is_created_private_inside_an_open_home(own_store):

@@ -10,15 +10,17 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from typing import TypedDict
 
 from reflect.capture.extract import Extracted, extract_exception, extract_text
-from reflect.capture.fingerprint import fingerprint
-from reflect.capture.heuristics import heuristic_lesson
+from reflect.capture.fingerprint import cause, family, fingerprint
+from reflect.capture.heuristics import GUIDANCE_MAX, TRIGGER_MAX, heuristic_lesson
 from reflect.capture.numbers import bounded, whole_number
 from reflect.capture.reading import read_bounded
 from reflect.capture.scrub import Scrubber
 from reflect.records import Failure, Lesson, new_id, new_lesson
-from reflect.text import clip
+from reflect.reflection.review import reviewed_texts
+from reflect.text import clip, format_error
 
 MAX_ERROR_BYTES = 64 * 1024  # a tail this long always holds the error that ended the run
 MAX_FIELD = 4000
@@ -156,6 +158,17 @@ def read_crash_file(path: str) -> tuple[dict, list[str]]:
     return record, []
 
 
+class Causes(TypedDict):
+    cause: str
+    family: str
+
+
+def causes(error_type: str, message: str) -> Causes:
+    """The failure's cause and family (``reflect.capture.fingerprint``): the store counts
+    how widely a mistake recurs by them."""
+    return {"cause": cause(error_type, message), "family": family(error_type, message)}
+
+
 def entry_rows(parsed: Parsed, *, run: str, iteration: int | None, goal: str, action: str,
                scrubber: Scrubber, scope: str, now: float,
                own_module: bool = False) -> tuple[Failure, Lesson]:
@@ -189,11 +202,17 @@ def entry_rows(parsed: Parsed, *, run: str, iteration: int | None, goal: str, ac
         fields["error_type"], fields["message"], fields["action"], fields["phase"],
         parsed.exit_code, own_module,
     )
+    # It quotes the error and the action: reviewed as every other lesson is, so a hostile
+    # one is stored quarantined, never recalled in another run.
+    texts, quarantine, _ = reviewed_texts(
+        {"trigger": (hint.trigger, TRIGGER_MAX), "guidance": (hint.guidance, GUIDANCE_MAX)},
+        scrubber.scrub)
     lesson = new_lesson(
-        fingerprint=fp, trigger=hint.trigger, guidance=hint.guidance,
+        fingerprint=fp, trigger=texts["trigger"], guidance=texts["guidance"],
         category=hint.category, severity=hint.severity, kind="heuristic",
         confidence=HEURISTIC_CONFIDENCE, now=now, scope=scope,
-        error_text=f"{fields['error_type']}: {fields['message']}")
+        error_text=format_error(fields["error_type"], fields["message"]),
+        quarantine=quarantine)
     failure: Failure = {
         "id": new_id("F"),
         "run": scrub(run),
@@ -208,6 +227,7 @@ def entry_rows(parsed: Parsed, *, run: str, iteration: int | None, goal: str, ac
         "friction": fields["friction"],
         "exit_code": parsed.exit_code,
         "fingerprint": fp,
+        **causes(fields["error_type"], fields["message"]),
         "source": parsed.source,
         "redactions": redactions,
         "category": hint.category,

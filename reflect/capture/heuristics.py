@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from reflect import lazy
-from reflect.text import clip
+from reflect.text import clip, one_line
 
 __all__ = ["CATEGORIES", "SEVERITIES", "Heuristic", "heuristic_lesson"]
 
@@ -47,12 +47,9 @@ class Heuristic:
 
 # -- text helpers -------------------------------------------------------------
 
-_WS = lazy.compile(r"\s+")
-
-
 def _one_line(text: str, limit: int) -> str:
-    """Whitespace collapsed, cut to ``limit`` characters (with an ellipsis)."""
-    return clip(_WS.sub(" ", text or "").strip(), limit)
+    """One line, cut to ``limit`` characters (with an ellipsis)."""
+    return clip(one_line(text), limit)
 
 
 def _q(text: str, limit: int = 80) -> str:

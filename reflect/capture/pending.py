@@ -23,6 +23,7 @@ import os
 import tempfile
 from pathlib import Path
 
+from reflect.capture.entry import causes
 from reflect.records import Failure, Lesson
 from reflect.store import Rejected, prepare_home
 from reflect.store.protocol import FailureStore
@@ -162,7 +163,10 @@ def _replay_line(line: str, rejected: Path, store: FailureStore) -> None:
             store.resolve(o["run"], o["iteration"], o["action"], o["resolutions"], o["ts"],
                           reflect=o["reflect"], credit_outcome=o["credit"])
         elif store.failure(record["failure"]["id"]) is None:  # else replayed already
-            store.add_failure(record["failure"], record["lesson"])
+            failure = record["failure"]
+            if "cause" not in failure:  # kept by a version that left it to the store
+                failure.update(causes(failure["error_type"], failure["message"]))
+            store.add_failure(failure, record["lesson"])
     except (Rejected, ValueError, KeyError, TypeError, OverflowError):
         _reject(rejected, line)  # torn or foreign: it must not block the records after it
 

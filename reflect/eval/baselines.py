@@ -14,7 +14,7 @@ block within the same ``max_tokens``).
   provenance is that one failure. Nothing from earlier runs, so by
   construction it never covers a cross-run repeat.
 - ``popular``: the product's recent section, then, in place of the lessons
-  that fit the goal, the lessons of the ``MAX_LESSON_ITEMS`` (6) causes that
+  that fit the goal, the lessons of the ``Predictor.max_items`` (6) causes that
   failed in the most distinct runs other than this one (the replay plays runs
   in order, so those are earlier runs), regardless of the goal: one lesson a
   cause, the active lesson of its latest failure. Ties go to more failures,
@@ -22,7 +22,8 @@ block within the same ``max_tokens``).
   causes the recent section shows are left out, lessons of another project's
   scope are left out, and a lesson's provenance is its fingerprint's latest
   failures (``cause_failure_ids``). Same item budget as mode ``on``: at
-  most 6 lesson items plus the recent section.
+  most the predictor's ``max_items`` lesson items (6 by default, a tuned one's
+  when the replay is given one) plus the recent section.
 """
 
 from __future__ import annotations
@@ -39,8 +40,6 @@ from reflect.recall.render import (
     lesson_item_text,
 )
 from reflect.records import Recall, RecallItem
-
-MAX_LESSON_ITEMS = Predictor().max_items
 
 LAST_FAILURES = 3
 
@@ -65,7 +64,9 @@ def popular(mem: Memory, *, run: str, goal: str, phase: str, iteration: int,
     recent = recent_items(store, Query(run=run, iteration=iteration,
                                        escalate_after=config.escalate_after()), rows)
     shown = {row["cause"] for row in rows}
-    lessons = store.popular_lessons(run, mem.scope, shown, MAX_LESSON_ITEMS)
+    # The lesson items of the predictor in use (a tuned one's): mode ``on``'s budget.
+    max_items = (mem.predictor or Predictor()).max_items
+    lessons = store.popular_lessons(run, mem.scope, shown, max_items)
     items = [
         RecallItem(
             section="lesson",

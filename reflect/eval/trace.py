@@ -23,14 +23,14 @@ silence). Outputs are written atomically: a temporary file, then a rename.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, TextIO
+
+from reflect.index.atomic import write_atomically
 
 FIELDS = ("run", "iteration", "goal", "phase", "action", "exit_code", "error_text", "success",
           "ts", "project")
@@ -150,23 +150,8 @@ def write_text(path: str | os.PathLike[str], text: str) -> None:
     write_bytes(path, text.encode("utf-8"))
 
 
-def _umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
 def write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
-    """Write a whole file or nothing: a temporary file in the same directory, then a rename."""
+    """A whole file or nothing (``reflect.index.atomic``), its folder made if need be."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            os.fchmod(f.fileno(), 0o666 & ~_umask())  # as open() would have made it
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    write_atomically(path, data)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from reflect.integrations.clients import scopes
 from reflect.integrations.hooks import Event, base_event
 
 CLIENT = "claude-code"
@@ -24,11 +25,7 @@ HOOKS = {
     "PostToolUse": "Bash|Edit|MultiEdit|Write|NotebookEdit|Task|Agent",
     "PostToolUseFailure": None,
 }
-SCOPES = {
-    "project": Path(".claude/settings.json"),  # committed: a command on PATH
-    "local": Path(".claude/settings.local.json"),
-    "user": Path("~/.claude/settings.json"),
-}
+SCOPES = scopes(CLIENT)  # the project's is committed: a command on PATH
 EXIT_LINE = re.compile(r"Exit code:? (-?\d+)")
 
 

@@ -17,6 +17,7 @@ import os
 import re
 from pathlib import Path
 
+from reflect.integrations.clients import scopes
 from reflect.integrations.hooks import Event, base_event
 
 CLIENT = "codex"
@@ -26,7 +27,7 @@ HOOKS = {
     "PreToolUse": "Bash",
     "PostToolUse": "Bash|apply_patch",  # what can change a failed command's outcome
 }
-SCOPES = {"project": Path(".codex/hooks.json"), "user": Path("~/.codex/hooks.json")}
+SCOPES = scopes(CLIENT)
 TAIL_CHUNK = 256 * 1024  # the rollout is read from its end, a chunk at a time
 TAIL_LIMIT = 16 * 1024 * 1024  # and no further back than this
 # The header Codex puts above a call's output for the model, recorded in the rollout once

@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from reflect import config
-from reflect.text import clip
+from reflect.index.atomic import write_atomically
+from reflect.text import clip, format_error
 
 if TYPE_CHECKING:
     from reflect.capture.scrub import Scrubber
@@ -155,7 +156,7 @@ def after_tool(event: Event, state: State) -> str:
             text = mem.recall(run=event.session, goal=state.goal, phase=event.tool.lower()).text
         error = ""
         if entry is not None:  # the entry's fields are scrubbed already
-            error = f"{entry.error_type}: {entry.message.splitlines()[0] if entry.message else ''}"
+            error = format_error(entry.error_type, (entry.message or "\n").splitlines()[0])
         with state.changing():
             if entry is not None and entry.error_type == "CommandNotFound":
                 state.missing.add(entry.message.removesuffix(": command not found"))
@@ -274,6 +275,4 @@ def _read(path: Path) -> dict:
 
 
 def _write(path: Path, data: dict) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}")
-    tmp.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
-    os.replace(tmp, path)
+    write_atomically(path, json.dumps(data, ensure_ascii=False))

@@ -21,6 +21,7 @@ from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
 from reflect import Memory, __version__
+from reflect.text import format_error
 
 LESSON_FIELDS = ("id", "status", "kind", "trigger", "guidance", "resolution", "confidence")
 
@@ -52,7 +53,8 @@ def server(mem: Memory) -> MCPServer:  # noqa: C901 - six small tools, closures 
             return "Failure memory is switched off (REFLECT_FAILURE_MEMORY=0)."
         block = mem.recall(run=entry.run, goal=goal, phase=phase).text
         mem.ensure_worker()
-        return f"Recorded {entry.failure_id}: {entry.error_type}: {entry.message}\n\n{block}"
+        recorded = format_error(entry.error_type, entry.message)
+        return f"Recorded {entry.failure_id}: {recorded}\n\n{block}"
 
     @app.tool()
     def record_outcome(action: str = "", success: bool = True, run: str = "") -> str:

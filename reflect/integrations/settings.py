@@ -11,13 +11,13 @@ user's own file gets this interpreter's path, which works whatever PATH the clie
 from __future__ import annotations
 
 import json
-import os
 import shlex
 import shutil
 import sys
 from pathlib import Path
 
 from reflect.config import repo_root
+from reflect.index.atomic import write_atomically
 
 TIMEOUT = 10  # seconds the client waits; the hook answers within its own, shorter budget
 
@@ -149,8 +149,6 @@ def write_json(path: Path, data: dict) -> None:
 
 
 def write_text(path: Path, text: str) -> None:
-    """Written to a temporary file and renamed: never half-written."""
+    """Never half-written (``reflect.index.atomic``), its folder made if need be."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    write_atomically(path, text)

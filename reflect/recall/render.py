@@ -16,7 +16,7 @@ from reflect.capture import commands, own_module
 from reflect.capture.heuristics import heuristic_lesson
 from reflect.records import Failure, Lesson, Recall, RecallItem
 from reflect.reflection.defuse import neutralize
-from reflect.text import clip
+from reflect.text import clip, one_line
 
 RECENT_HEADER = "PAST FAILURES TO AVOID:"
 LESSONS_HEADER = "LESSONS FROM EARLIER RUNS:"
@@ -37,7 +37,7 @@ def quoted(text: str) -> str:
 
 
 def code(text: str) -> str:
-    return "`" + neutralize(" ".join(text.split())).replace("`", "'") + "`"
+    return "`" + neutralize(one_line(text)).replace("`", "'") + "`"
 
 
 def hint(lesson: Lesson | None, failure: Failure | None) -> str:
@@ -128,8 +128,7 @@ def bounded(lines: list[str], max_tokens: int) -> str:
     share the budget less what the later lines (what worked, an escalation) need at
     least, a line that fits in half keeping all of it; later lines get what is left,
     shortened to no less than ``MIN_LINE``."""
-    lines = [" ".join(line.split()) if i == 0 else "  " + " ".join(line.split())
-             for i, line in enumerate(lines)]
+    lines = [one_line(line) if i == 0 else "  " + one_line(line) for i, line in enumerate(lines)]
     budget = 4 * max_tokens
     head, rest = lines[:2], lines[2:]
     # The head gives up what the later lines need at least: a fixed failure says so.

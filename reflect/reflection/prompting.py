@@ -15,7 +15,7 @@ from importlib import resources
 from pathlib import Path
 from string import Template
 
-from reflect.capture.heuristics import CATEGORIES
+from reflect.capture.heuristics import CATEGORIES, GUIDANCE_MAX, TRIGGER_MAX
 from reflect.reflection.review import KINDS
 from reflect.text import clip
 
@@ -32,8 +32,9 @@ FIELD_LIMITS = {
     "goal": 1500,
     "action": 500,
 }
-EARLIER_LIMITS = {"error_type": 120, "message": 300, "guidance": 300}
-HYPOTHESIS_LIMITS = {"trigger": 200, "guidance": 300, "category": 40}
+# A lesson's texts at the caps every lesson is held to.
+EARLIER_LIMITS = {"error_type": 120, "message": 300, "guidance": GUIDANCE_MAX}
+HYPOTHESIS_LIMITS = {"trigger": TRIGGER_MAX, "guidance": GUIDANCE_MAX, "category": 40}
 RESOLUTION_LIMIT = 500
 
 

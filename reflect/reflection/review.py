@@ -20,7 +20,7 @@ from reflect.capture.details import foreign
 from reflect.capture.heuristics import CATEGORIES, GUIDANCE_MAX, TRIGGER_MAX
 from reflect.records import Failure
 from reflect.reflection.defuse import look_alikes_folded
-from reflect.text import clip
+from reflect.text import clip, one_line
 
 __all__ = ["HOSTILE", "KINDS", "MalformedLesson", "Reviewed", "review", "reviewed_texts"]
 
@@ -85,7 +85,7 @@ def reviewed_texts(texts: dict[str, tuple[str, int]], scrub: Callable[[str], tup
     reason = hostile_reason("\n".join(text for text, _ in texts.values()))
     out, redactions = {}, 0
     for name, (text, limit) in texts.items():
-        scrubbed, n = scrub(" ".join(text.split()))
+        scrubbed, n = scrub(one_line(text))
         out[name], redactions = clip(scrubbed, limit, at_word=True), redactions + n
     return out, reason, redactions
 
@@ -120,7 +120,7 @@ def _text(data: dict, key: str) -> str:
     value = data.get(key)
     if not isinstance(value, str) or not value.strip():
         raise MalformedLesson(f"the lesson has no {key} (a non-empty string)")
-    return " ".join(value.split())
+    return one_line(value)
 
 
 def _confidence(value: object) -> float:

@@ -27,6 +27,20 @@ class StoreUnavailable(Exception):
     capture keeps the failure aside and recall answers from what it has."""
 
 
+class NewerSchema(StoreUnavailable):
+    """The store was written by a newer reflect: this one would misread it. ``store``
+    names it, ``elsewhere`` says how to use another one instead."""
+
+    def __init__(self, version: int, known: int, *, store: str = "the store",
+                 extra: str = "", elsewhere: str = "point REFLECT_HOME at another store"):
+        super().__init__(
+            f"{store} has schema version {version}, newer than this reflect knows ({known});"
+            f" upgrade reflect (pip install -U {UPGRADE}){extra}, or {elsewhere}")
+
+
+UPGRADE = "reflect-memory"  # the distribution's name: `reflect` on the index is another project
+
+
 class Rejected(ValueError):
     """The store refused one record (a duplicate id, a value out of range); the store
     itself is fine."""

@@ -3,20 +3,15 @@ clearing a run. Shared by both backends (a mixin of ``SQLStore``)."""
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from reflect.capture.fingerprint import cause, family
-from reflect.capture.gitconfig import project_scope, repo_from_git_config
-from reflect.config import repo_root
 from reflect.records import Failure, Lesson, RecallItem
 from reflect.store.base import Row, Tx, failure_row, insert, lesson_row, marks, protected
 from reflect.store.credit import CreditQueries, recount_holdout
 from reflect.store.jobs import JobQueries
 from reflect.store.runs import MAX_GOAL_CHARS, RunQueries
-from reflect.text import clip, text_key
+from reflect.text import clip, format_error, text_key
 
 if TYPE_CHECKING:
     from reflect.recall.holdout import Eligible
@@ -26,7 +21,7 @@ EMBED_TARGET = "pending"  # one embed job covers everything that lacks a vector
 
 def error_query(failure: Mapping[str, Any]) -> str:
     """The text that stands for a failure in a search: its error type and message."""
-    return f"{failure['error_type']}: {failure['message']}"
+    return format_error(failure["error_type"], failure["message"])
 
 
 class FailureQueries(CreditQueries, JobQueries, RunQueries):
@@ -55,10 +50,6 @@ class FailureQueries(CreditQueries, JobQueries, RunQueries):
         for the error's and the goal's texts. Returns the stored rows.
         """
         fp = failure["fingerprint"]
-        # Derived here, the one place a failure enters the store (pending files kept by
-        # an older version have no cause).
-        failure["cause"] = cause(failure["error_type"], failure["message"])
-        failure["family"] = family(failure["error_type"], failure["message"])
         with self.write() as tx:
             self._lock(tx, "run:" + failure["run"])
             self._lock(tx, "lessons:" + fp)
@@ -68,10 +59,19 @@ class FailureQueries(CreditQueries, JobQueries, RunQueries):
             scope = lesson.get("scope", "global")  # kept-aside records may lack it
             self._register_run(tx, failure["run"], failure["goal"], scope, failure["ts"])
             row = self._active_lesson(tx, fp)
-            if row is None:
+            if row is None and lesson.get("quarantine"):
+                # A hostile heuristic lesson (capture's review): kept for a person, never
+                # recalled; the failure links to it, one for the fingerprint.
+                row = self._one_lesson(
+                    tx, "SELECT * FROM lessons WHERE fingerprint = ? AND status ="
+                    " 'quarantined' AND kind = 'heuristic' ORDER BY seq DESC", fp)
+                if row is None:
+                    insert(tx, "lessons", {**lesson, "status": "quarantined"})
+                    row = self._one_lesson(tx, "SELECT * FROM lessons WHERE id = ?", lesson["id"])
+            elif row is None:
                 insert(tx, "lessons", lesson)
                 row = self._active_lesson(tx, fp)
-                assert row is not None  # inserted just now
+            assert row is not None  # inserted just now
             failure["lesson_id"] = row["id"]
             new_run, new_family_run = (tx.execute(
                 f"SELECT 1 FROM failures WHERE {key} = ? AND run = ? LIMIT 1",
@@ -104,6 +104,11 @@ class FailureQueries(CreditQueries, JobQueries, RunQueries):
                                   failure["ts"])
         return stored, row
 
+    @staticmethod
+    def _one_lesson(tx: Tx, query: str, value: str) -> Lesson | None:
+        found = tx.execute(query + " LIMIT 1", (value,)).fetchone()
+        return lesson_row(found) if found else None
+
     def queue_texts(self, texts: list[str], now: float) -> None:
         """Ask the worker for these texts' vectors (goals, error lines)."""
         with self.write() as tx:
@@ -121,21 +126,14 @@ class FailureQueries(CreditQueries, JobQueries, RunQueries):
         if added:
             self._enqueue(tx, "embed", EMBED_TARGET, "", now)
 
-    def project_scope(self, cwd: Path) -> str:
-        """The scope of lessons learnt here: the repository's (by its remote's owner/name,
-        else its path), derived once and cached in the store; "global" outside one."""
-        root = repo_root(cwd)
-        if root is None:
-            return "global"
-        key = "scope:" + hashlib.sha256(str(root).encode()).hexdigest()[:16]
+    def cached_scope(self, key: str) -> str | None:
+        """A project's scope as capture derived it (``reflect.capture.scope``), by its key."""
         cached = self._value("SELECT value FROM meta WHERE key = ?", (key,))
-        if cached is not None:
-            return str(cached)
-        repo = repo_from_git_config(root)
-        scope = project_scope("/".join(repo) if repo else str(root))
+        return None if cached is None else str(cached)
+
+    def cache_scope(self, key: str, scope: str) -> None:
         with self.write() as tx:
             tx.execute("INSERT INTO meta VALUES (?, ?) ON CONFLICT DO NOTHING", (key, scope))
-        return scope
 
     # -- reading ---------------------------------------------------------------
 

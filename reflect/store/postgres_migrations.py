@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from reflect.store.base import StoreUnavailable
+from reflect.store.base import NewerSchema
 
 # Words as SQLite's unicode61 tokenizer (remove_diacritics 2) splits them: lowercase runs
 # of letters and digits, the common Latin diacritics folded; no stemmer and no stop
@@ -406,15 +406,10 @@ def log_eligible_lessons(tx: Any) -> None:
 MIGRATIONS: list[Callable[[Any], None]] = [create_schema, pool_families, log_eligible_lessons]
 
 
-class NewerSchema(StoreUnavailable):
-    """The database was written by a newer reflect: this one would misread it."""
-
-    def __init__(self, version: int, where: str):
-        super().__init__(
-            f"the PostgreSQL store {where} has schema version {version}, newer than this"
-            f" reflect knows ({len(MIGRATIONS)}); upgrade reflect (pip install -U"
-            " 'reflect-memory[postgres]') on every machine that shares it, or point REFLECT_STORE"
-            " at another database")
+def _newer(version: int, where: str) -> NewerSchema:
+    return NewerSchema(version, len(MIGRATIONS), store=f"the PostgreSQL store {where}",
+                       extra=" with its [postgres] extra on every machine that shares it",
+                       elsewhere="point REFLECT_STORE at another database")
 
 
 def migrate(conn: Any, where: str) -> None:
@@ -427,7 +422,7 @@ def migrate(conn: Any, where: str) -> None:
     if applied == len(MIGRATIONS):
         return
     if applied > len(MIGRATIONS):
-        raise NewerSchema(applied, where)
+        raise _newer(applied, where)
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(hashtext('reflect migrate '"
                      " || current_schema()))")
@@ -435,7 +430,7 @@ def migrate(conn: Any, where: str) -> None:
                      " name TEXT NOT NULL, applied TIMESTAMPTZ NOT NULL DEFAULT now())")
         done = _applied(conn)
         if done > len(MIGRATIONS):
-            raise NewerSchema(done, where)
+            raise _newer(done, where)
         for version, step in enumerate(MIGRATIONS[done:], start=done + 1):
             step(conn)
             conn.execute("INSERT INTO migrations (version, name) VALUES (%s, %s)",

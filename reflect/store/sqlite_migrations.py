@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from reflect.capture.fingerprint import cause
-from reflect.store.base import StoreUnavailable
+from reflect.store.base import NewerSchema
 from reflect.text import text_key
 
 
@@ -231,6 +230,8 @@ def add_credit_and_controls(conn: sqlite3.Connection) -> None:
 def count_causes(conn: sqlite3.Connection) -> None:
     """Count recurrence by cause (the fingerprint without frames): a mistake repeated in
     another run sits in other code, so a fingerprint's own run count undercounts it."""
+    from reflect.store.frozen_cause import cause  # the rule as this migration shipped
+
     conn.execute("ALTER TABLE failures ADD COLUMN cause TEXT NOT NULL DEFAULT ''")
     conn.executemany(
         "UPDATE failures SET cause = ? WHERE seq = ?",
@@ -497,16 +498,6 @@ def _script(conn: sqlite3.Connection, sql: str) -> None:
             statement = ""
 
 
-class NewerSchema(StoreUnavailable):
-    """The store was written by a newer reflect: this one would misread it."""
-
-    def __init__(self, version: int):
-        super().__init__(
-            f"the store's schema is version {version}, newer than this reflect knows"
-            f" ({len(MIGRATIONS)}); upgrade reflect (pip install -U reflect) or point"
-            " REFLECT_HOME at another store")
-
-
 def migrate(conn: sqlite3.Connection) -> None:
     """Bring the schema up to date inside one write transaction.
 
@@ -517,7 +508,7 @@ def migrate(conn: sqlite3.Connection) -> None:
     if applied == len(MIGRATIONS):
         return
     if applied > len(MIGRATIONS):
-        raise NewerSchema(applied)
+        raise NewerSchema(applied, len(MIGRATIONS))
     conn.execute("BEGIN IMMEDIATE")
     try:
         conn.execute(

@@ -1,0 +1,53 @@
+"""Writing a file whole or not at all: the one writer of every file the project replaces
+(the vector index, client settings, hook state, traces, exported rules).
+
+It lives here because ``reflect`` depends on ``reflect.index`` and never the other way
+round: the index file needs it too, and this is the one place both can import it from.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+
+__all__ = ["write_atomically"]
+
+
+def write_atomically(path: str | os.PathLike[str], data: str | bytes | Iterable[bytes | memoryview],
+                     *, new_mode: int | None = None) -> None:
+    """Write ``data`` (text as UTF-8, bytes, or chunks of bytes written in turn) to a
+    temporary file beside ``path``, flush it to disk, then rename it over ``path``: a
+    reader sees the old file or the new one, even if the process dies midway. On any
+    failure the temporary file is removed and the old file is left as it was.
+
+    The new file keeps the permissions of the one it replaces; a new file gets
+    ``new_mode``, by default what ``open()`` would give it (0666 less the umask)."""
+    path = Path(path)
+    try:
+        mode = path.stat().st_mode & 0o777
+    except OSError:
+        mode = 0o666 & ~_umask() if new_mode is None else new_mode
+    chunks = [data.encode("utf-8")] if isinstance(data, str) else (
+        [data] if isinstance(data, bytes) else data)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            os.fchmod(f.fileno(), mode)  # mkstemp makes it 0600
+            for chunk in chunks:
+                f.write(chunk)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask

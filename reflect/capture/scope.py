@@ -1,0 +1,39 @@
+"""The scope of the lessons learnt in a working directory: the repository's (named by
+its remote's ``owner/name``, else its path), "global" outside one.
+
+Derived here, before the store, from the git config read as a file; the store only
+keeps the answer (``ScopeCache``), so a capture reads the config once per repository.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Protocol
+
+from reflect.capture.gitconfig import project_scope, repo_from_git_config
+from reflect.config import repo_root
+
+__all__ = ["ScopeCache", "scope_of"]
+
+GLOBAL = "global"
+
+
+class ScopeCache(Protocol):
+    def cached_scope(self, key: str) -> str | None: ...
+    def cache_scope(self, key: str, scope: str) -> None: ...
+
+
+def scope_of(cwd: Path, cache: ScopeCache) -> str:
+    root = repo_root(cwd)
+    if root is None:
+        return GLOBAL
+    import hashlib  # here: outside a repository no OpenSSL is loaded
+
+    key = "scope:" + hashlib.sha256(str(root).encode()).hexdigest()[:16]
+    cached = cache.cached_scope(key)
+    if cached is not None:
+        return cached
+    repo = repo_from_git_config(root)
+    scope = project_scope("/".join(repo) if repo else str(root))
+    cache.cache_scope(key, scope)
+    return scope
