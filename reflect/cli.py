@@ -275,7 +275,8 @@ def cmd_capture(args) -> int:
 
 
 def cmd_recall(args) -> int:
-    with open_memory(embed_here=args.semantic == "wait") as mem:
+    with open_memory(embed_here=args.semantic == "wait",
+                     busy_timeout=config.STEP_BUSY_TIMEOUT) as mem:
         max_tokens = bounded(args.max_tokens, "--max-tokens", 0)
         rec = mem.recall(run=args.run, goal=args.goal, phase=args.phase,
                          iteration=bounded(args.iteration, "iteration", 0),
@@ -285,7 +286,7 @@ def cmd_recall(args) -> int:
 
 
 def cmd_outcome(args) -> int:
-    with open_memory(model=args.model) as mem:
+    with open_memory(model=args.model, busy_timeout=config.STEP_BUSY_TIMEOUT) as mem:
         resolved = mem.outcome(run=args.run, iteration=bounded(args.iteration, "iteration", 0),
                                success=args.success, action=args.action)
         mem.ensure_worker()

@@ -428,7 +428,7 @@ def migrate(conn: Any, where: str) -> None:
         return
     if applied > len(MIGRATIONS):
         raise NewerSchema(applied, where)
-    with conn.transaction():
+    with conn.upkeep(), conn.transaction():  # the server answered: it may take its time
         conn.execute("SELECT pg_advisory_xact_lock(hashtext('reflect migrate '"
                      " || current_schema()))")
         conn.execute("CREATE TABLE IF NOT EXISTS migrations (version BIGINT PRIMARY KEY,"
