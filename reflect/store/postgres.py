@@ -29,9 +29,11 @@ from psycopg.rows import RowMaker
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from reflect.store.base import Args, Cursor, Rejected, Row, StoreUnavailable, marks
-from reflect.store.postgres_migrations import migrate
+from reflect.store.health import CannotRepair, Finding, Health, disk
+from reflect.store.postgres_migrations import MIGRATIONS, migrate
 from reflect.store.sql import SQLStore
 from reflect.store.sqlite import prepare_home
+from reflect.store.sqlite_migrations import schema_names
 
 POOL_SIZE = 4  # connections one process keeps: its threads (a worker, recall's log) share them
 # Seconds. A server that accepts connections and never answers (hung, or a network that
@@ -42,6 +44,9 @@ LEAST_WAIT = 2.0  # libpq's least connect_timeout: psycopg raises a smaller one 
 UPKEEP_TIMEOUT = 60.0  # a migration or a VACUUM: upkeep, never a step's
 REPLY_MARGIN = 1.0  # the client waits this past the server's own statement_timeout
 K1, B = 1.2, 0.75  # BM25's parameters, FTS5's defaults
+# The tables: SQLite's, but for its keyword search (FTS5's tables), and PostgreSQL's own.
+SQLITE_OWN = ("lessons_fts", "lessons_vocab", "runs_fts", "runs_vocab", "sqlite_sequence")
+OWN_TABLES = frozenset({"lesson_words", "run_words", "runs_vocab"})
 
 # The pool reports a failed reconnection through logging; with no handler configured
 # Python would print it on stderr. The store raises StoreUnavailable instead.
@@ -241,6 +246,40 @@ class PostgresStore(SQLStore):
         if hasattr(self, "pool"):  # its threads may be connecting to a silent server
             self.pool.close(timeout=REPLY_MARGIN)
 
+    # -- what ``reflect doctor`` asks: the database, and the disk of this machine --------
+
+    @classmethod
+    def health(cls, home: Path, url: str = "") -> Health:
+        """Can the database be reached and read, are its tables all there; the disk of
+        what stays on this machine."""
+        try:
+            store = cls(url, home)
+            try:
+                missing = sorted(tables() - set(store._tables()))
+                size = store.footprint() if not missing else None
+            finally:
+                store.close()
+        except StoreUnavailable as e:
+            return Health((Finding("store", False, str(e)), *disk(home)), writable=False)
+        if size is None:
+            return Health((Finding("store", False, (
+                f"{redacted(url)}: its schema {len(MIGRATIONS)} lacks {', '.join(missing)}"
+                " (dropped by hand, or a foreign tool): restore them from a backup, or point"
+                " REFLECT_STORE at a new database; captures are kept aside meanwhile")),
+                *disk(home)), writable=False)
+        return Health((Finding("store", True, f"{size['path']}: reachable, schema up to date"),
+                       *disk(home)), writable=True, bytes=size["bytes"],
+                      failures=size["failures"])
+
+    @classmethod
+    def repair(cls, home: Path, now: float, url: str = "") -> list[str]:
+        """A shared database is never moved nor rebuilt from here: it must be reachable
+        and whole, and what was kept aside is then replayed into it (by the doctor)."""
+        health = cls.health(home, url)
+        if not health.writable:
+            raise CannotRepair(f"nothing repaired: {health.findings[0].text}")
+        return []
+
     # -- the primitives ------------------------------------------------------------------
 
     def _configure(self, conn: _Bounded) -> None:
@@ -399,6 +438,12 @@ class PostgresStore(SQLStore):
 _BM25_TERMS = """terms AS (
     SELECT v.term, GREATEST(ln((s.n - v.doc + 0.5) / (v.doc + 0.5)), 1e-6) AS idf
     FROM {vocab} v CROSS JOIN stats s WHERE v.term IN ({marks}))"""
+
+
+def tables() -> frozenset[str]:
+    """The tables a database at the current schema holds."""
+    return frozenset(t for t in schema_names(("table",))
+                     if not t.startswith(SQLITE_OWN)) | OWN_TABLES
 
 
 def _any_of(terms: list[str]) -> str:

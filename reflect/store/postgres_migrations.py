@@ -445,4 +445,4 @@ def migrate(conn: Any, where: str) -> None:
 def _applied(conn: Any) -> int:
     if conn.execute("SELECT to_regclass('migrations')").fetchone()[0] is None:
         return 0  # an empty database
-    return int(conn.execute("SELECT COUNT(*) FROM migrations").fetchone()[0])
+    return int(conn.execute("SELECT COALESCE(MAX(version), 0) FROM migrations").fetchone()[0])

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from reflect.store.base import Row
 
 if TYPE_CHECKING:
+    from reflect.store.health import Health
     from reflect.recall.holdout import Eligible
     from reflect.records import RecallItem
     from reflect.reflection.queue import Job, Limits, Verdict
@@ -124,6 +125,11 @@ class Store(Protocol):
 
     # -- the store itself ----------------------------------------------------------------
     def close(self) -> None: ...
+    # what ``reflect doctor`` asks, of a store that may not open (``url``: a shared one's)
+    @classmethod
+    def health(cls, home: Path, url: str = "") -> Health: ...
+    @classmethod
+    def repair(cls, home: Path, now: float, url: str = "") -> list[str]: ...
 
     # -- progress, run by run ------------------------------------------------------------
     def failure_fingerprints(self) -> list[tuple[str, str]]: ...
