@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 from reflect.store.base import Row
 
 if TYPE_CHECKING:
-    from reflect.store.health import Health
     from reflect.recall.holdout import Eligible
     from reflect.records import RecallItem
     from reflect.reflection.queue import Job, Limits, Verdict
+    from reflect.store.health import Health
 
 
 class Store(Protocol):
