@@ -85,6 +85,7 @@ STEPS = (
     bench("hooks"),
     bench("store_bound"),
     bench("team"),
+    bench("silent_store"),
     bench("attacks"),
     tests("leaks", *LEAKS),
     tests("hostile", *HOSTILE),

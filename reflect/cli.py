@@ -276,7 +276,8 @@ def cmd_capture(args: argparse.Namespace) -> int:
 
 
 def cmd_recall(args: argparse.Namespace) -> int:
-    with open_memory(embed_here=args.semantic == SEMANTIC_MODES[1]) as mem:
+    with open_memory(embed_here=args.semantic == SEMANTIC_MODES[1],
+                     busy_timeout=config.STEP_BUSY_TIMEOUT) as mem:
         max_tokens = bounded(args.max_tokens, "--max-tokens", 0)
         rec = mem.recall(run=args.run, goal=args.goal, phase=args.phase,
                          iteration=bounded(args.iteration, "iteration", 0),
@@ -286,7 +287,7 @@ def cmd_recall(args: argparse.Namespace) -> int:
 
 
 def cmd_outcome(args: argparse.Namespace) -> int:
-    with open_memory(model=args.model) as mem:
+    with open_memory(model=args.model, busy_timeout=config.STEP_BUSY_TIMEOUT) as mem:
         resolved = mem.outcome(run=args.run, iteration=bounded(args.iteration, "iteration", 0),
                                success=args.success, action=args.action)
         mem.ensure_worker()

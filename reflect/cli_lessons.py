@@ -94,7 +94,8 @@ def add_consolidate(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def add_doctor(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     doc = sub.add_parser("doctor", help="What is wrong with the store and how to recover.")
     doc.add_argument("--repair", action="store_true",
-                     help="keep a damaged store aside, start a new one, replay what was kept aside")
+                     help="keep a damaged store aside, start a new one, replay what was kept"
+                          " aside, drop the oldest failures past REFLECT_MAX_FAILURES")
     format_option(doc)
     doc.set_defaults(handler=cmd_doctor)
 

@@ -1,93 +1,58 @@
 """``reflect doctor``: what is wrong with a store and how to recover; ``--repair`` does it.
 
-A damaged or foreign ``reflect.db`` makes every capture keep its failure aside,
-never lost but never recalled. The diagnosis looks at the file (its header and
-SQLite's quick check), its schema, the disk, the captures kept aside and the
-size bound, and says what to do about each. The repair keeps the damaged file
-(renamed ``reflect.db.damaged-<UTC time>``, with its WAL), starts a new store and
-replays into it what was kept aside. With a shared PostgreSQL store (REFLECT_STORE) the
-diagnosis is of the database (reachable, its schema, its size) and of what stays on this
-machine (the disk, the captures kept aside), and the repair replays those into it.
+A damaged or foreign store makes every capture keep its failure aside, never lost but
+never recalled. The store says what is wrong with itself (``Store.health``: for the
+SQLite file its header, pages and tables; for a shared PostgreSQL store whether it can be
+reached and its tables; the disk of this machine either way) and repairs what it can
+(``Store.repair``: the SQLite file, damaged, is kept aside and a new one started; a
+shared database is never moved). The doctor adds what waits on this machine (the
+captures kept aside, replayed by the repair) and the size bound (applied by the repair,
+as ``reflect consolidate`` applies it).
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from reflect.capture import pending
 from reflect.store import (
-    DB_NAME,
-    SQLiteStore,
+    CannotRepair,
+    Finding,
     Store,
     StoreUnavailable,
+    backend,
     open_store,
     store_url,
 )
-from reflect.store.base import NewerSchema
-from reflect.store.sqlite_health import (
-    LOW_SPACE,
-    DiskFull,
-    check,
-    free_bytes,
-    move_aside,
-)
-from reflect.store.sqlite_migrations import MIGRATIONS
+from reflect.store.health import size
 
-
-@dataclass(frozen=True)
-class Finding:
-    what: str  # "store", "disk", "kept aside", "size"
-    ok: bool
-    text: str  # what was found, and when not ok what to do
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-
-class CannotRepair(Exception):
-    pass
+__all__ = ["CannotRepair", "Finding", "diagnose", "repair"]
 
 
 def diagnose(home: Path, max_failures: int | None) -> list[Finding]:
-    if store_url():
-        return _shared(home, max_failures)
-    db = home / DB_NAME
-    health = check(db)
-    findings = [_store(health)]
-    free = free_bytes(home)
-    if free is not None and free < LOW_SPACE and "disk is full" not in health.problem:
-        findings.append(Finding("disk", False, str(DiskFull(db, free))))
-    elif free is not None and free >= LOW_SPACE:
-        findings.append(Finding("disk", True, f"{_size(free)} free"))
-    findings += _kept(home, health.problem == "")
-    if health.exists and not health.problem:
+    """Each finding once: the store's, the captures kept aside, the size bound."""
+    url = store_url()
+    try:
+        health = backend(url).health(home, url)
+    except StoreUnavailable as e:  # REFLECT_STORE names a store this reflect cannot open
+        return [Finding("store", False, str(e)), *_kept(home, False)]
+    findings = [*health.findings, *_kept(home, health.writable)]
+    if health.failures is not None:
         findings.append(_bound(health.bytes, health.failures, max_failures))
     return findings
-
-
-def _shared(home: Path, max_failures: int | None) -> list[Finding]:
-    """A PostgreSQL store: can it be reached and read, and what waits on this machine."""
-    try:
-        store = open_store(home)
-        try:
-            size = store.footprint()
-        finally:
-            store.close()
-    except StoreUnavailable as e:
-        return [Finding("store", False, str(e)), *_kept(home, False)]
-    return [Finding("store", True, f"{size['path']}: reachable, schema up to date"),
-            *_kept(home, True), _bound(size["bytes"], size["failures"], max_failures)]
 
 
 def _kept(home: Path, writable: bool) -> list[Finding]:
     kept, rejected = pending.waiting(home)
     findings = []
-    if kept:
+    if kept and writable:
         findings.append(Finding(
-            "kept aside", writable,
-            f"{kept} capture(s) wait to be replayed; the next capture that can write the"
-            " store takes them in (`reflect doctor --repair` does it now)"))
+            "kept aside", True,
+            f"{kept} capture(s) wait to be replayed; the next capture takes them in"
+            " (`reflect doctor --repair` does it now)"))
+    elif kept:  # the store's finding says what to do: said once, there
+        findings.append(Finding(
+            "kept aside", True, f"{kept} capture(s) wait for the store; none is lost"))
     if rejected:
         findings.append(Finding(
             "kept aside", True, f"{rejected} record(s) no store accepts, kept for a person in "
@@ -95,65 +60,43 @@ def _kept(home: Path, writable: bool) -> list[Finding]:
     return findings
 
 
-def _bound(size: int, failures: int, max_failures: int | None) -> Finding:
-    bound = f"of at most {max_failures:,}" if max_failures else "(no bound)"
-    over = max_failures is not None and failures > max_failures
-    return Finding("size", True, f"{_size(size)}, {failures:,} failure(s) {bound}"
-                   " (REFLECT_MAX_FAILURES)"
-                   + ("; `reflect consolidate` drops the oldest" if over else ""))
+def _bound(bytes_: int, failures: int, max_failures: int | None) -> Finding:
+    if max_failures is None:
+        return Finding("size", True, f"{size(bytes_)}, {failures:,} failure(s) (no bound,"
+                                     " REFLECT_MAX_FAILURES)")
+    if failures <= max_failures:
+        return Finding("size", True, f"{size(bytes_)}, {failures:,} failure(s) of at most"
+                                     f" {max_failures:,} (REFLECT_MAX_FAILURES)")
+    return Finding("size", False, (
+        f"{size(bytes_)}, {failures:,} failure(s), past the bound of {max_failures:,}"
+        " (REFLECT_MAX_FAILURES): the bound is applied by `reflect consolidate`, by a worker"
+        " on its schedule, or now by `reflect doctor --repair`, each dropping the oldest"))
 
 
-def _store(health) -> Finding:
-    where = str(health.path)
-    if not health.exists:
-        return Finding("store", True, f"{where}: none yet (the first capture creates it)")
-    if health.damaged:
-        return Finding("store", False,
-                       f"{where} is {health.problem}: `reflect doctor --repair` keeps it as"
-                       f" {DB_NAME}.damaged-<time> and starts a new store, which takes in"
-                       " what was kept aside")
-    if health.problem:
-        return Finding("store", False, f"{where}: {health.problem}")
-    if health.schema > len(MIGRATIONS):
-        return Finding("store", False, str(NewerSchema(health.schema, len(MIGRATIONS))))
-    behind = len(MIGRATIONS) - health.schema
-    return Finding("store", True, f"{where}: sound, schema {health.schema}"
-                   + (f" ({behind} migration(s) to apply on next use)" if behind else ""))
-
-
-def repair(home: Path, now: float) -> list[str]:
-    """Move a damaged store aside, start a new one and replay what was kept aside; what
-    was done, one line each. Raises ``CannotRepair`` when the trouble is not damage. A
-    shared store is never moved: only what was kept aside here is replayed into it."""
-    if store_url():
-        try:
-            return _replay(home, open_store(home)) or ["nothing to repair"]
-        except StoreUnavailable as e:
-            raise CannotRepair(f"nothing repaired: {e}") from e
-    db = home / DB_NAME
-    health = check(db)
-    done = []
-    if health.damaged:
-        aside = move_aside(db, now)
-        done.append(f"kept the damaged store as {aside}")
-    elif health.problem:
-        raise CannotRepair(f"nothing repaired: {db}: {health.problem}")
-    elif health.schema > len(MIGRATIONS):
-        raise CannotRepair(f"nothing repaired: {NewerSchema(health.schema, len(MIGRATIONS))}")
-    if health.damaged:
-        done.append(f"started a new store {db}")
-    return done + _replay(home, SQLiteStore(home)) or ["nothing to repair"]
+def repair(home: Path, now: float, max_failures: int | None = None) -> list[str]:
+    """What the store can repair (``Store.repair``), then what was kept aside replayed
+    into it and the size bound applied; what was done, one line each. Raises
+    ``CannotRepair`` when the trouble is not one a repair mends."""
+    url = store_url()
+    try:
+        done = backend(url).repair(home, now, url)
+        store = open_store(home)
+    except StoreUnavailable as e:
+        raise CannotRepair(f"nothing repaired: {e}") from e
+    try:
+        done += _replay(home, store)
+        done += _apply_bound(store, now, max_failures)
+    finally:
+        store.close()
+    return done or ["nothing to repair"]
 
 
 def _replay(home: Path, store: Store) -> list[str]:
-    """Replay what was kept aside into ``store`` (closed after); what was done."""
+    """Replay what was kept aside into ``store``; what was done."""
     kept, _ = pending.waiting(home)
-    try:
-        before = store.footprint()["failures"]
-        pending.replay(home, store)
-        replayed = store.footprint()["failures"] - before
-    finally:
-        store.close()
+    before = store.footprint()["failures"]
+    pending.replay(home, store)
+    replayed = store.footprint()["failures"] - before
     done = []
     if kept or replayed:
         done.append(f"replayed {replayed} kept-aside capture(s) into it")
@@ -163,8 +106,11 @@ def _replay(home: Path, store: Store) -> list[str]:
     return done
 
 
-def _size(n: int) -> str:
-    for unit, scale in (("GB", 1e9), ("MB", 1e6)):
-        if n >= scale / 10:
-            return f"{n / scale:.1f} {unit}"
-    return f"{n / 1e3:.1f} kB"
+def _apply_bound(store: Store, now: float, max_failures: int | None) -> list[str]:
+    """The oldest failures past the bound dropped, as ``reflect consolidate`` drops them
+    (its other rows with them: ``Store.prune``)."""
+    if max_failures is None or store.footprint()["failures"] <= max_failures:
+        return []
+    dropped, _ = store.prune([], now, float("-inf"), max_failures)
+    store.purge()
+    return [f"dropped the {dropped:,} oldest failure(s) past the bound of {max_failures:,}"]

@@ -520,11 +520,12 @@ class Memory:
         return doctor.diagnose(self.home, config.max_failures())
 
     def repair(self) -> list[str]:
-        """Keep a damaged store aside, start a new one, replay what was kept aside."""
+        """Keep a damaged store aside, start a new one, replay what was kept aside, apply
+        the size bound."""
         from reflect import doctor
 
         self.close()
-        return doctor.repair(self.home, self.clock())
+        return doctor.repair(self.home, self.clock(), config.max_failures())
 
 
 def benign_entry(row: dict) -> ErrorEntry:

@@ -164,3 +164,100 @@ def test_huge_limits_list_everything(command, limit):
     capture("listed")
     out = run_cli(*command, "--limit", limit)
     assert out.returncode == 0, out.stderr
+
+
+BOTH = pytest.mark.parametrize(
+    "backend", ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgresql)],
+    indirect=True)
+
+
+def doctor_says(*args: str) -> tuple[int, str]:
+    out = run_cli("doctor", *args)
+    return out.returncode, (out.stdout + out.stderr).decode()
+
+
+@BOTH
+def test_a_store_past_its_bound_is_said_so_and_the_repair_applies_it(own_store, monkeypatch):
+    monkeypatch.setenv("REFLECT_MAX_FAILURES", "50")
+    with Memory(run="r") as mem:
+        for i in range(120):
+            mem.capture(iteration=i, exit_code=1, error_text=f"KeyError: 'k{i}'")
+    code, said = doctor_says()
+    assert code == 1 and "size: PROBLEM" in said, said
+    assert "120 failure(s), past the bound of 50" in said and "of at most" not in said
+    code, said = doctor_says("--repair")
+    assert code == 0 and "dropped the 70 oldest failure(s) past the bound of 50" in said, said
+    assert "50 failure(s) of at most 50" in said
+    with Memory(run="r") as mem:
+        assert [f.message for f in mem.failures(run="r", limit=100)][-1] == "'k70'"
+
+
+def drop_table(home, table: str) -> None:
+    url = os.environ.get("REFLECT_STORE")
+    if not url:
+        conn = sqlite3.connect(home / DB_NAME)
+        conn.execute(f"DROP TABLE {table}")
+        conn.close()
+        return
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(f"DROP TABLE {table} CASCADE")
+
+
+@BOTH
+def test_a_dropped_table_is_said_so_not_sound(own_store):
+    capture("before")
+    drop_table(own_store, "injections")
+    code, said = doctor_says()
+    assert code == 1 and "store: PROBLEM" in said and "lacks injections" in said, said
+    assert "sound" not in said
+
+
+def test_a_store_missing_a_table_is_kept_aside_and_started_anew(own_store):
+    capture("before")
+    drop_table(own_store, "injections")
+    capture("while incomplete")
+    code, said = doctor_says("--repair")
+    assert code == 0, said
+    assert "kept the damaged store as" in said and "replayed 1 kept-aside capture(s)" in said
+    assert stored_messages(own_store) == ["while incomplete"]
+    assert doctor_says()[0] == 0
+
+
+def test_a_newer_schema_is_said_with_its_version(own_store):
+    capture("one")
+    conn = sqlite3.connect(own_store / DB_NAME)
+    conn.execute("INSERT INTO migrations VALUES (42, 'from_the_future', 0)")
+    conn.commit()
+    conn.close()
+    capture("kept aside")
+    code, said = doctor_says()
+    assert code == 1 and "schema version 42, newer" in said, said
+    assert "size:" not in said  # a store this reflect cannot read is not counted
+    assert "1 capture(s) wait for the store; none is lost" in said
+
+
+def test_an_empty_store_file_is_said_to_be_a_lost_store(own_store):
+    capture("one")
+    db = own_store / DB_NAME
+    for path in (db, own_store / f"{DB_NAME}-wal", own_store / f"{DB_NAME}-shm"):
+        path.unlink(missing_ok=True)
+    db.write_bytes(b"")  # truncated: the history is gone
+    code, said = doctor_says()
+    assert code == 1 and "store: PROBLEM" in said and "empty (0 bytes)" in said, said
+    os.utime(db, (1e9, 1e9))  # not a store being created this instant
+    out = capture("after")
+    assert b"is empty (0 bytes)" in out.stderr and b"a new store starts in it" in out.stderr
+    assert stored_messages(own_store) == ["after"]
+
+
+def test_each_finding_is_said_once(own_store):
+    capture("before")
+    (own_store / DB_NAME).write_bytes(GARBAGE)
+    for name in (f"{DB_NAME}-wal", f"{DB_NAME}-shm"):
+        (own_store / name).unlink(missing_ok=True)
+    capture("while damaged")
+    code, said = doctor_says()
+    assert code == 1 and said.count("doctor --repair") == 1, said
+    assert said.count("PROBLEM") == 1

@@ -18,10 +18,11 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 import psycopg
+from psycopg.abc import PQGen
 from psycopg.adapt import Loader
 from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import RowMaker
@@ -29,13 +30,24 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from reflect.records import Lesson
 from reflect.store.base import Args, Cursor, Rejected, StoreUnavailable, lesson_row, marks
-from reflect.store.postgres_migrations import migrate
+from reflect.store.health import CannotRepair, Finding, Health, disk
+from reflect.store.postgres_migrations import MIGRATIONS, migrate
 from reflect.store.sql import SQLStore
 from reflect.store.sqlite import prepare_home
+from reflect.store.sqlite_migrations import schema_names
 
 POOL_SIZE = 4  # connections one process keeps: its threads (a worker, recall's log) share them
-STATEMENT_TIMEOUT = 60.0  # seconds: no statement of the service runs this long on a sound server
+# Seconds. A server that accepts connections and never answers (hung, or a network that
+# drops packets after the handshake) must cost a step what a held SQLite lock costs: a
+# bounded wait, then the capture kept aside. Every wait derives from the process's
+# busy timeout (``wait`` below); a sound server answers long before.
+LEAST_WAIT = 2.0  # libpq's least connect_timeout: psycopg raises a smaller one to it
+UPKEEP_TIMEOUT = 60.0  # a migration or a VACUUM: upkeep, never a step's
+REPLY_MARGIN = 1.0  # the client waits this past the server's own statement_timeout
 K1, B = 1.2, 0.75  # BM25's parameters, FTS5's defaults
+# The tables: SQLite's, but for its keyword search (FTS5's tables), and PostgreSQL's own.
+SQLITE_OWN = ("lessons_fts", "lessons_vocab", "runs_fts", "runs_vocab", "sqlite_sequence")
+OWN_TABLES = frozenset({"lesson_words", "run_words", "runs_vocab"})
 
 # The pool reports a failed reconnection through logging; with no handler configured
 # Python would print it on stderr. The store raises StoreUnavailable instead.
@@ -119,6 +131,45 @@ def _ms(seconds: float) -> int:
     return max(1, int(seconds * 1000))  # 0 would mean no timeout at all
 
 
+_T = TypeVar("_T")
+
+
+class _Bounded(psycopg.Connection[Any]):
+    """A connection that waits for the server's reply ``reply_timeout`` seconds at most.
+    PostgreSQL's statement_timeout is the server's own: a server that stopped answering
+    never applies it, and psycopg would wait forever. A reply that does not come closes
+    the connection (it is mid-statement: never reused) and says so."""
+
+    statement_timeout = reply_timeout = LEAST_WAIT  # until ``bound`` sets the store's
+
+    def bound(self, statement_timeout: float) -> None:
+        """The server cancels a statement after ``statement_timeout``; the client gives up
+        on its reply a margin later."""
+        self.execute(f"SET statement_timeout = {_ms(statement_timeout)}")
+        self.statement_timeout = statement_timeout
+        self.reply_timeout = statement_timeout + REPLY_MARGIN
+
+    @contextmanager
+    def upkeep(self) -> Iterator[None]:
+        """Statements that may run long on a sound server (a migration, a VACUUM)."""
+        before = self.statement_timeout
+        self.bound(UPKEEP_TIMEOUT)
+        try:
+            yield
+        finally:
+            if not self.closed:
+                self.bound(before)
+
+    def wait(self, gen: PQGen[_T], interval: float = 0.1, timeout: float | None = None) -> _T:
+        bound = self.reply_timeout if timeout is None else timeout
+        try:
+            return super().wait(gen, interval, bound)
+        except psycopg.errors._WaitTimeout:  # what Connection.wait raises on its timeout
+            self.close()
+            raise psycopg.OperationalError(
+                f"the server did not answer within {bound:g} s") from None
+
+
 class _Tx:
     """A transaction on one pooled connection, speaking the shared dialect."""
 
@@ -160,24 +211,31 @@ class PostgresStore(SQLStore):
         self.url = url
         self.where = redacted(url)
         self.busy_timeout = busy_timeout
+        # A connection within ``wait``; a statement within its lock wait and ``wait``
+        # more (the server cancels it); a reply within that and a margin (the client
+        # gives up). A step (busy timeout 0.25 s) waits 2, 2.25 and 3.25 s at most.
+        wait = max(LEAST_WAIT, busy_timeout)
+        self.statement_timeout = busy_timeout + wait
         given = conninfo_to_dict(url)
         extra: dict[str, Any] = {"autocommit": True}
         if "connect_timeout" not in given:
-            extra["connect_timeout"] = max(2, round(busy_timeout))
+            extra["connect_timeout"] = round(wait)
         if "application_name" not in given:
             extra["application_name"] = "reflect"
         # One connection of our own first: it fails at once, with the reason, when the
         # server cannot be reached (the pool would retry until its timeout, saying
         # nothing). The pool connects meanwhile; the schema is checked on this one.
         with self._translated():
-            first = psycopg.connect(url, **extra)
+            first = _Bounded.connect(url, **extra)
         try:
             self.pool = ConnectionPool(
-                url, kwargs={**extra, "row_factory": _rows_by_name}, min_size=1,
+                url, connection_class=_Bounded,
+                kwargs={**extra, "row_factory": _rows_by_name}, min_size=1,
                 max_size=POOL_SIZE, configure=self._configure, timeout=busy_timeout,
                 name="reflect", open=False)
             self.pool.open(wait=False)
             with self._translated():
+                first.bound(self.statement_timeout)
                 migrate(first, self.where)
         except BaseException:
             self.close()
@@ -186,15 +244,49 @@ class PostgresStore(SQLStore):
             first.close()
 
     def close(self) -> None:
-        if hasattr(self, "pool"):
-            self.pool.close()
+        if hasattr(self, "pool"):  # its threads may be connecting to a silent server
+            self.pool.close(timeout=REPLY_MARGIN)
+
+    # -- what ``reflect doctor`` asks: the database, and the disk of this machine --------
+
+    @classmethod
+    def health(cls, home: Path, url: str = "") -> Health:
+        """Can the database be reached and read, are its tables all there; the disk of
+        what stays on this machine."""
+        try:
+            store = cls(url, home)
+            try:
+                missing = sorted(tables() - set(store._tables()))
+                size = store.footprint() if not missing else None
+            finally:
+                store.close()
+        except StoreUnavailable as e:
+            return Health((Finding("store", False, str(e)), *disk(home)), writable=False)
+        if size is None:
+            return Health((Finding("store", False, (
+                f"{redacted(url)}: its schema {len(MIGRATIONS)} lacks {', '.join(missing)}"
+                " (dropped by hand, or a foreign tool): restore them from a backup, or point"
+                " REFLECT_STORE at a new database; captures are kept aside meanwhile")),
+                *disk(home)), writable=False)
+        return Health((Finding("store", True, f"{size['path']}: reachable, schema up to date"),
+                       *disk(home)), writable=True, bytes=size["bytes"],
+                      failures=size["failures"])
+
+    @classmethod
+    def repair(cls, home: Path, now: float, url: str = "") -> list[str]:
+        """A shared database is never moved nor rebuilt from here: it must be reachable
+        and whole, and what was kept aside is then replayed into it (by the doctor)."""
+        health = cls.health(home, url)
+        if not health.writable:
+            raise CannotRepair(f"nothing repaired: {health.findings[0].text}")
+        return []
 
     # -- the primitives ------------------------------------------------------------------
 
-    def _configure(self, conn: psycopg.Connection[Any]) -> None:
+    def _configure(self, conn: _Bounded) -> None:
         """A new pooled connection: numbers as SQLite reads them, and the timeouts."""
         conn.adapters.register_loader("numeric", _Number)
-        conn.execute(f"SET statement_timeout = {_ms(STATEMENT_TIMEOUT)}")
+        conn.bound(self.statement_timeout)
         conn.execute(f"SET lock_timeout = {_ms(self.busy_timeout)}")
 
     @contextmanager
@@ -337,7 +429,9 @@ class PostgresStore(SQLStore):
 
     def _vacuum(self, *tables: str) -> None:
         with self._translated(), self.pool.connection() as conn:  # outside a transaction
-            conn.execute(f"VACUUM {', '.join(tables)}")
+            assert isinstance(conn, _Bounded)
+            with conn.upkeep():
+                conn.execute(f"VACUUM {', '.join(tables)}")
 
 
 # The query's terms with their inverse document frequency, as FTS5 computes it (a term in
@@ -345,6 +439,12 @@ class PostgresStore(SQLStore):
 _BM25_TERMS = """terms AS (
     SELECT v.term, GREATEST(ln((s.n - v.doc + 0.5) / (v.doc + 0.5)), 1e-6) AS idf
     FROM {vocab} v CROSS JOIN stats s WHERE v.term IN ({marks}))"""
+
+
+def tables() -> frozenset[str]:
+    """The tables a database at the current schema holds."""
+    return frozenset(t for t in schema_names(("table",))
+                     if not t.startswith(SQLITE_OWN)) | OWN_TABLES
 
 
 def _any_of(terms: list[str]) -> str:

@@ -423,7 +423,7 @@ def migrate(conn: Any, where: str) -> None:
         return
     if applied > len(MIGRATIONS):
         raise _newer(applied, where)
-    with conn.transaction():
+    with conn.upkeep(), conn.transaction():  # the server answered: it may take its time
         conn.execute("SELECT pg_advisory_xact_lock(hashtext('reflect migrate '"
                      " || current_schema()))")
         conn.execute("CREATE TABLE IF NOT EXISTS migrations (version BIGINT PRIMARY KEY,"
@@ -440,4 +440,4 @@ def migrate(conn: Any, where: str) -> None:
 def _applied(conn: Any) -> int:
     if conn.execute("SELECT to_regclass('migrations')").fetchone()[0] is None:
         return 0  # an empty database
-    return int(conn.execute("SELECT COUNT(*) FROM migrations").fetchone()[0])
+    return int(conn.execute("SELECT COALESCE(MAX(version), 0) FROM migrations").fetchone()[0])

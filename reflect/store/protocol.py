@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from reflect.recall.holdout import Eligible
     from reflect.records import Failure, Lesson, RankedLesson, RecallItem
     from reflect.reflection.queue import Job, Limits, Verdict
+    from reflect.store.health import Health
 
 
 class FailureStore(Protocol):
@@ -182,3 +183,8 @@ class Store(FailureStore, InjectionLog, RunStore, LessonStore, VectorStore, Upke
     """Every role at once: what a backend implements and ``open_store`` returns."""
 
     def close(self) -> None: ...
+    # what ``reflect doctor`` asks, of a store that may not open (``url``: a shared one's)
+    @classmethod
+    def health(cls, home: Path, url: str = "") -> Health: ...
+    @classmethod
+    def repair(cls, home: Path, now: float, url: str = "") -> list[str]: ...

@@ -19,10 +19,12 @@ from pathlib import Path
 from typing import Any
 
 from reflect.records import Lesson
-from reflect.store.base import Args, lesson_row, marks
+from reflect.store.base import Args, NewerSchema, lesson_row, marks
+from reflect.store.health import CannotRepair, Finding, Health, disk
 from reflect.store.sql import SQLStore
-from reflect.store.sqlite_health import file_bytes, translated
-from reflect.store.sqlite_migrations import migrate
+from reflect.store.sqlite_health import EMPTY, check, file_bytes, move_aside, translated
+from reflect.store.sqlite_health import Health as FileHealth
+from reflect.store.sqlite_migrations import MIGRATIONS, migrate, schema_names
 
 DB_NAME = "reflect.db"
 _INCREMENTAL = 2  # PRAGMA auto_vacuum
@@ -48,6 +50,21 @@ def _least(*values: Any) -> Any:
     return min((v for v in values if v is not None), default=None)
 
 
+def _say_if_lost(path: Path) -> None:
+    """An empty file that no opening process is writing (SQLite writes a new store's
+    first page within milliseconds): the store was lost or cut short. It becomes a new
+    store, said so once, here."""
+    with contextlib.suppress(OSError):
+        st = os.stat(path)
+        if st.st_size == 0 and time.time() - st.st_mtime > LOST_AFTER:
+            from reflect import config
+
+            config.warn(f"{path} is {EMPTY}; a new store starts in it")
+
+
+LOST_AFTER = 2.0  # seconds an empty store file may be a new store being created
+
+
 class SQLiteStore(SQLStore):
     def __init__(self, home: Path, busy_timeout: float = 5.0):
         prepare_home(home)
@@ -56,8 +73,10 @@ class SQLiteStore(SQLStore):
         # Private even inside a home that is not: created 0600 before SQLite opens it.
         # O_EXCL: never an fd on an open database, whose close would drop this
         # process's SQLite locks on it.
-        with contextlib.suppress(FileExistsError):
+        try:
             os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+        except FileExistsError:
+            _say_if_lost(self.path)
         self.busy_timeout = busy_timeout
         with translated(self.path):
             self.conn = sqlite3.connect(
@@ -102,6 +121,34 @@ class SQLiteStore(SQLStore):
 
     def close(self) -> None:
         self.conn.close()
+
+    # -- what ``reflect doctor`` asks: the file, without opening it as a store ----------
+
+    @classmethod
+    def health(cls, home: Path, url: str = "") -> Health:
+        """The file (its header, pages and schema) and the disk it is on."""
+        found = check(home / DB_NAME, schema_names(), len(MIGRATIONS))
+        store = _store_finding(found)
+        return Health((store, *disk(home, found.problem)), writable=store.ok,
+                      bytes=found.bytes,
+                      failures=found.failures if store.ok and found.exists else None)
+
+    @classmethod
+    def repair(cls, home: Path, now: float, url: str = "") -> list[str]:
+        """A damaged, empty or incomplete file is kept aside (``reflect.db.damaged-<UTC
+        time>``, with its WAL) and a new store started; what was done. Raises
+        ``CannotRepair`` when the trouble is not the file's (its mode, a newer schema)."""
+        db = home / DB_NAME
+        found = check(db, schema_names(), len(MIGRATIONS))
+        if found.damaged:
+            aside = move_aside(db, now)
+            cls(home).close()
+            return [f"kept the damaged store as {aside}", f"started a new store {db}"]
+        if found.problem:
+            raise CannotRepair(f"nothing repaired: {db}: {found.problem}")
+        if found.schema > len(MIGRATIONS):
+            raise CannotRepair(f"nothing repaired: {NewerSchema(found.schema, len(MIGRATIONS))}")
+        return []
 
     @contextmanager
     def write(self, wait: float | None = None) -> Iterator[sqlite3.Connection]:
@@ -187,3 +234,21 @@ class SQLiteStore(SQLStore):
         """The file (with its WAL), its size and how many failures it holds."""
         failures = int(self._value("SELECT COUNT(*) FROM failures"))
         return {"path": str(self.path), "bytes": file_bytes(self.path), "failures": failures}
+
+
+def _store_finding(health: FileHealth) -> Finding:
+    where = str(health.path)
+    if not health.exists:
+        return Finding("store", True, f"{where}: none yet (the first capture creates it)")
+    if health.damaged:
+        return Finding("store", False,
+                       f"{where} is {health.problem}: `reflect doctor --repair` keeps it as"
+                       f" {DB_NAME}.damaged-<time> and starts a new store, which takes in"
+                       " what was kept aside")
+    if health.problem:
+        return Finding("store", False, f"{where}: {health.problem}")
+    if health.schema > len(MIGRATIONS):
+        return Finding("store", False, str(NewerSchema(health.schema, len(MIGRATIONS))))
+    behind = len(MIGRATIONS) - health.schema
+    return Finding("store", True, f"{where}: sound, schema {health.schema}"
+                   + (f" ({behind} migration(s) to apply on next use)" if behind else ""))

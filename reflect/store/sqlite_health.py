@@ -88,13 +88,19 @@ class Health:
     bytes: int
     problem: str = ""
     damaged: bool = False  # a repair may move it aside
-    schema: int = 0  # migrations applied
+    schema: int = 0  # the version of the last migration applied
     failures: int = 0
 
 
-def check(path: Path, busy_timeout: float = 5.0) -> Health:
-    """Look at the database file without changing it: its header, then SQLite's own
-    quick check of every page."""
+EMPTY = ("empty (0 bytes): a store that was lost or cut short, its history gone unless a"
+         " copy of the file has it")
+
+
+def check(path: Path, expected: frozenset[str] = frozenset(), current: int = 0,
+          busy_timeout: float = 5.0) -> Health:
+    """Look at the database file without changing it: its header, SQLite's own quick
+    check of every page, then (at schema version ``current``) that the ``expected``
+    tables and triggers are all there."""
     try:
         size = file_bytes(path)
         with open(path, "rb") as f:
@@ -103,6 +109,8 @@ def check(path: Path, busy_timeout: float = 5.0) -> Health:
         return Health(path, False, 0)
     except OSError as e:
         return Health(path, True, 0, f"cannot be read ({e.strerror}); check its owner and mode")
+    if not head and not size:
+        return Health(path, True, 0, EMPTY, damaged=True)
     if head and head != HEADER:
         return Health(path, True, size, "not a SQLite database (overwritten, or a foreign file)",
                       damaged=True)
@@ -110,10 +118,12 @@ def check(path: Path, busy_timeout: float = 5.0) -> Health:
         conn = sqlite3.connect(path, timeout=busy_timeout)
         try:
             found = [r[0] for r in conn.execute("PRAGMA quick_check(5)")]
-            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
-            schema, failures = (
-                conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
-                if table in tables else 0 for table in ("migrations", "failures"))
+            names = {r[0] for r in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type IN ('table', 'trigger')")}
+            schema = conn.execute("SELECT COALESCE(MAX(version), 0) FROM migrations"
+                                  ).fetchone()[0] if "migrations" in names else 0
+            failures = conn.execute("SELECT COUNT(*) FROM failures").fetchone()[0] \
+                if "failures" in names else 0
         finally:
             conn.close()
     except sqlite3.Error as e:
@@ -121,6 +131,11 @@ def check(path: Path, busy_timeout: float = 5.0) -> Health:
         return Health(path, True, size, str(better), damaged=isinstance(better, Damaged))
     if found != ["ok"]:
         return Health(path, True, size, "damaged: " + "; ".join(found), damaged=True)
+    missing = sorted(expected - names) if schema == current else []
+    if missing:
+        return Health(path, True, size, f"incomplete: its schema {schema} lacks "
+                      f"{', '.join(missing)} (dropped by hand, or a foreign tool)",
+                      damaged=True, schema=schema, failures=failures)
     return Health(path, True, size, schema=schema, failures=failures)
 
 

@@ -528,7 +528,22 @@ def migrate(conn: sqlite3.Connection) -> None:
 
 
 def _applied(conn: sqlite3.Connection) -> int:
+    """The version of the last migration applied (a newer reflect's may be past ours)."""
     try:
-        return int(conn.execute("SELECT COUNT(*) FROM migrations").fetchone()[0])
+        return int(conn.execute("SELECT COALESCE(MAX(version), 0) FROM migrations"
+                                ).fetchone()[0])
     except sqlite3.OperationalError:  # no migrations table yet: an empty database
         return 0
+
+
+def schema_names(kinds: tuple[str, ...] = ("table", "trigger")) -> frozenset[str]:
+    """The tables and triggers the migrations make: what a store at the current version
+    holds (an empty store in memory, migrated)."""
+    conn = sqlite3.connect(":memory:", isolation_level=None)
+    try:
+        migrate(conn)
+        return frozenset(r[0] for r in conn.execute(
+            f"SELECT name FROM sqlite_master WHERE type IN ({', '.join('?' * len(kinds))})",
+            kinds))
+    finally:
+        conn.close()

@@ -1,0 +1,55 @@
+"""What ``reflect doctor`` asks of a store: its health, said so a person can act on it,
+and the repair of what the backend can repair. Each backend answers for itself
+(``health`` and ``repair`` on ``SQLiteStore`` and ``PostgresStore``); the doctor adds
+what waits on this machine and the size bound."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from reflect.store.sqlite_health import LOW_SPACE, DiskFull, free_bytes
+
+
+@dataclass(frozen=True)
+class Finding:
+    what: str  # "store", "disk", "kept aside", "size"
+    ok: bool
+    text: str  # what was found, and when not ok what to do
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Health:
+    """A store's findings (the store, then this machine's disk) and, when it can be read,
+    its size and how many failures it holds."""
+
+    findings: tuple[Finding, ...]
+    writable: bool  # the store takes captures (and so what was kept aside)
+    bytes: int = 0
+    failures: int | None = None  # None: none yet, or not readable
+
+
+class CannotRepair(Exception):
+    pass
+
+
+def disk(home: Path, said: str = "") -> list[Finding]:
+    """The disk of ``home`` (the store's file, or what a shared store keeps here), unless
+    the store's finding ``said`` it is full already."""
+    free = free_bytes(home)
+    if free is None or (free < LOW_SPACE and "disk is full" in said):
+        return []
+    if free < LOW_SPACE:  # DiskFull names the directory of the file it is given
+        return [Finding("disk", False, str(DiskFull(home / "store", free)))]
+    return [Finding("disk", True, f"{size(free)} free")]
+
+
+def size(n: int) -> str:
+    for unit, scale in (("GB", 1e9), ("MB", 1e6)):
+        if n >= scale / 10:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n / 1e3:.1f} kB"
