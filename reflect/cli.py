@@ -15,7 +15,6 @@ from reflect import config
 from reflect.capture.numbers import bounded, count, number
 from reflect.cli_lessons import LESSON_COMMANDS, open_memory
 from reflect.config import DEFAULT_MAX_TOKENS
-from reflect.eval.cli import add_eval_command
 from reflect.output import emit, first_line, format_option, when
 
 LOOP_COMMANDS = {"capture", "recall", "outcome"}
@@ -386,10 +385,16 @@ def cmd_clear(args) -> int:
     return 0
 
 
+def add_eval(sub: argparse._SubParsersAction) -> None:
+    from reflect.eval.cli import add_eval_command  # not at import: a hook never evaluates
+
+    add_eval_command(sub)
+
+
 # name -> what adds it to the parser, in the order ``reflect --help`` lists them
 COMMANDS = {
     "capture": add_capture, "recall": add_recall, "outcome": add_outcome,
     "worker": add_worker, "status": add_status, "failures": add_failures, "stats": add_stats,
     "clear": add_clear, "hook": add_hook, "install": add_install, "mcp": add_mcp,
-    "run": add_run, **LESSON_COMMANDS, "eval": add_eval_command,
+    "run": add_run, **LESSON_COMMANDS, "eval": add_eval,
 }

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-from datetime import UTC, datetime
 
 from reflect.choices import OUTPUT_FORMATS
 from reflect.text import clip
@@ -24,6 +23,8 @@ def emit(args, data: dict, text: str) -> None:
 
 
 def when(ts: float) -> str:
+    from datetime import UTC, datetime  # not at import: a capture never prints a date
+
     return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%d %H:%M")
 
 
