@@ -34,6 +34,10 @@ READY_SECONDS = 0.5  # a child that has not said it is there by then: the hook g
 ANSWER_SECONDS = 9.0  # a child answers within the hook's own budget (hooks.TIME_BUDGET)
 MAX_SOCKET_PATH = 100  # sun_path holds 108 bytes
 READY = b"R"
+# The commands an agent runs a process for at each step or tool call, answered by a helper
+# that is up; only a hook starts one (capture and recall start no process of their own).
+HELPED = frozenset({"hook", "capture", "recall", "outcome"})
+STARTS = frozenset({"hook"})
 REPLY = struct.Struct("!iI")  # exit code, bytes of stdout; then stdout, then stderr
 
 
@@ -43,7 +47,7 @@ def enabled(env=os.environ) -> bool:
 
 def run(argv: list[str]) -> int:
     """Answer ``reflect <argv>`` through the helper when one answers, else in this process
-    (and start a helper for the next hook)."""
+    (and, for a hook, start a helper for the next one)."""
     from reflect.home import default_home
 
     home = default_home()
@@ -52,15 +56,20 @@ def run(argv: list[str]) -> int:
         code = cold(argv)
         from reflect import config  # loaded by the command already
 
-        if missing and config.enabled():
+        if argv[0] in STARTS and missing and config.enabled():
             start(home)
         return code
+    data, fd = None, 0  # a loop command reads its own stdin, if at all (--error-file -)
     try:
-        data = read_stdin()
-        answered = ask(client, argv, data)
+        if argv[0] == "hook":  # the event is held here, for the cold answer
+            data = read_stdin()
+            fd = event_fd(data)
+        answered = ask(client, argv, fd)
     finally:
         client.close()
-    if answered is None:  # the helper failed us: the event is answered here
+        if fd:
+            os.close(fd)
+    if answered is None:  # the helper failed us: the command runs here
         return cold(argv, data)
     code, out, err = answered
     sys.stdout.buffer.write(out)
@@ -121,9 +130,10 @@ def event_fd(data: bytes) -> int:
     return fd
 
 
-def ask(client: _socket.socket, argv: list[str], data: bytes
+def ask(client: _socket.socket, argv: list[str], stdin: int
         ) -> tuple[int, bytes, bytes] | None:
-    """The child's exit code, stdout and stderr; None when it did not answer in full."""
+    """The child's exit code, stdout and stderr, ``stdin`` its standard input; None when
+    it did not answer in full."""
     umask = os.umask(0o077)
     os.umask(umask)
     # marshal: built in, and both ends run the same interpreter (the child checks)
@@ -132,15 +142,11 @@ def ask(client: _socket.socket, argv: list[str], data: bytes
     try:
         if client.recv(1) != READY:
             return None
-        fd = event_fd(data)
-        try:
-            client.settimeout(ANSWER_SECONDS)
-            client.sendmsg([b"E"], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS,
-                                     struct.pack("i", fd))])
-            client.sendall(request)
-            client.shutdown(_socket.SHUT_WR)
-        finally:
-            os.close(fd)
+        client.settimeout(ANSWER_SECONDS)
+        client.sendmsg([b"E"], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS,
+                                 struct.pack("i", stdin))])
+        client.sendall(request)
+        client.shutdown(_socket.SHUT_WR)
         reply = receive_all(client)
     except OSError:
         return None
@@ -238,10 +244,10 @@ def warm_up() -> None:
     from reflect import lazy
     from reflect.integrations import claude_code, hooks
 
-    failed: dict[str, object] = {"tool_name": "Bash", "tool_input": {"command": "python -m pytest tests/"},
-              "error": "Exit code 1\nTraceback (most recent call last):\n  File "
-                       "\"/srv/app/report.py\", line 3, in <module>\n"
-                       "ModuleNotFoundError: No module named 'yaml'"}
+    failed: dict[str, object] = {
+        "tool_name": "Bash", "tool_input": {"command": "python -m pytest tests/"},
+        "error": "Exit code 1\nTraceback (most recent call last):\n  File \"/srv/app/report.py\","
+                 " line 3, in <module>\nModuleNotFoundError: No module named 'yaml'"}
     events: list[dict[str, object]] = [{"hook_event_name": "SessionStart"},
               {"hook_event_name": "UserPromptSubmit", "prompt": "make the tests pass"},
               {"hook_event_name": "PreToolUse", **failed},
