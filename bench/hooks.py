@@ -80,6 +80,8 @@ def main() -> None:
                                 b"ModuleNotFoundError: No module named 'yaml'\n", env),
             "reflect recall": ([script, "recall", "--goal", "make the report run"], b"", env),
         }
+        commands["helper capture"] = (*commands["reflect capture"][:2], warm)
+        commands["helper recall"] = (*commands["reflect recall"][:2], warm)
         for name in EVENTS:
             label = "PostToolUse (Bash)" if name == "PostToolUse" else name
             commands[f"hook {label}"] = (hook, event(name), env)
