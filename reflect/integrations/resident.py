@@ -204,6 +204,7 @@ def serve(home: Path, idle: float = IDLE_SECONDS) -> None:
     listener.listen(64)
     own = os.stat(path).st_ino
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children reap themselves
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # the socket goes with it
     waited = 0.0
     try:
         while waited < idle:
@@ -224,6 +225,7 @@ def serve(home: Path, idle: float = IDLE_SECONDS) -> None:
                 listener.close()
                 lock.close()
                 signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+                signal.signal(signal.SIGTERM, signal.SIG_DFL)
                 try:
                     handle(conn)
                 finally:
