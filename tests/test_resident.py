@@ -224,3 +224,14 @@ def test_a_capture_uses_the_helper_that_is_up(own_store, helper):
     with Memory(own_store) as mem:
         [entry] = mem.failures(run=SESSION)
     assert entry.message == "No module named 'yaml'"
+
+
+def test_hooks_at_once_each_get_a_child_of_their_own(own_store, helper):
+    argv = [sys.executable, "-m", "reflect", "hook", "claude-code"]
+    env = {**os.environ, **HELPER_ON}
+    running = [subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+               for _ in range(4)]
+    answers = [json.loads(p.communicate(failed_event(), timeout=60)[0]) for p in running]
+    assert all("pytest: command not found" in a["hookSpecificOutput"]["additionalContext"]
+               for a in answers)
+    assert stored(own_store) == 4
