@@ -244,7 +244,7 @@ def warm_up() -> None:
 
     import reflect.cli  # noqa: F401
     from reflect import lazy
-    from reflect.integrations import claude_code, hooks
+    from reflect.integrations import claude_code, codex, hooks  # noqa: F401 (codex: imported)
 
     failed: dict[str, object] = {
         "tool_name": "Bash", "tool_input": {"command": "python -m pytest tests/"},
