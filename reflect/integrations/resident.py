@@ -195,6 +195,9 @@ def serve(home: Path, idle: float = IDLE_SECONDS) -> None:
     except OSError:
         return  # another helper serves this store
     warm_up()
+    import gc
+
+    gc.freeze()  # what the warm-up made is never scanned again: no copy-on-write for it
     loaded = sources()
     path = home / SOCKET_NAME
     path.unlink(missing_ok=True)
