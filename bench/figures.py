@@ -184,6 +184,14 @@ HOOK_ROWS = (  # README label, the bench's names, target (ms, x pass, x numpy)
      ("hook UserPromptSubmit", "hook SessionStart"), None),
     ("`reflect capture`", ("reflect capture",), ("≤ 3x", None, 3, None)),
     ("`reflect recall`", ("reflect recall",), ("≤ 1.3x", None, None, 1.3)),
+    ("resident helper: `PreToolUse`", ("helper PreToolUse",), ("< 100 ms, ≤ 3x", 100, 3, None)),
+    ("resident helper: `PostToolUse` of Bash", ("helper PostToolUse (Bash)",), None),
+    ("resident helper: `PostToolUseFailure`", ("helper PostToolUseFailure",),
+     ("< 150 ms", 150, None, None)),
+    ("resident helper: `UserPromptSubmit` / `SessionStart`",
+     ("helper UserPromptSubmit", "helper SessionStart"), None),
+    ("resident helper: `reflect capture`", ("helper capture",), ("≤ 3x", None, 3, None)),
+    ("resident helper: `reflect recall`", ("helper recall",), ("≤ 1.3x", None, None, 1.3)),
 )
 
 

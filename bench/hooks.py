@@ -1,6 +1,9 @@
 """Cold start, since a hook starts a process per tool call: `reflect capture`, `reflect
 recall` and `reflect hook claude-code` for each event, from process start to answer,
-side by side with `python -c pass` and `python -c "import numpy"` in one run.
+side by side with `python -c pass` and `python -c "import numpy"` in one run; each hook
+both as a cold process (`REFLECT_HELPER=off`) and answered by the resident helper
+(`reflect.integrations.resident`, started before the runs). The package's bytecode is
+compiled first, as an install leaves it.
 
 Run: .venv/bin/python bench/hooks.py
 Targets: PostToolUseFailure median under 150 ms, PreToolUse under 100 ms and at most 3x
@@ -10,17 +13,23 @@ most 1.3x `python -c "import numpy"`.
 
 from __future__ import annotations
 
+import compileall
 import json
 import os
+import socket
 import statistics
+import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from capture_recall import cold
 from figures import emit
 
+import reflect
 from reflect import Memory
+from reflect.integrations import resident
 
 RUNS = 21
 SESSION = "bench-session"
@@ -32,40 +41,70 @@ def event(name: str, **changes) -> bytes:
     return json.dumps({**data, "session_id": SESSION, "cwd": os.getcwd(), **changes}).encode()
 
 
+EVENTS = ("PreToolUse", "PostToolUse", "PostToolUseFailure", "UserPromptSubmit", "SessionStart")
+
+
+def start_helper(home: Path, env: dict) -> subprocess.Popen:
+    helper = subprocess.Popen([sys.executable, "-m", "reflect.integrations.resident",
+                               str(home)], env=env)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        with socket.socket(socket.AF_UNIX) as probe:
+            try:
+                probe.connect(str(home / resident.SOCKET_NAME))
+                return helper
+            except OSError:
+                time.sleep(0.1)
+    raise SystemExit("the resident helper did not start")
+
+
 def main() -> None:
+    # As an install leaves it (pip compiles what it installs; PYTHONDONTWRITEBYTECODE
+    # would have every run compile the package again).
+    compileall.compile_dir(Path(reflect.__file__).parent, quiet=1)
     with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp) / "store"
         env = {**os.environ, "REFLECT_HOME": str(home), "REFLECT_RUN": SESSION,
-               "REFLECT_WORKER": "off"}
+               "REFLECT_WORKER": "off", "REFLECT_HELPER": "off"}
         with Memory(home, run=SESSION) as mem:  # a session that has failed a few times
             for i, module in enumerate(("yaml", "dateutil", "requests")):
                 mem.capture(iteration=i + 1, action="python report.py", exit_code=1,
                             error_text=f"ModuleNotFoundError: No module named '{module}'")
         script = str(Path(sys.executable).parent / "reflect")
         hook = [script, "hook", "claude-code"]
+        warm = {**env, "REFLECT_HELPER": "on"}
         commands = {
-            "python -c pass": ([sys.executable, "-c", "pass"], b""),
-            'python -c "import numpy"': ([sys.executable, "-c", "import numpy"], b""),
+            "python -c pass": ([sys.executable, "-c", "pass"], b"", env),
+            'python -c "import numpy"': ([sys.executable, "-c", "import numpy"], b"", env),
             "reflect capture": ([script, "capture", "--exit-code", "1", "--error-file", "-"],
-                                b"ModuleNotFoundError: No module named 'yaml'\n"),
-            "reflect recall": ([script, "recall", "--goal", "make the report run"], b""),
-            "hook PreToolUse": (hook, event("PreToolUse")),
-            "hook PostToolUse (Bash)": (hook, event("PostToolUse")),
-            "hook PostToolUseFailure": (hook, event("PostToolUseFailure")),
-            "hook UserPromptSubmit": (hook, event("UserPromptSubmit")),
-            "hook SessionStart": (hook, event("SessionStart")),
+                                b"ModuleNotFoundError: No module named 'yaml'\n", env),
+            "reflect recall": ([script, "recall", "--goal", "make the report run"], b"", env),
         }
-        print(f"cold processes, median of {RUNS}, interleaved (one store, one session):")
+        commands["helper capture"] = (*commands["reflect capture"][:2], warm)
+        commands["helper recall"] = (*commands["reflect recall"][:2], warm)
+        for name in EVENTS:
+            label = "PostToolUse (Bash)" if name == "PostToolUse" else name
+            commands[f"hook {label}"] = (hook, event(name), env)
+            commands[f"helper {label}"] = (hook, event(name), warm)
+        print(f"cold processes, median of {RUNS}, interleaved (one store, one session); "
+              "helper: the hook answered by the resident helper:")
         times: dict[str, list[float]] = {name: [] for name in commands}
-        for _ in range(RUNS):  # interleaved, so the machine's load falls on all alike
-            for name, (argv, stdin) in commands.items():
-                times[name].append(cold(argv, env, stdin)[0])
+        helper = start_helper(home, warm)
+        try:
+            for _ in range(RUNS):  # interleaved, so the machine's load falls on all alike
+                for name, (argv, stdin, environ) in commands.items():
+                    times[name].append(cold(argv, environ, stdin)[0])
+        finally:
+            helper.terminate()
+            helper.wait(10)
         medians = {name: statistics.median(t) for name, t in times.items()}
         bare, numpy = medians["python -c pass"], medians['python -c "import numpy"']
         for name, ms in medians.items():
             print(f"  {name:<26} {ms:7.1f} ms   {ms / bare:4.1f}x python -c pass   "
                   f"{ms / numpy:4.2f}x import numpy")
-    emit({"runs": RUNS, "medians_ms": medians})
+    print(f"load average {' / '.join(f'{x:.2f}' for x in os.getloadavg())} (1, 5, 15 min), "
+          f"{os.cpu_count()} cores")
+    emit({"runs": RUNS, "medians_ms": medians, "load": os.getloadavg()})
 
 
 if __name__ == "__main__":

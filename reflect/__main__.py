@@ -1,5 +1,5 @@
 import sys
 
-from reflect.cli import main
+from reflect.launch import main
 
 sys.exit(main())

@@ -19,7 +19,6 @@ from reflect.capture.numbers import bounded, count, number
 from reflect.choices import SEMANTIC_MODES
 from reflect.cli_lessons import LESSON_COMMANDS, open_memory
 from reflect.config import DEFAULT_MAX_TOKENS
-from reflect.eval.cli import add_eval_command
 from reflect.integrations.clients import CLIENTS, DEFAULT_SCOPE
 from reflect.output import Handler, emit, first_line, format_option, when
 from reflect.text import format_error
@@ -388,10 +387,16 @@ def cmd_clear(args: argparse.Namespace) -> int:
     return 0
 
 
+def add_eval(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from reflect.eval.cli import add_eval_command  # not at import: a hook never evaluates
+
+    add_eval_command(sub)
+
+
 # name -> what adds it to the parser, in the order ``reflect --help`` lists them
 COMMANDS = {
     "capture": add_capture, "recall": add_recall, "outcome": add_outcome,
     "worker": add_worker, "status": add_status, "failures": add_failures, "stats": add_stats,
     "clear": add_clear, "hook": add_hook, "install": add_install, "mcp": add_mcp,
-    "run": add_run, **LESSON_COMMANDS, "eval": add_eval_command,
+    "run": add_run, **LESSON_COMMANDS, "eval": add_eval,
 }

@@ -5,10 +5,13 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
-from reflect.capture.gitconfig import repo_from_git_config
-from reflect.capture.scrub import Scrubber
+from reflect.home import default_home as default_home  # the store's location, named here too
+from reflect.home import repo_root as repo_root
+
+if TYPE_CHECKING:
+    from reflect.capture.scrub import Scrubber
 
 DEFAULT_RUN = "default"
 DEFAULT_MAX_TOKENS = 400  # the block's budget, four characters a token
@@ -101,21 +104,6 @@ def worker_allowed(env=os.environ) -> bool:
     return env.get("REFLECT_WORKER", "").strip().lower() not in {"off", "0", "false", "no"}
 
 
-def repo_root(start: Path) -> Path | None:
-    for path in (start, *start.parents):
-        if (path / ".git").exists():
-            return path
-    return None
-
-
-def default_home(env=os.environ, cwd: Path | None = None) -> Path:
-    """``REFLECT_HOME``, else ``.reflect`` at the repository root, else in the working directory."""
-    if env.get("REFLECT_HOME"):
-        return Path(env["REFLECT_HOME"]).expanduser()
-    cwd = cwd or Path.cwd()
-    return (repo_root(cwd) or cwd) / ".reflect"
-
-
 def default_run(env=os.environ) -> str:
     return env.get("REFLECT_RUN") or DEFAULT_RUN
 
@@ -143,7 +131,11 @@ def read_patterns(home: Path) -> list[str]:
 
 def scrubber(home: Path, extra: tuple[str, ...] = ()) -> Scrubber:
     """The scrubber for a store: built-in patterns, the caller's, the store's file, and
-    the repository's owner/name read from ``.git/config``."""
+    the repository's owner/name read from ``.git/config``. (Imported here: the resident
+    helper's client reads the store's location from this module, and scrubs nothing.)"""
+    from reflect.capture.gitconfig import repo_from_git_config
+    from reflect.capture.scrub import Scrubber
+
     return Scrubber((*extra, *read_patterns(home)), repo=repo_from_git_config(Path.cwd()))
 
 

@@ -18,6 +18,7 @@ class _Pattern:
     def __init__(self, pattern: str, flags: int) -> None:
         self._source = (pattern, flags)
         self._compiled: re.Pattern[str] | None = None
+        _made.append(self)
 
     def __getattr__(self, name: str):
         # Called only for names the instance does not hold yet: each is kept once found,
@@ -27,6 +28,16 @@ class _Pattern:
         value = getattr(self._compiled, name)
         setattr(self, name, value)
         return value
+
+
+_made: list[_Pattern] = []
+
+
+def compile_all() -> None:
+    """Compile every pattern made so far: for the resident helper, whose children each
+    start from its state (``reflect.integrations.resident``)."""
+    for pattern in _made:
+        pattern.search  # noqa: B018 (looked up, it is compiled)
 
 
 def compile(pattern: str, flags: int = 0) -> re.Pattern[str]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Callable
-from datetime import UTC, datetime
 from typing import Any
 
 from reflect.choices import OUTPUT_FORMATS
@@ -28,6 +27,8 @@ def emit(args: argparse.Namespace, data: dict[str, Any], text: str) -> None:
 
 
 def when(ts: float) -> str:
+    from datetime import UTC, datetime  # not at import: a capture never prints a date
+
     return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%d %H:%M")
 
 

@@ -185,6 +185,8 @@ def own_store(tmp_path, monkeypatch, backend):
     monkeypatch.setenv("REFLECT_EMBEDDINGS", "hash")
     # Detached workers are started only by the tests about them.
     monkeypatch.setenv("REFLECT_WORKER", "off")
+    # So is the resident helper of the hooks (tests/test_resident.py): none outlives a test.
+    monkeypatch.setenv("REFLECT_HELPER", "off")
     # The fallback for an unwritable store lives in the temp directory: keep it per test.
     monkeypatch.setenv("TMPDIR", str(tmp_path))
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))

@@ -1,0 +1,19 @@
+"""The ``reflect`` command's entry point: a hook event, a capture, a recall or an outcome
+goes to the resident helper (``reflect.integrations.resident``), every other command
+straight to ``reflect.cli``. Apart from the CLI, so that a command the helper answers
+imports neither it nor the library."""
+
+from __future__ import annotations
+
+import sys
+
+
+def main() -> int:
+    argv = sys.argv[1:]
+    from reflect.integrations import resident
+
+    if argv[:1] and argv[0] in resident.HELPED and resident.enabled():
+        return resident.run(argv)
+    from reflect.cli import main as cli_main
+
+    return cli_main(argv)

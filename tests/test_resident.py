@@ -1,0 +1,238 @@
+"""The resident helper of the hooks (``reflect.integrations.resident``): a real helper
+process answers as the cold process would, on a private socket, and a helper that is
+stale, hung or dies mid-request costs the hook its speed, never its capture."""
+
+import json
+import os
+import socket
+import stat
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from conftest import run_cli
+
+from reflect import Memory
+from reflect.integrations import resident
+
+FIXTURES = Path(__file__).parent / "fixtures" / "claude_code"
+SESSION = "9f2c1e7a-4b1d-4c61-a2f0-3e5b8d7c6a10"
+HELPER_ON = {"REFLECT_HELPER": "on"}
+
+
+def failed_event() -> bytes:
+    data = json.loads((FIXTURES / "PostToolUseFailure.json").read_text())
+    return json.dumps({**data, "cwd": str(Path.cwd())}).encode()
+
+
+def hook(env: dict | None = None, importtime: bool = False) -> subprocess.CompletedProcess:
+    argv = [sys.executable, *(["-X", "importtime"] if importtime else []),
+            "-m", "reflect", "hook", "claude-code"]
+    done = subprocess.run(argv, input=failed_event(), capture_output=True, timeout=60,
+                          env={**os.environ, **HELPER_ON, **(env or {})})
+    assert done.returncode == 0, done.stderr
+    return done
+
+
+def block(done: subprocess.CompletedProcess) -> str:
+    return json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
+
+
+def stored(home: Path) -> int:
+    with Memory(home) as mem:
+        return len(mem.failures(run=SESSION))
+
+
+def imported(done: subprocess.CompletedProcess) -> set[str]:
+    return {line.rsplit("|", 1)[1].strip() for line in done.stderr.decode().splitlines()
+            if line.startswith("import time:") and "|" in line}
+
+
+def wait_for(condition, seconds: float = 20.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+
+
+def listening(path: Path) -> bool:
+    with socket.socket(socket.AF_UNIX) as probe:
+        try:
+            probe.connect(str(path))
+        except OSError:
+            return False
+    return True
+
+
+@pytest.fixture
+def helper(own_store):
+    """A real helper on the test's store, stopped at the end."""
+    home = own_store
+    home.mkdir(mode=0o700, parents=True, exist_ok=True)
+    process = subprocess.Popen([sys.executable, "-m", "reflect.integrations.resident",
+                                str(home), "60"], env={**os.environ, **HELPER_ON})
+    wait_for(lambda: listening(home / resident.SOCKET_NAME))
+    yield process
+    process.terminate()
+    process.wait(10)
+
+
+def test_the_helper_answers_as_the_cold_process_does(own_store, helper):
+    home = own_store
+    mode = stat.S_IMODE(os.stat(home / resident.SOCKET_NAME).st_mode)
+    assert mode == 0o600
+    warm = hook(importtime=True)
+    # the hook process imported neither the CLI nor the library: the helper ran them
+    assert "reflect.integrations.resident" in imported(warm)
+    assert not imported(warm) & {"reflect.cli", "reflect.memory", "sqlite3", "litellm", "torch"}
+    assert "pytest: command not found" in block(warm)
+    cold = hook({"REFLECT_HELPER": "off"}, importtime=True)
+    assert "reflect.memory" in imported(cold)
+    assert stored(home) == 2  # one capture each, none twice
+    # the same block but for the count: the helper's capture was the cold one's first
+    assert block(cold) == block(warm).replace("iteration 1, phase bash:",
+                                              "iteration 2, phase bash, failed 2x:")
+
+
+def test_a_misused_command_line_exits_as_it_would_cold(own_store, helper):
+    done = subprocess.run([sys.executable, "-m", "reflect", "hook", "no-such-client"],
+                          input=b"{}", capture_output=True, timeout=60,
+                          env={**os.environ, **HELPER_ON})
+    cold = run_cli("hook", "no-such-client", stdin=b"{}")
+    assert done.returncode == cold.returncode == 2
+    assert done.stderr == cold.stderr
+
+
+class FakeHelper:
+    """A helper that fails its client: ``ready`` False never says it is there (hung);
+    else it takes the request and dies before answering."""
+
+    def __init__(self, path: Path, ready: bool):
+        self.server = socket.socket(socket.AF_UNIX)
+        self.server.bind(str(path))
+        self.server.listen(4)
+        self.ready, self.requests = ready, 0
+        self.thread = threading.Thread(target=self.serve, daemon=True)
+        self.thread.start()
+
+    def serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.server.accept()
+            except OSError:
+                return
+            with conn:
+                if not self.ready:
+                    time.sleep(resident.READY_SECONDS * 4)
+                    continue
+                conn.sendall(resident.READY)
+                got = b""
+                while part := conn.recv(65536):
+                    got += part
+                self.requests += bool(got)  # read in full; then "dies": no answer
+
+    def close(self) -> None:
+        self.server.close()
+
+
+@pytest.mark.parametrize("ready", [True, False], ids=["dies mid-request", "hung"])
+def test_a_helper_that_fails_costs_no_capture(own_store, ready):
+    home = own_store
+    home.mkdir(mode=0o700, parents=True, exist_ok=True)
+    fake = FakeHelper(home / resident.SOCKET_NAME, ready)
+    try:
+        start = time.monotonic()
+        done = hook()
+        took = time.monotonic() - start
+    finally:
+        fake.close()
+    assert "pytest: command not found" in block(done)
+    assert stored(home) == 1
+    assert fake.requests == (1 if ready else 0)  # it had the event, and lost nothing
+    assert took < 30
+
+
+def test_a_stale_socket_gets_a_new_helper_which_exits_when_its_socket_goes(own_store):
+    home = own_store
+    home.mkdir(mode=0o700, parents=True, exist_ok=True)
+    path = home / resident.SOCKET_NAME
+    with socket.socket(socket.AF_UNIX) as dead:  # a helper that was killed left this
+        dead.bind(str(path))
+    assert not listening(path)
+    first = hook()  # answered cold, and starts a helper
+    assert "pytest: command not found" in block(first)
+    wait_for(lambda: listening(path))
+    second = hook(importtime=True)
+    assert "reflect.memory" not in imported(second)
+    assert stored(home) == 2
+    lock = open(home / resident.LOCK_NAME)  # noqa: SIM115
+    path.unlink()  # the store's directory going away: the helper leaves
+    wait_for(lambda: free(lock), resident.CHECK_SECONDS * 4)
+
+
+def free(lock) -> bool:
+    import fcntl
+
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return False
+    return True
+
+
+def test_an_idle_helper_exits(own_store):
+    home = own_store
+    home.mkdir(mode=0o700, parents=True, exist_ok=True)
+    process = subprocess.Popen([sys.executable, "-m", "reflect.integrations.resident",
+                                str(home), "0.5"])
+    assert process.wait(30) == 0
+    assert not (home / resident.SOCKET_NAME).exists()
+
+
+def test_off_means_no_helper(own_store):
+    home = own_store
+    done = hook({"REFLECT_HELPER": "off"})
+    assert "pytest: command not found" in block(done)
+    time.sleep(0.5)
+    assert not (home / resident.SOCKET_NAME).exists()
+    assert not (home / resident.LOCK_NAME).exists()
+
+
+def capture(importtime: bool = False) -> subprocess.CompletedProcess:
+    argv = [sys.executable, *(["-X", "importtime"] if importtime else []), "-m", "reflect",
+            "capture", "--run", SESSION, "--exit-code", "1", "--error-file", "-"]
+    done = subprocess.run(argv, input=b"ModuleNotFoundError: No module named 'yaml'\n",
+                          capture_output=True, timeout=60, env={**os.environ, **HELPER_ON})
+    assert done.returncode == 0, done.stderr
+    return done
+
+
+def test_a_capture_never_starts_a_helper(own_store):
+    capture()
+    time.sleep(0.5)
+    assert stored(own_store) == 1
+    assert not (own_store / resident.SOCKET_NAME).exists()
+
+
+def test_a_capture_uses_the_helper_that_is_up(own_store, helper):
+    done = capture(importtime=True)
+    assert "reflect.memory" not in imported(done)
+    assert b"ModuleNotFoundError: No module named 'yaml'" in done.stdout
+    with Memory(own_store) as mem:
+        [entry] = mem.failures(run=SESSION)
+    assert entry.message == "No module named 'yaml'"
+
+
+def test_hooks_at_once_each_get_a_child_of_their_own(own_store, helper):
+    argv = [sys.executable, "-m", "reflect", "hook", "claude-code"]
+    env = {**os.environ, **HELPER_ON}
+    running = [subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+               for _ in range(4)]
+    answers = [json.loads(p.communicate(failed_event(), timeout=60)[0]) for p in running]
+    # each a block with the failure (its line shortened once it has failed a few times)
+    assert all("`pytest tests/test_dates.py` -> CommandNotF" in
+               a["hookSpecificOutput"]["additionalContext"] for a in answers)
+    assert stored(own_store) == 4
