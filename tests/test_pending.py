@@ -186,3 +186,14 @@ def test_an_outcome_under_a_held_lock_is_kept_aside_and_replayed(own_store):
         mem.capture(run="other", exit_code=1, error_text="ValueError: x")  # replays
         assert mem.failure(failure.failure_id).resolution != ""
     assert pending.waiting(own_store) == (0, 0)
+
+
+def test_an_absurd_iteration_kept_aside_does_not_number_the_captures_after_it(own_store):
+    from reflect.capture.numbers import MAX_ITERATION
+
+    Memory().capture(run="k", exit_code=1)  # the store exists, with iteration 1
+    with store_held(own_store):
+        for args in (["--iteration", str(MAX_ITERATION)], [], []):
+            run_cli("capture", "--run", "k", "--exit-code", "1", *args)
+    kept = sorted(f["iteration"] for f, _ in pending.kept(own_store))
+    assert kept == [2, 3, MAX_ITERATION]  # were MAX_ITERATION and the two numbers after it
