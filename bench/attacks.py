@@ -21,6 +21,7 @@ from look_alike_corpus import LOOK_ALIKES_WIDE
 from secret_corpus import LOOK_ALIKES, SECRETS
 from secret_forms import FORMS, leaks
 from test_defuse import PAYLOADS
+from test_scrub import PATHOLOGICAL
 
 from reflect.capture.scrub import Scrubber
 from reflect.reflection.defuse import NEUTRALIZED, neutralize
@@ -71,7 +72,20 @@ for text in tracebacks:
     SCRUB.scrub(text)
     took.append((time.perf_counter() - start) * 1000)
 print(f"scrub of a 4 KB traceback: p50 {statistics.median(took):.2f} ms")
-emit({"scrub_4kb_ms": statistics.median(took), "secrets": len(SECRETS),
+# inputs built to make a backtracking regex blow up: each unit repeated to 64 KB, best of 3
+worst = {}
+for unit in PATHOLOGICAL:
+    text = unit * (65536 // len(unit))
+    best = []
+    for _ in range(3):
+        start = time.perf_counter()
+        SCRUB.scrub(text)
+        best.append((time.perf_counter() - start) * 1000)
+    worst[unit] = min(best)
+print("scrub of 64 KB built to backtrack, ms: " + "  ".join(
+    f"{unit.strip()!r} {ms:.0f}" for unit, ms in worst.items()))
+emit({"scrub_4kb_ms": statistics.median(took), "scrub_64kb_pathological_max_ms":
+      max(worst.values()), "secrets": len(SECRETS),
       "leaked_whole": len(leaked_by_form["whole"]),
       "leaked_wrapped": len(set().union(*(v for k, v in leaked_by_form.items()
                                           if k.startswith("wrapped")))),

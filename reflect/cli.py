@@ -64,10 +64,41 @@ class CommandParser(argparse.ArgumentParser):
 
     def parse_known_args(self, args: Iterable[str] | None = None, namespace: Any = None
                          ) -> tuple[Any, list[str]]:  # as argparse's: whatever namespace given
+        if args is not None:
+            args = self.dashed_values(list(args))
         namespace, extras = super().parse_known_args(args, namespace)
         if extras:
             self.error(f"unrecognized arguments: {' '.join(extras)}")
         return namespace, extras
+
+    def dashed_values(self, args: list[str]) -> list[str]:
+        """``--exit-code -2**70``, ``--goal -x`` as ``--exit-code=-2**70``: argparse takes a
+        value that begins with ``-`` (but for a plain negative number) for an option, and
+        stops the command with a usage error; a value that is no option of this command is
+        the value of the option before it, for the library to judge. A command that passes
+        the rest on (``reflect run -- CMD``) is left as it is."""
+        if any(a.nargs == argparse.REMAINDER for a in self._actions):
+            return args
+        options = [s for a in self._actions for s in a.option_strings]
+        takes_value = [s for a in self._actions if a.nargs is None for s in a.option_strings]
+
+        def named(arg: str, among: list[str]) -> bool:  # argparse takes --opt for --option
+            return arg in among or (arg.startswith("--") and any(o.startswith(arg) for o in among))
+
+        joined: list[str] = []
+        i = 0
+        while i < len(args):
+            arg, value = args[i], args[i + 1] if i + 1 < len(args) else ""
+            if arg == "--":
+                return joined + args[i:]
+            if (named(arg, takes_value) and value.startswith("-") and value != "-"
+                    and not named(value, options)):
+                joined.append(f"{arg}={value}")
+                i += 2
+            else:
+                joined.append(arg)
+                i += 1
+        return joined
 
 
 def command(sub: argparse._SubParsersAction[argparse.ArgumentParser], name: str,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from dataclasses import dataclass
 
 from reflect.records import Lesson, new_lesson
 from reflect.store.base import Row
@@ -48,8 +49,20 @@ def listing(store: LessonStore, *, status: str | None = "active", ineffective_af
     return store.lessons(status, ineffective_after, limit)
 
 
-def search(store: LessonStore, text: str, limit: int = 20) -> list[Lesson]:
-    return store.lessons_by_words(re.findall(r"\w+", text), limit)
+@dataclass(frozen=True)
+class SearchBound:
+    """How much of a search's text is read: no lesson holds more words than this."""
+
+    chars: int = 10_000
+    words: int = 32
+
+
+def search(store: LessonStore, text: str, limit: int = 20, bound: SearchBound = SearchBound()
+           ) -> list[Lesson]:
+    """The lessons that hold every word of ``text`` (each word once, the first ones that
+    ``bound`` keeps): a megabyte pasted into a search answers as fast as a line."""
+    words = dict.fromkeys(re.findall(r"\w+", text[:bound.chars]))
+    return store.lessons_by_words(list(words)[:bound.words], limit)
 
 
 def detail(store: LessonStore, lesson_id: str) -> Row:

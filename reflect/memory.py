@@ -225,7 +225,8 @@ class Memory:
         if self._store is not None:
             with contextlib.suppress(StoreUnavailable, Rejected, OSError):
                 stored = self._store.next_iteration(run)
-        aside = [f["iteration"] or 0 for f, _ in pending.kept(self.home) if f["run"] == run]
+        aside = [f["iteration"] or 0 for f, _ in pending.kept(self.home)
+                 if f["run"] == run and (f["iteration"] or 0) < numbers.COUNTED_BELOW]
         return max([stored, *(n + 1 for n in aside)])
 
     def _own_module(self, parsed: Parsed, run: str, iteration: int | None,

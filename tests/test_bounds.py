@@ -154,3 +154,25 @@ def test_invalid_utf8_and_nul_in_the_fields_keep_the_row(own_store):
                             exit_code=1, error_text="ValueError: bad \udcff byte\x00")
         assert mem.failure(entry.failure_id) is not None
         assert "\x00" not in json.dumps(mem.failure(entry.failure_id).to_dict())
+
+
+@pytest.mark.parametrize("value", ["-2**70", "-inf", "-nan", "-abc", "-1e400", "--5", "-0x10"])
+def test_a_value_beginning_with_a_dash_is_a_value_not_an_option(own_store, value):
+    out = run_cli("capture", "--run", "r", "--exit-code", value, "--iteration", value,
+                  "--goal", value, "--error-file", "-", stdin=b"ValueError: kept")
+    assert out.returncode == 0 and b"warning" in out.stderr, out.stderr
+    [(_run, _iteration, exit_code, message)] = stored(own_store)
+    assert message == "kept" and (exit_code is None or INT64_MIN <= exit_code <= INT64_MAX)
+
+
+def test_an_option_still_ends_a_missing_value():
+    out = run_cli("capture", "--run", "r", "--exit-code", "--goal", "g")
+    assert out.returncode == 2 and b"expected one argument" in out.stderr
+
+
+def test_an_absurd_iteration_does_not_carry_over_to_the_run_s_next_number(own_store):
+    run_cli("capture", "--run", "r", "--exit-code", "1")
+    run_cli("capture", "--run", "r", "--exit-code", "1", "--iteration", str(MAX_ITERATION))
+    for _ in range(2):
+        run_cli("capture", "--run", "r", "--exit-code", "1")
+    assert [iteration for _, iteration, _, _ in stored(own_store)] == [1, MAX_ITERATION, 2, 3]

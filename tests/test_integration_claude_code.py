@@ -2,6 +2,8 @@
 process, one JSON answer on stdout, exit 0 whatever the input."""
 
 import json
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -159,4 +161,44 @@ def test_a_locked_store_costs_a_warning_not_the_answer(own_store):
 def test_the_kill_switch_silences_every_event():
     for name in ("SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUseFailure"):
         assert hook(event(name), env={"REFLECT_FAILURE_MEMORY": "0"})[0] == {}
+    assert failures() == []
+
+
+def timed_hook(stdin) -> tuple[subprocess.CompletedProcess, float]:
+    start = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "reflect", "hook", "claude-code"], stdin=stdin,
+                          capture_output=True, timeout=60)
+    return done, time.monotonic() - start
+
+
+def test_endless_stdin_gets_an_answer_in_bounded_time():
+    with open("/dev/zero", "rb") as zero:
+        done, took = timed_hook(zero)
+    assert done.returncode == 0 and json.loads(done.stdout) == {} and took < 15, done.stderr
+    assert b"larger than" in done.stderr and len(done.stderr.strip().splitlines()) == 1
+
+
+def test_an_event_whose_writer_never_closes_stdin_is_still_recorded():
+    raw = json.dumps(event("PostToolUseFailure"))
+    writer = subprocess.Popen([sys.executable, "-c", "import sys, time; sys.stdout.write("
+                               f"{raw!r}); sys.stdout.flush(); time.sleep(60)"],
+                              stdout=subprocess.PIPE)
+    try:
+        done, took = timed_hook(writer.stdout)
+    finally:
+        writer.kill()
+        writer.wait()
+    assert done.returncode == 0 and took < 10, done.stderr
+    assert context(json.loads(done.stdout), "PostToolUseFailure") and len(failures()) == 1
+
+
+@pytest.mark.parametrize("flag", ["no", "false", 0, None, "", []])
+def test_an_is_interrupt_that_says_no_keeps_the_failure(flag):
+    hook(event("PostToolUseFailure", is_interrupt=flag))
+    assert len(failures()) == 1
+
+
+@pytest.mark.parametrize("flag", [True, "true", "yes", 1])
+def test_an_is_interrupt_that_says_yes_is_no_failure(flag):
+    hook(event("PostToolUseFailure", is_interrupt=flag))
     assert failures() == []

@@ -6,6 +6,7 @@ has it."""
 
 import json
 
+import pytest
 from test_integration_claude_code import FIXTURES, context, event, hook
 
 from reflect import Memory
@@ -24,7 +25,7 @@ def captured() -> list:
         return mem.failures(run=SESSION)
 
 
-def rollout(tmp_path, call_id: str, exit_code: int, output: str = "") -> str:
+def rollout(tmp_path, call_id: str, exit_code: object, output: str = "") -> str:
     """A rollout holding one completed call, as codex-cli 0.171.0 writes it (the
     fixture's line with the id, exit code and output changed), or as an older Codex's
     ``exec_command_end`` when asked."""
@@ -107,3 +108,20 @@ def test_the_rollout_s_lines_that_are_no_record_of_the_call_are_passed_over(tmp_
     ]) + "\n")
     assert call_result(str(path), "call_05") == (5, "")  # the header's, not the output's
     assert call_result(str(path), "") == (None, "")
+
+
+@pytest.mark.parametrize("code", ["1", 1.0, "1.0"])
+def test_an_exit_code_written_as_text_or_a_float_is_read(tmp_path, code):
+    path = rollout(tmp_path, "call_09", code, "Traceback (most recent call last):\nKeyError: 'k'\n")
+    assert codex("PostToolUse", tool_use_id="call_09", tool_response="", transcript_path=path)
+    [entry] = captured()
+    assert entry.exit_code == 1 and entry.error_type == "KeyError"
+
+
+def test_a_tool_response_given_as_a_list_keeps_the_failure(tmp_path):
+    response = [{"type": "text", "text": "Traceback (most recent call last):\n"},
+                {"type": "text", "text": "KeyError: 'listed'\n"}, 7]
+    assert codex("PostToolUse", tool_use_id="call_10", tool_response=response,
+                 transcript_path=rollout(tmp_path, "call_10", 2))
+    [entry] = captured()
+    assert entry.exit_code == 2 and "listed" in entry.message

@@ -2,27 +2,30 @@
 
 import os
 import sys
+import time
 
 import anyio
 from conftest import NO_TABLE
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
 from reflect import Memory
+from reflect.capture.scrub import storable
 from reflect.text import text_key
 
 TOOLS = {"recall", "record_failure", "record_outcome", "teach", "search_lessons", "show_lesson"}
 
 
-def session(calls):
-    """Run ``calls(session)`` against a fresh ``reflect mcp`` server; returns its result."""
-    params = StdioServerParameters(
-        command=sys.executable, args=["-m", "reflect", "mcp"], cwd=os.getcwd(),
-        env=dict(os.environ))
+def session(calls, args=("-m", "reflect", "mcp")):
+    """Run ``calls(session)`` against a fresh ``reflect mcp`` server; returns its result.
+    A call that gets no reply fails the test in 30 s instead of waiting forever."""
+    params = StdioServerParameters(command=sys.executable, args=list(args), cwd=os.getcwd(),
+                                   env=dict(os.environ))
 
     async def main():
         async with stdio_client(params) as (read, write), ClientSession(read, write) as s:
             await s.initialize()
-            return await calls(s)
+            with anyio.fail_after(30):
+                return await calls(s)
 
     return anyio.run(main)
 
@@ -116,3 +119,73 @@ def test_a_failed_outcome_says_what_to_do():
 
     said = text(session(calls))
     assert "record_failure" in said and "none open" not in said
+
+
+LONE = "LONE-SURROGATE"
+# Between the SDK's client and the server: writes LONE as a lone surrogate's escape, as a
+# client whose JSON encoder takes one does (JavaScript's JSON.stringify); the SDK's own
+# encoder refuses to send one.
+SURROGATE_WRITER = f"""
+import subprocess, sys
+server = subprocess.Popen([sys.executable, "-m", "reflect", "mcp"], stdin=subprocess.PIPE)
+for line in sys.stdin.buffer:
+    server.stdin.write(line.replace(b"{LONE}", rb"\\udcff"))
+    server.stdin.flush()
+server.stdin.close()
+server.wait()
+"""
+
+
+def test_a_lone_surrogate_gets_a_reply_and_keeps_the_capture():
+    async def calls(s):
+        return await s.call_tool("record_failure", {
+            "action": f"python x{LONE}.py", "error_text": f"ValueError: bad {LONE} byte",
+            "goal": f"g{LONE}", "run": "lone"})
+
+    assert not session(calls, args=("-c", SURROGATE_WRITER)).is_error
+    with Memory() as mem:
+        [entry] = mem.failures(run="lone")
+    shown = storable("\udcff")  # the capture CLI's rule for invalid UTF-8 in argv
+    assert "\udcff" not in shown and (entry.action, entry.message, entry.goal) == (
+        f"python x{shown}.py", f"bad {shown} byte", f"g{shown}")
+
+
+def test_an_exit_code_of_5000_digits_gets_a_reply_and_keeps_the_capture():
+    sys.set_int_max_str_digits(0)  # the client's own encoder writes it
+
+    async def calls(s):
+        return await s.call_tool("record_failure", {
+            "action": "python big.py", "exit_code": int("9" * 5000), "run": "big"})
+
+    assert not session(calls).is_error
+    with Memory() as mem:
+        [entry] = mem.failures(run="big")
+    assert entry.action == "python big.py" and entry.exit_code == 2**63 - 1
+
+
+def test_a_nul_byte_is_not_stored_raw():
+    async def calls(s):
+        return await s.call_tool("record_failure", {
+            "action": "python\x00 nul.py", "error_text": "ValueError: n\x00ul", "goal": "g\x00",
+            "phase": "p\x00", "run": "nul\x00run"})
+
+    assert not session(calls).is_error
+    with Memory() as mem:
+        [entry] = mem.failures()
+    stored = [v for v in entry.to_dict().values() if isinstance(v, str)]
+    assert not any("\x00" in v for v in stored)
+    assert (entry.action, entry.run) == ("python\ufffd nul.py", "nul\ufffdrun")
+
+
+def test_a_search_of_a_megabyte_answers_fast():
+    with Memory() as mem:
+        mem.capture(run="a", exit_code=1, error_text=NO_TABLE)
+
+    async def calls(s):
+        start = time.monotonic()
+        found = await s.call_tool("search_lessons", {"text": "auth_user " * 100_000})
+        return found, time.monotonic() - start
+
+    found, took = session(calls)
+    assert not found.is_error and took < 3
+    assert found.structured_content["result"]  # its words still find the lesson

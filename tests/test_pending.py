@@ -204,3 +204,14 @@ def test_a_capture_kept_by_an_older_version_gets_its_cause_at_replay(own_store):
         mem.capture(run="r", exit_code=1, error_text="ValueError: later")
         stored = mem.store.failure(record["failure"]["id"])
     assert stored is not None and {k: stored[k] for k in derived} == derived
+
+
+def test_an_absurd_iteration_kept_aside_does_not_number_the_captures_after_it(own_store):
+    from reflect.capture.numbers import MAX_ITERATION
+
+    Memory().capture(run="k", exit_code=1)  # the store exists, with iteration 1
+    with store_held(own_store):
+        for args in (["--iteration", str(MAX_ITERATION)], [], []):
+            run_cli("capture", "--run", "k", "--exit-code", "1", *args)
+    kept = sorted(f["iteration"] for f, _ in pending.kept(own_store))
+    assert kept == [2, 3, MAX_ITERATION]  # were MAX_ITERATION and the two numbers after it

@@ -203,10 +203,33 @@ def test_scanning_with_the_gated_rules_finds_what_all_rules_find(monkeypatch):
         assert Scrubber().scrub(text) == gated, text
 
 
+# Units of 64 KB inputs built to make a backtracking regex blow up (bench/attacks.py
+# times them)
+PATHOLOGICAL = ("-----BEGIN PRIVATE KEY-----\n", "a.", "x@", "::", "://a:", "-", "%+", "sk-",
+                "x-sk-", "-xoxb", "-pypi-AgE", "-AC0", "-eyJ", "a-")
+
+
 def test_pathological_inputs_stay_linear():
-    # Inputs built to make a backtracking regex blow up: a guard against
-    # catastrophic backtracking (seconds), not a speed target (see bench/).
-    for unit in ("-----BEGIN PRIVATE KEY-----\n", "a.", "x@", "::", "://a:", "-", "%+", "sk-"):
+    # A guard against catastrophic backtracking (seconds), not a speed target (see bench/).
+    for unit in PATHOLOGICAL:
         start = time.perf_counter()
         SCRUB.scrub(unit * (65536 // len(unit)))
         assert time.perf_counter() - start < 0.5, unit
+
+
+# vendors' keys put right after a word and a hyphen, as a name or a branch holds them
+GLUED = {
+    "deploy-": "ghp_" + "a1B2c3D4e5" * 4,
+    "x-": "sk-proj-" + "Ab3dEf9hIj" * 3,
+    "token-": "xoxb-1234567890-abcdefghij",
+    "ci-": "glpat-" + "a1b2c3d4e5" * 2 + "xx",
+    "my-": "AKIAIOSFODNN7EXAMPLE",
+    "release--": "npm_" + "a1B2c3D4e5F6" * 3,
+}
+
+
+@pytest.mark.parametrize(("word", "secret"), GLUED.items())
+def test_a_key_glued_to_a_word_by_a_hyphen_is_redacted(word, secret):
+    text, n = SCRUB.scrub(f"git push origin {word}{secret} failed")
+    assert secret not in text and n == 1
+    assert text == f"git push origin {word}[REDACTED:api_key] failed"

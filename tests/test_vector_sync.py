@@ -65,3 +65,23 @@ def test_clearing_a_run_takes_its_error_and_goal_texts_out_of_the_vector_table(o
     dump = store_dump(own_store)
     assert "ledger-row-77" not in dump and "quarterly-ledger" not in dump
     assert "kept-row-12" in dump  # another run's texts stay
+
+
+def test_forgetting_a_lesson_takes_its_failures_error_and_goal_texts_out_of_the_vector_table(
+        own_store):
+    def queued(mem) -> str:
+        return "\n".join(r[0] for r in mem.store._rows("SELECT text FROM query_vectors"))
+
+    with Memory(embeddings="hash") as mem:
+        forgotten = mem.capture(run="a", goal="ship the quarterly-ledger export", exit_code=1,
+                                error_text="ValueError: ledger-row-77 is malformed")
+        mem.capture(run="c", goal="a goal two lessons share", exit_code=1,
+                    error_text="ValueError: ledger-row-77 is malformed")
+        mem.capture(run="c", goal="a goal two lessons share", exit_code=1,
+                    error_text="KeyError: 'kept-key-12'")
+        assert "ledger-row-77" in queued(mem) and "quarterly-ledger" in queued(mem)
+        mem.forget(forgotten.lesson_id)
+        left = queued(mem)
+        assert mem.failure(forgotten.failure_id) is not None  # the failure is history
+    assert "ledger-row-77" not in left and "quarterly-ledger" not in left
+    assert "kept-key-12" in left and "a goal two lessons share" in left  # another lesson's

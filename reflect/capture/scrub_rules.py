@@ -139,9 +139,11 @@ WORD_START = {
     "bearer": rf"[Bb](?i:earer)[ \t]+(?P<v_bearer>)(?![A-Za-z_]+=)"
     rf"(?:(?=[A-Za-z._~+/=-]*\d){_TOKEN}{{8,}}|{_TOKEN}{{20,}})",
     "jwt": r"eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*",
-    # Vendors' keys by their prefixes. `sk-` wants 20 characters with a digit:
-    # `sk-learn-style` is a word.
-    "api_key": r"sk-(?=[A-Za-z0-9_-]*\d)[A-Za-z0-9_-]{20,}|gh[pousr]_[A-Za-z0-9]{30,}"
+    # Vendors' keys by their prefixes. `sk-` wants 20 characters with a digit among its
+    # first hundred, before any other `sk-`: `sk-learn-style` is a word (and the look for
+    # a digit stays short, as the rule is tried after every hyphen: see GLUED).
+    "api_key": r"sk-(?=(?:(?!sk-)[A-Za-z0-9_-]){0,100}\d)[A-Za-z0-9_-]{20,}"
+    r"|gh[pousr]_[A-Za-z0-9]{30,}"
     r"|github_pat_[A-Za-z0-9_]{22,}|A[KS]IA[A-Z0-9]{16}(?![A-Za-z0-9])"
     r"|xox[abeoprs]-[A-Za-z0-9-]{10,}|xoxe\.xox[bp]-[A-Za-z0-9-]{10,}"
     r"|xapp-[A-Za-z0-9-]{20,}|[sr]k_(?:live|test|prod)_[A-Za-z0-9]{16,}|whsec_[A-Za-z0-9]{24,}"
@@ -201,6 +203,12 @@ WORD_START = {
     rf"|(?:{_HEX}(?<!:.){_HEX}{{0,3}}:|:(?<!::))"
     rf"(?:{_HEX}{{0,4}}:){{1,6}}(?:{_IPV4}|{_HEX}{{0,4}})(?![\w:])",
 }
+# Rules also tried right after a hyphen, where no word starts: a vendor's key glued to a
+# name (deploy-ghp_…, x-sk-…). Each of their alternatives starts with the vendor's prefix
+# and either matches the run after it or fails within a bounded length, so trying them
+# after every hyphen stays linear ("-sk-" * 20000); a rule such as jwt, whose run spans
+# hyphens and then wants a dot, would not.
+GLUED = {"api_key": "api_key_glued"}
 # Base64 that decodes to a secret, or a bare 40-character AWS-style secret: its own pass
 # (scrub._encoded), so that a run it turns down is still read by the other rules.
 ENCODED = lazy.compile(r"(?<![\w.%+-])[A-Za-z0-9+/]{24,}={0,2}(?![A-Za-z0-9+/=])")
@@ -225,6 +233,7 @@ LABEL = {
     "cookie": "[REDACTED:secret]",
     "cli_password": "[REDACTED:secret]",
     "encoded": "[REDACTED:api_key]",
+    "api_key_glued": "[REDACTED:api_key]",
     "card": "[REDACTED:card]",
     "ssn": "[REDACTED:ssn]",
 }
@@ -282,8 +291,13 @@ def alternation(names: frozenset[str]) -> str:
     """The built-in rules of ``names`` as one pattern, in the rules' order."""
     anywhere = _alternatives(ANYWHERE, names)
     word_start = _alternatives(WORD_START, names)
+    glued = "|".join(f"(?:{WORD_START[name]})(?P<{group}>)"
+                     for name, group in GLUED.items() if name in names)
+    # One lookbehind turns down the inside of a word for both (most positions of a text).
+    starts = "|".join([*([f"(?<!-)(?:{word_start})"] if word_start else []),
+                       *([f"(?<=-)(?=[A-Za-z0-9])(?:{glued})"] if glued else [])])
     return "|".join([*([anywhere] if anywhere else []),
-                     *([f"(?<![\\w.%+-])(?:{word_start})"] if word_start else [])])
+                     *([f"(?<![\\w.%+])(?:{starts})"] if starts else [])])
 
 
 def is_ip(text: str) -> bool:

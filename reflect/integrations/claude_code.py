@@ -33,12 +33,20 @@ def parse(raw: dict) -> Event:
     event = base_event(raw, HOOKS)
     if event.name == "PostToolUse":
         return event._replace(failed=False)
-    if event.name == "PostToolUseFailure" and not raw.get("is_interrupt"):
+    if event.name == "PostToolUseFailure" and not said_yes(raw.get("is_interrupt")):
         first, _, rest = str(raw.get("error") or "").partition("\n")
         match = EXIT_LINE.fullmatch(first.strip())
         return event._replace(failed=True, exit_code=int(match[1]) if match else None,
                               error_text=rest if match else f"{first}\n{rest}".strip())
     return event
+
+
+def said_yes(flag) -> bool:
+    """Whether a flag says yes: ``true``, or a word or number for it; ``"no"`` is no, and a
+    failure is never dropped on a doubtful one."""
+    if isinstance(flag, str):
+        return flag.strip().lower() in ("true", "yes", "1")
+    return flag is True or (type(flag) is int and flag == 1)
 
 
 def install(scope: str, uninstall: bool = False, plugin: str | None = None) -> str:

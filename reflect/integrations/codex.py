@@ -17,6 +17,7 @@ import os
 import re
 from pathlib import Path
 
+from reflect.capture.numbers import whole_number
 from reflect.integrations.clients import scopes
 from reflect.integrations.hooks import Event, base_event
 
@@ -39,8 +40,7 @@ def parse(raw: dict) -> Event:
     event = base_event(raw, HOOKS)
     if event.name == "PostToolUse" and event.tool == "Bash":
         code, output = call_result(raw.get("transcript_path"), str(raw.get("tool_use_id") or ""))
-        response = raw.get("tool_response")
-        text = response if isinstance(response, str) and response else output
+        text = response_text(raw.get("tool_response")) or output
         return event._replace(exit_code=code, error_text=text,
                               failed=None if code is None else code != 0)
     return event
@@ -61,8 +61,8 @@ def call_result(transcript, call_id: str) -> tuple[int | None, str]:
         item = payload["item"] if isinstance(payload.get("item"), dict) else payload
         if call_id not in (item.get("id"), item.get("call_id")):
             continue
-        code = item.get("exit_code")
-        if isinstance(code, int) and not isinstance(code, bool):
+        code = whole_number(item.get("exit_code"))  # 1, and "1" or 1.0 as well
+        if code is not None:
             return code, str(item.get("aggregated_output") or "")
         if payload.get("type") == "function_call_output":
             header = str(payload.get("output") or "").partition("\nOutput:\n")[0]
@@ -70,6 +70,14 @@ def call_result(transcript, call_id: str) -> tuple[int | None, str]:
             if match:
                 return int(match[1]), ""
     return None, ""
+
+
+def response_text(response) -> str:
+    """A call's raw output: text, or a list of text parts (``{"text": …}`` or strings)."""
+    if isinstance(response, list):
+        return "".join(part if isinstance(part, str) else str(part.get("text") or "")
+                       for part in response if isinstance(part, (str, dict)))
+    return response if isinstance(response, str) else ""
 
 
 def reversed_lines(path: Path, needle: str):

@@ -32,6 +32,10 @@ if TYPE_CHECKING:
 
 MAX_CONTEXT = 10_000  # both clients cut longer strings
 TIME_BUDGET = 8  # seconds; installed hooks get a timeout of 10
+# A client writes its event at once and closes stdin: one that does neither is read this
+# long and this far (what came is the event), leaving the rest of the budget to answer.
+STDIN_SECONDS = 3.0
+STDIN_BYTES = 8 * 1024 * 1024
 STATE_DIR = "hooks"
 MISSING_FILE = "missing.json"
 LOCK_FILE = ".lock"
@@ -84,7 +88,7 @@ def run(parse, stdin=sys.stdin, stdout=sys.stdout) -> int:
     previous = signal.signal(signal.SIGALRM, give_up)
     signal.alarm(TIME_BUDGET)
     try:
-        raw = json.loads(stdin.read() or "null")
+        raw = json.loads(read_event(stdin) or "null")
         if not isinstance(raw, dict):
             raise ValueError("the event on stdin is not a JSON object")
         answer = respond(parse(raw), raw.get("cwd"))
@@ -96,6 +100,17 @@ def run(parse, stdin=sys.stdin, stdout=sys.stdout) -> int:
         signal.signal(signal.SIGALRM, previous)
     stdout.write(json.dumps(answer, ensure_ascii=False) + "\n")
     return 0
+
+
+def read_event(stdin) -> str:
+    """The event on stdin, read in bounded time and size as capture reads its input
+    (reflect/capture/reading.py); invalid UTF-8 becomes U+FFFD."""
+    from reflect.capture.reading import read_bounded
+
+    data, _ = read_bounded("-", STDIN_BYTES, tail=False, stdin=stdin, seconds=STDIN_SECONDS)
+    if len(data) > STDIN_BYTES:
+        raise ValueError(f"the event on stdin is larger than {STDIN_BYTES // 2**20} MB")
+    return data.decode("utf-8", "replace")
 
 
 def respond(event: Event | None, cwd: str | None = None) -> dict:

@@ -13,14 +13,21 @@ answers as fast as the later ones.
 
 from __future__ import annotations
 
+import io
 import json
 import os
+import sys
 import uuid
+from typing import IO, cast
 
+import anyio
 from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.stdio import stdio_server
 
 from reflect import Memory, __version__
+from reflect.capture.numbers import whole_number
+from reflect.capture.scrub import storable
 from reflect.text import format_error
 
 LESSON_FIELDS = ("id", "status", "kind", "trigger", "guidance", "resolution", "confidence")
@@ -92,5 +99,50 @@ def server(mem: Memory) -> MCPServer:  # noqa: C901 - six small tools, closures 
 def serve() -> int:
     run = os.environ.get("REFLECT_RUN") or f"mcp-{uuid.uuid4().hex[:10]}"
     with Memory(run=run, embed_here=False) as mem:
-        server(mem).run("stdio")
+        anyio.run(_serve_stdio, server(mem))
     return 0
+
+
+async def _serve_stdio(app: MCPServer) -> None:
+    """``app.run("stdio")``, reading its stdin through ``readable_line``."""
+    lines = Readable(io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace"))
+    # anyio reads a file's lines by its readline alone
+    async with stdio_server(stdin=anyio.wrap_file(cast("IO[str]", lines))) as (read, write):
+        low = app._lowlevel_server  # what app.run("stdio") runs, given these streams
+        await low.run(read, write, low.create_initialization_options())
+
+
+class Readable:
+    """A text stream whose lines are ``readable_line``'s."""
+
+    def __init__(self, stream: io.TextIOBase):
+        self.stream = stream
+
+    def readline(self) -> str:
+        line = self.stream.readline()
+        return readable_line(line) if line else line
+
+
+def readable_line(line: str) -> str:
+    """A JSON-RPC line as the SDK can read it. Its parser refuses a lone surrogate
+    (``"\\udcff"``, which JavaScript's JSON.stringify writes) and a number past its range
+    (an exit code of 5000 digits), and a line it refuses gets no reply at all: the client
+    waits forever and the capture is lost. So every string is made storable (capture's
+    rule: U+FFFD for a lone surrogate or NUL) and a huge number bounded (the library
+    warns and clamps it) before the SDK reads the line; one that is no JSON is left to
+    the SDK."""
+    try:
+        message = json.loads(line, parse_int=whole_number)
+    except (ValueError, RecursionError):
+        return line
+    return json.dumps(_storable(message), ensure_ascii=False) + "\n"
+
+
+def _storable(value):
+    if isinstance(value, str):
+        return storable(value)
+    if isinstance(value, list):
+        return [_storable(v) for v in value]
+    if isinstance(value, dict):
+        return {storable(k): _storable(v) for k, v in value.items()}
+    return value

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from reflect.records import Failure, Lesson, RecallItem
-from reflect.store.base import Row, Tx, failure_row, insert, lesson_row, marks, protected
+from reflect.store.base import Args, Row, Tx, failure_row, insert, lesson_row, marks, protected
 from reflect.store.credit import CreditQueries, recount_holdout
 from reflect.store.jobs import JobQueries
 from reflect.store.runs import MAX_GOAL_CHARS, RunQueries
@@ -22,6 +22,20 @@ EMBED_TARGET = "pending"  # one embed job covers everything that lacks a vector
 def error_query(failure: Mapping[str, Any]) -> str:
     """The text that stands for a failure in a search: its error type and message."""
     return format_error(failure["error_type"], failure["message"])
+
+
+def drop_failure_texts(tx: Tx, condition: str, args: Args) -> None:
+    """Take out of the vector table the texts the failures that meet ``condition`` asked
+    vectors for (their error lines and goals), unless another failure has them too: what
+    goes with a run cleared or a lesson forgotten."""
+    def keys(where: str) -> set[str]:
+        return {text_key(t) for r in tx.execute(
+            f"SELECT error_type, message, goal FROM failures WHERE {where}", args).fetchall()
+            for t in (error_query(r), clip(r["goal"], MAX_GOAL_CHARS))}
+
+    texts = keys(condition)
+    for key in sorted(texts - keys(f"NOT ({condition})") if texts else ()):
+        tx.execute("DELETE FROM query_vectors WHERE key = ?", (key,))
 
 
 class FailureQueries(CreditQueries, JobQueries, RunQueries):
@@ -235,10 +249,10 @@ class FailureQueries(CreditQueries, JobQueries, RunQueries):
         a person's taught lessons stay."""
         with self.write() as tx:
             where, args = ("WHERE run = ?", (run,)) if run is not None else ("", ())
-            # the texts whose vectors the run's failures asked for (error lines, goals)
-            texts = {text_key(t) for r in tx.execute(
-                f"SELECT error_type, message, goal FROM failures {where}", args).fetchall()
-                for t in (error_query(r), clip(r["goal"], MAX_GOAL_CHARS))}
+            if run is None:
+                tx.execute("DELETE FROM query_vectors")
+            else:
+                drop_failure_texts(tx, "run = ?", args)
             n = tx.execute(f"DELETE FROM failures {where}", args).rowcount
             for table in ("injections", "eligible", "benign", "successes", "runs"):
                 tx.execute(f"DELETE FROM {table} {where}", args)
@@ -255,13 +269,5 @@ class FailureQueries(CreditQueries, JobQueries, RunQueries):
                 tx.execute(f"DELETE FROM {table}")
                 tx.execute(f"INSERT INTO {table} SELECT {key}, COUNT(DISTINCT run), COUNT(*),"
                            f" MAX(ts) FROM failures GROUP BY {key}")
-            if run is None:
-                tx.execute("DELETE FROM query_vectors")
-            # a run's error and goal texts go with it, unless a failure left still has them
-            left = {text_key(t) for r in tx.execute(
-                "SELECT error_type, message, goal FROM failures").fetchall()
-                for t in (error_query(r), clip(r["goal"], MAX_GOAL_CHARS))} if texts else set()
-            for key in sorted(texts - left):
-                tx.execute("DELETE FROM query_vectors WHERE key = ?", (key,))
         self.purge()
         return n

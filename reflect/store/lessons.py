@@ -255,9 +255,13 @@ class LessonQueries(Backend):
 
     def forget_lesson(self, lesson_id: str, fingerprint: str, reason: str, now: float) -> None:
         """Delete a lesson everywhere it lives (the keyword index and vectors go with its
-        row), record the removal (never the text) and ``purge``."""
+        row, and the vectors of its failures' texts, which it was made of: the failures
+        stay, as history), record the removal (never the text) and ``purge``."""
+        from reflect.store.failures import drop_failure_texts  # it builds on this module
+
         with self.write() as tx:
             tx.execute("DELETE FROM lessons WHERE id = ?", (lesson_id,))
+            drop_failure_texts(tx, "fingerprint = ?", (fingerprint,))
             tx.execute("INSERT INTO removals (lesson_id, fingerprint, reason, ts)"
                        " VALUES (?, ?, ?, ?)", (lesson_id, fingerprint, reason, now))
         self.purge()

@@ -5,7 +5,7 @@ backend's own."""
 
 from __future__ import annotations
 
-from reflect.capture.numbers import MAX_ITERATION
+from reflect.capture.numbers import COUNTED_BELOW
 from reflect.records import Failure, Lesson, new_id
 from reflect.store.base import Backend, Row, Tx, failure_row, insert, lesson_row, marks
 from reflect.text import clip, text_key
@@ -213,17 +213,21 @@ class RunQueries(Backend):
 
     @staticmethod
     def _next_iteration(tx: Tx, run: str) -> int:
-        return _after(tx.execute(_LAST_ITERATION, (run, run)).fetchone()[0])
+        return _after(tx.execute(_LAST_ITERATION, _counted(run)).fetchone()[0])
 
     def next_iteration(self, run: str) -> int:
-        return _after(self._value(_LAST_ITERATION, (run, run)))
+        return _after(self._value(_LAST_ITERATION, _counted(run)))
 
 
 _LAST_ITERATION = (
-    "SELECT MAX(i) FROM (SELECT MAX(iteration) AS i FROM failures WHERE run = ?"
-    " UNION ALL SELECT MAX(iteration) FROM benign WHERE run = ?) AS last")
+    "SELECT MAX(i) FROM (SELECT MAX(iteration) AS i FROM failures WHERE run = ? AND iteration < ?"
+    " UNION ALL SELECT MAX(iteration) FROM benign WHERE run = ? AND iteration < ?) AS last")
+
+
+def _counted(run: str) -> tuple[str, int, str, int]:
+    return run, COUNTED_BELOW, run, COUNTED_BELOW
 
 
 def _after(last: int | None) -> int:
-    return min(last or 0, MAX_ITERATION - 1) + 1  # a store holding a huge one stays usable
+    return (last or 0) + 1
 
