@@ -19,14 +19,18 @@ from reflect.capture.scope import scope_of
 from reflect.recall.holdout import Holdout
 from reflect.records import ErrorEntry, Failure, Lesson, Recall
 from reflect.reflection import queue
-from reflect.store import Rejected, Store, StoreUnavailable, open_store
+from reflect.store import Rejected, Row, Store, StoreUnavailable, open_store
 from reflect.store import store_url as store_url_of
 from reflect.store.runs import MAX_GOAL_CHARS
 from reflect.text import clip
 
 if TYPE_CHECKING:
+    from reflect.embedding import Vectors
     from reflect.exchange import ImportReport
+    from reflect.recall.block import Query
+    from reflect.recall.holdout import Effect
     from reflect.recall.predict import Predictor
+    from reflect.store.health import Finding
 
 DEFAULT_MAX_TOKENS = config.DEFAULT_MAX_TOKENS
 LOG_WAIT = 0.2  # seconds recall waits to log what it injected; the block never waits
@@ -36,7 +40,7 @@ OWN_MODULE_WINDOW = 200  # the run's latest failures whose steps may have made a
 class Memory:
     def __init__(
         self,
-        home: str | os.PathLike | None = None,
+        home: str | os.PathLike[str] | None = None,
         *,
         store_url: str | None = None,
         run: str | None = None,
@@ -88,9 +92,9 @@ class Memory:
         # Why this Memory's last capture was kept aside (the store was locked or down):
         # the rest of that step (its worker, its block) does not wait for the store again.
         self._kept_aside: Exception | None = None
-        self._vectors = None
+        self._vectors: Vectors | None = None
         self._scope: str | None = None
-        self._worker = None
+        self._worker: tuple[threading.Thread, threading.Event] | None = None
         if reflect is not None:
             warnings.warn("Memory(reflect=...) is now Memory(worker_thread=...)",
                           DeprecationWarning, stacklevel=2)
@@ -110,7 +114,7 @@ class Memory:
         return self._store
 
     @property
-    def vectors(self):
+    def vectors(self) -> Vectors:
         """Dense search for this store (numpy is imported here: capture never needs it)."""
         if self._vectors is None:
             from reflect.embedding import Vectors
@@ -146,7 +150,7 @@ class Memory:
     def __enter__(self) -> Memory:
         return self
 
-    def __exit__(self, *exc_info) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.close()
 
     # -- capture and recall ----------------------------------------------------------
@@ -160,7 +164,7 @@ class Memory:
         action: str = "",
         exit_code: int | None = None,
         error_text: str | None = None,
-        crash: dict | None = None,
+        crash: dict[str, Any] | None = None,
         exc: BaseException | None = None,
     ) -> ErrorEntry | None:
         """Record a failed iteration; None only when failure memory is switched off.
@@ -270,7 +274,7 @@ class Memory:
 
     def query(self, run: str | None = None, goal: str = "", phase: str = "",
               iteration: int | None = None, max_tokens: int = DEFAULT_MAX_TOKENS,
-              sections: tuple[str, ...] = ("recent", "lessons")):
+              sections: tuple[str, ...] = ("recent", "lessons")) -> Query:
         """What a recall asks the store (``recall.block.Query``): the goal scrubbed, the
         clock read; the scope is the store's, filled in by the caller that can read it."""
         from reflect.recall import block
@@ -354,7 +358,7 @@ class Memory:
         finally:
             worker.close()
 
-    def status(self) -> dict:
+    def status(self) -> dict[str, Any]:
         now = self.clock()
         cost, calls = self.store.spent_today(now)
         return {
@@ -420,7 +424,7 @@ class Memory:
             return None
         return _entry(row, self.store.active_lessons([row["fingerprint"]]).get(row["fingerprint"]))
 
-    def stats(self, run: str | None = None) -> dict:
+    def stats(self, run: str | None = None) -> dict[str, Any]:
         by_type = self.store.count_by("error_type", run)
         return {
             "failures": sum(n for _, n in by_type),
@@ -431,7 +435,7 @@ class Memory:
             "benign": self.store.benign_count(run),  # exits that answered a question
         }
 
-    def injections(self, run: str | None = None, limit: int = 50) -> list[dict]:
+    def injections(self, run: str | None = None, limit: int = 50) -> list[Row]:
         """What recall put into prompts, newest first, with rank, score and outcome."""
         return self.store.injections(run, limit)
 
@@ -447,14 +451,14 @@ class Memory:
         return controls.listing(self.store, status=status, ineffective_after=after,
                                 limit=limit)
 
-    def lesson(self, lesson_id: str) -> dict:
+    def lesson(self, lesson_id: str) -> dict[str, Any]:
         """One lesson with its provenance and (``holdout``) its measured effect, if it was
         ever eligible; raises ``controls.UnknownLesson``."""
         lesson = controls.detail(self.store, lesson_id)
         found = self.effects([lesson_id])
         return {**lesson, "holdout": found[0].to_dict(self.holdout) if found else None}
 
-    def effects(self, lesson_ids: list[str] | None = None) -> list:
+    def effects(self, lesson_ids: list[str] | None = None) -> list[Effect]:
         """What showing each lesson changes, measured by the holdout (``holdout.Effect``
         each), the largest effect first."""
         from reflect.recall.holdout import measured
@@ -483,7 +487,7 @@ class Memory:
         """``"when <trigger>: <guidance>"``: a pinned, confident lesson; returns its id."""
         return controls.teach(self.store, text, self.scope, self.scrubber.scrub, self.clock())
 
-    def consolidate(self) -> dict:
+    def consolidate(self) -> dict[str, Any]:
         return consolidation.consolidate(self.store, self.clock(), config.half_life_days(),
                                   max_failures=config.max_failures())
 
@@ -498,14 +502,14 @@ class Memory:
         verdicts = {e.lesson_id: e.to_dict(self.holdout) for e in self.effects() if e.verdict}
         return export_lessons(self.store, fmt, min_confidence, verdicts)
 
-    def import_lessons(self, path: str | os.PathLike) -> ImportReport:
+    def import_lessons(self, path: str | os.PathLike[str]) -> ImportReport:
         """Read a ``jsonl`` export, every line checked and scrubbed again; a bad line is
         reported by number while the rest is imported."""
         from reflect.exchange import import_lessons
 
         return import_lessons(self.store, Path(path), self.scrubber.scrub, self.clock())
 
-    def progress(self, min_runs: int = 5) -> dict:
+    def progress(self, min_runs: int = 5) -> dict[str, Any]:
         """Repeat rates run by run, early runs against recent ones once there are
         ``min_runs``; ``reflect.repeat_rates.render`` writes it for people."""
         from reflect import repeat_rates
@@ -514,7 +518,7 @@ class Memory:
 
     # -- the store itself -------------------------------------------------------------
 
-    def doctor(self) -> list:
+    def doctor(self) -> list[Finding]:
         """What is wrong with the store and how to recover: ``doctor.Finding`` each."""
         from reflect import doctor
 
@@ -529,7 +533,7 @@ class Memory:
         return doctor.repair(self.home, self.clock(), config.max_failures())
 
 
-def benign_entry(row: dict) -> ErrorEntry:
+def benign_entry(row: Mapping[str, Any]) -> ErrorEntry:
     """The API's record of a benign exit: no fingerprint, no lesson."""
     return ErrorEntry(
         failure_id=row["id"], fingerprint="", run=row["run"], iteration=row["iteration"],
