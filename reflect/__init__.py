@@ -11,7 +11,7 @@ __all__ = ["ErrorEntry", "Memory", "Recall", "RecallItem"]
 __version__ = "0.1.0"
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> type:
     # Loaded on first use, so a command (a hook) that needs none of the library starts fast.
     if name == "Memory":
         from reflect.memory import Memory
@@ -20,5 +20,6 @@ def __getattr__(name: str):
     if name in ("ErrorEntry", "Recall", "RecallItem"):
         from reflect import records
 
-        return getattr(records, name)
+        found: type = getattr(records, name)
+        return found
     raise AttributeError(f"module 'reflect' has no attribute {name!r}")

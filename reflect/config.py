@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, TypeVar
 
 from reflect.home import default_home as default_home  # the store's location, named here too
 from reflect.home import repo_root as repo_root
@@ -48,16 +49,16 @@ def warn(message: str) -> None:
     logging.getLogger("reflect").warning(message)
 
 
-def enabled(env=os.environ) -> bool:
+def enabled(env: Mapping[str, str] = os.environ) -> bool:
     """``REFLECT_FAILURE_MEMORY=0`` turns capture and recall into silent no-ops."""
     return env.get("REFLECT_FAILURE_MEMORY", "1").strip().lower() not in {"0", "false", "off", "no"}
 
 
-def offline(env=os.environ) -> bool:
+def offline(env: Mapping[str, str] = os.environ) -> bool:
     return env.get("REFLECT_OFFLINE", "").strip().lower() in {"1", "true", "on", "yes"}
 
 
-def embeddings_spec(value: str | None = None, env=os.environ) -> str | None:
+def embeddings_spec(value: str | None = None, env: Mapping[str, str] = os.environ) -> str | None:
     """The embedding model to use: ``value`` (else ``REFLECT_EMBEDDINGS``); "" is the
     bundled model, "hash" the numpy fallback; None when dense search is off."""
     spec = (value if value is not None else env.get("REFLECT_EMBEDDINGS", "")).strip()
@@ -66,31 +67,31 @@ def embeddings_spec(value: str | None = None, env=os.environ) -> str | None:
     return spec
 
 
-def escalate_after(env=os.environ) -> int:
+def escalate_after(env: Mapping[str, str] = os.environ) -> int:
     """Times a run may fail the same way right after being shown the hint before the
     hint is marked as one that does not work for it."""
     return _number(env, "REFLECT_ESCALATE_AFTER", int, 2)
 
 
-def similar_runs(env=os.environ) -> int:
+def similar_runs(env: Mapping[str, str] = os.environ) -> int:
     """How many earlier runs of like goals the default predictor compares this run with
     (0, the default: on the public data sets they did not improve its score)."""
     return max(0, _number(env, "REFLECT_SIMILAR_RUNS", int, 0))
 
 
-def half_life_days(env=os.environ) -> float:
+def half_life_days(env: Mapping[str, str] = os.environ) -> float:
     """Days without use over which a lesson's effective confidence halves."""
     return _number(env, "REFLECT_HALF_LIFE_DAYS", float, 90.0)
 
 
-def max_failures(env=os.environ) -> int | None:
+def max_failures(env: Mapping[str, str] = os.environ) -> int | None:
     """Failures the store keeps (the newest; lessons are never dropped for it); 0 for no
     bound."""
     value = _number(env, "REFLECT_MAX_FAILURES", int, DEFAULT_MAX_FAILURES)
     return value if value > 0 else None
 
 
-def holdout(env=os.environ) -> float:
+def holdout(env: Mapping[str, str] = os.environ) -> float:
     """``REFLECT_HOLDOUT``: the share of (run, lesson) pairs recall withholds (default 0)."""
     p = _number(env, "REFLECT_HOLDOUT", float, 0.0)
     if not 0.0 <= p < 1.0:
@@ -99,12 +100,12 @@ def holdout(env=os.environ) -> float:
     return p
 
 
-def worker_allowed(env=os.environ) -> bool:
+def worker_allowed(env: Mapping[str, str] = os.environ) -> bool:
     """``REFLECT_WORKER=off``: capture never starts a detached worker."""
     return env.get("REFLECT_WORKER", "").strip().lower() not in {"off", "0", "false", "no"}
 
 
-def default_run(env=os.environ) -> str:
+def default_run(env: Mapping[str, str] = os.environ) -> str:
     return env.get("REFLECT_RUN") or DEFAULT_RUN
 
 
@@ -154,7 +155,8 @@ class ModelSettings(NamedTuple):
     max_calls_per_run: int = 50
 
 
-def model_settings(model: str | None = None, env=os.environ) -> ModelSettings | None:
+def model_settings(model: str | None = None,
+                   env: Mapping[str, str] = os.environ) -> ModelSettings | None:
     """``REFLECT_MODEL`` (or ``model``) names a litellm model; ``REFLECT_OFFLINE`` wins."""
     model = model or env.get("REFLECT_MODEL", "").strip()
     if not model or offline(env):
@@ -169,7 +171,11 @@ def model_settings(model: str | None = None, env=os.environ) -> ModelSettings | 
     )
 
 
-def _number(env, name: str, kind: type, default):
+_N = TypeVar("_N", int, float)
+_D = TypeVar("_D", int, float, None)
+
+
+def _number(env: Mapping[str, str], name: str, kind: Callable[[str], _N], default: _D) -> _N | _D:
     raw = env.get(name, "").strip()
     if not raw:
         return default

@@ -8,6 +8,8 @@ the text).
 
 from __future__ import annotations
 
+from typing import Any
+
 from reflect.records import Lesson
 from reflect.store.protocol import UpkeepStore
 
@@ -20,11 +22,13 @@ RETAIN_DAYS = 180.0  # failures, injections and cached query texts older than th
 def effective_confidence(lesson: Lesson, now: float, half_life_days: float) -> float:
     """Confidence halves for every half-life the lesson goes unused."""
     idle = max(0.0, now - max(lesson["last_used"], lesson["updated"])) / DAY
-    return lesson["confidence"] * 0.5 ** (idle / half_life_days)
+    decay: float = 0.5 ** (idle / half_life_days)
+    return lesson["confidence"] * decay
 
 
 def consolidate(store: UpkeepStore, now: float, half_life_days: float,
-                retain_days: float = RETAIN_DAYS, max_failures: int | None = None) -> dict:
+                retain_days: float = RETAIN_DAYS,
+                max_failures: int | None = None) -> dict[str, Any]:
     """``max_failures``: the newest failures kept (and as many rows of the other raw
     history: injections, benign exits, steps that worked); lessons and the per-cause
     counts stay whatever goes. The space freed is given back to the file system."""

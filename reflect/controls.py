@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from reflect.records import Lesson, new_lesson
@@ -112,14 +113,16 @@ def parse_teaching(text: str) -> tuple[str, str]:
     return match["trigger"], match["guidance"]
 
 
-def teach(store: LessonStore, text: str, scope: str, scrub, now: float) -> str:
+def teach(store: LessonStore, text: str, scope: str,
+          scrub: Callable[[str], tuple[str, int]], now: float) -> str:
     """A person's lesson: pinned, confident, never removed by upkeep. A taught lesson with
     the same trigger as an earlier one supersedes it, unless that one is pinned (as taught
     lessons are, until unpinned): then ``PinnedLesson`` says so and nothing is stored. It
     is reviewed as a model's lesson is: a hostile one is stored quarantined with the
     reason, for a person to release."""
     # Imported here: its patterns cost capture and recall, which never teach, a cold start.
-    from reflect.reflection.review import GUIDANCE_MAX, TRIGGER_MAX, reviewed_texts
+    from reflect.capture.heuristics import GUIDANCE_MAX, TRIGGER_MAX
+    from reflect.reflection.review import reviewed_texts
 
     trigger, guidance = parse_teaching(text)
     texts, reason, _ = reviewed_texts(

@@ -93,7 +93,7 @@ class Vectors:
         if blob is not None:
             return dense.from_blob(blob, len(blob) // 4)
         if embed and (embedder := self.embedder()) is not None:
-            vector = embedder.embed([text])[0]
+            vector: np.ndarray = embedder.embed([text])[0]
             self.store.add_text_vector(key, text, embedder.name, dense.to_blob(vector),
                                        self.clock())
             return vector

@@ -30,16 +30,16 @@ import math
 import os
 import re
 import stat
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, TextIO, TypeVar, cast
 
-from reflect.capture.heuristics import CATEGORIES, SEVERITIES
+from reflect.capture.heuristics import CATEGORIES, GUIDANCE_MAX, SEVERITIES, TRIGGER_MAX
 from reflect.choices import EXPORT_FORMATS
 from reflect.index import atomic
 from reflect.records import Lesson, RankedLesson, new_lesson
-from reflect.reflection.review import GUIDANCE_MAX, TRIGGER_MAX, reviewed_texts
+from reflect.reflection.review import reviewed_texts
 from reflect.store.protocol import LessonStore
 from reflect.supersession import KIND_RANK
 from reflect.text import clip, counted, one_line
@@ -57,7 +57,7 @@ _SCOPE = re.compile(r"global|project:[0-9a-f]{12,64}")
 
 
 def export_lessons(store: LessonStore, fmt: str, min_confidence: float = 0.5,
-                   verdicts: dict[str, dict] | None = None) -> str:
+                   verdicts: dict[str, dict[str, Any]] | None = None) -> str:
     """The active lessons with confidence >= ``min_confidence``, plus every pinned or
     taught one, best first; the same store always gives the same text. ``verdicts``
     (lesson id -> ``holdout.Effect.to_dict``): the holdout's promoted lessons are the
@@ -86,7 +86,7 @@ def _json_line(row: Lesson) -> str:
 
 
 def _markdown(rows: list[RankedLesson],
-              proven: list[tuple[RankedLesson, dict]] | None = None) -> str:
+              proven: list[tuple[RankedLesson, dict[str, Any]]] | None = None) -> str:
     out = ["# Lessons from failures", "",
            "Exported by reflect: what coding agents learnt from their own failures, "
            "best first.", ""]
@@ -168,7 +168,7 @@ def import_lessons(store: LessonStore, path: Path, scrub: Callable[[str], tuple[
     return report
 
 
-def _lines(f):
+def _lines(f: TextIO) -> Iterator[str]:
     """The file's lines, each read at most LINE_MAX + 1 characters deep: a longer one
     is cut there (and refused), the rest of it skipped."""
     while line := f.readline(LINE_MAX + 1):
@@ -225,7 +225,10 @@ def _validate(line: str, scrub: Callable[[str], tuple[str, int]], now: float) ->
         quarantine=reason, origin="imported")
 
 
-def _get(data: dict, key: str, kind: type, default):
+_T = TypeVar("_T")
+
+
+def _get(data: dict[str, Any], key: str, kind: type[_T], default: _T | None) -> _T:
     """``data[key]`` of type ``kind`` (an int is a float; a bool is neither), or
     ``default``; a missing field with no default is an error."""
     value = data.get(key)
@@ -240,8 +243,8 @@ def _get(data: dict, key: str, kind: type, default):
         number = cast(float, value)  # an int or a float: checked above
         if not math.isfinite(number):
             raise _Invalid(f"{key} must be a finite number")
-        return float(number)
-    return value
+        return cast(_T, float(number))
+    return cast(_T, value)  # of type kind: checked above
 
 
 def _unit(value: float, key: str) -> float:

@@ -11,7 +11,7 @@ out the compiled pattern's own methods.
 from __future__ import annotations
 
 import re
-from typing import cast
+from typing import Any, cast
 
 
 class _Pattern:
@@ -20,7 +20,7 @@ class _Pattern:
         self._compiled: re.Pattern[str] | None = None
         _made.append(self)
 
-    def __getattr__(self, name: str):
+    def __getattr__(self, name: str) -> Any:
         # Called only for names the instance does not hold yet: each is kept once found,
         # so a later ``.search`` costs what the compiled pattern's own does.
         if self._compiled is None:

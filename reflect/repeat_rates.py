@@ -9,6 +9,8 @@ failures cannot swing them.
 
 from __future__ import annotations
 
+from typing import Any
+
 from reflect.store.protocol import ProgressStore
 from reflect.text import counted
 
@@ -17,8 +19,8 @@ __all__ = ["render", "report"]
 SPARKS = "▁▂▃▄▅▆▇█"
 
 
-def report(store: ProgressStore, min_runs: int = 5) -> dict:
-    runs: dict[str, dict] = {
+def report(store: ProgressStore, min_runs: int = 5) -> dict[str, Any]:
+    runs: dict[str, dict[str, Any]] = {
         run: {"run": run, "first_ts": first, "failures": 0, "repeats": 0,
               "lessons_injected": 0, "tokens_injected": 0}
         for run, first in store.runs_by_first_activity()}
@@ -51,7 +53,7 @@ def report(store: ProgressStore, min_runs: int = 5) -> dict:
     }
 
 
-def render(report: dict) -> str:
+def render(report: dict[str, Any]) -> str:
     rows, n = report["runs"], len(report["runs"])
     if not rows:
         return (f"No runs recorded yet: at least {report['min_runs']} runs are needed "
@@ -89,7 +91,7 @@ def sparkline(values: list[float], top: float | None = None, width: int = 60) ->
                    for v in values)
 
 
-def _pooled(rows: list[dict]) -> dict:
+def _pooled(rows: list[dict[str, Any]]) -> dict[str, Any]:
     failures = sum(r["failures"] for r in rows)
     repeats = sum(r["repeats"] for r in rows)
     return {"failures": failures, "repeats": repeats, "repeat_rate": _rate(repeats, failures)}

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import TypedDict
+from typing import IO, Any, TypedDict
 
 from reflect.capture.extract import Extracted, extract_exception, extract_text
 from reflect.capture.fingerprint import cause, family, fingerprint
@@ -52,7 +52,7 @@ class Parsed:
     harness_fingerprint: str = ""
 
 
-def whitelist_crash(record: object) -> dict:
+def whitelist_crash(record: object) -> dict[str, Any]:
     """Keep the whitelisted fields of a crash record, with our names; drop the rest."""
     if not isinstance(record, dict):
         raise ValueError(f"a crash record must be a JSON object, got {type(record).__name__}")
@@ -74,7 +74,7 @@ def parse(
     phase: str,
     exit_code: int | None,
     error_text: str | None = None,
-    crash: dict | None = None,
+    crash: dict[str, Any] | None = None,
     exc: BaseException | None = None,
 ) -> Parsed:
     crash = whitelist_crash(crash) if crash else {}
@@ -132,7 +132,7 @@ def decode_tail(data: bytes) -> tuple[str, list[str]]:
     return text, problems
 
 
-def read_error_file(path: str, stdin=None) -> tuple[str | None, list[str]]:
+def read_error_file(path: str, stdin: IO[Any] | None = None) -> tuple[str | None, list[str]]:
     """Read the tail of an error file (``-`` is stdin), in bounded time and memory."""
     try:
         data, notes = read_bounded(path, MAX_ERROR_BYTES, tail=True, stdin=stdin)
@@ -142,7 +142,7 @@ def read_error_file(path: str, stdin=None) -> tuple[str | None, list[str]]:
     return text, [f"error file {path}: {note}" for note in notes] + problems
 
 
-def read_crash_file(path: str) -> tuple[dict, list[str]]:
+def read_crash_file(path: str) -> tuple[dict[str, Any], list[str]]:
     try:
         raw, _ = read_bounded(path, MAX_ERROR_BYTES, tail=False)
     except OSError as e:
@@ -213,6 +213,7 @@ def entry_rows(parsed: Parsed, *, run: str, iteration: int | None, goal: str, ac
         confidence=HEURISTIC_CONFIDENCE, now=now, scope=scope,
         error_text=format_error(fields["error_type"], fields["message"]),
         quarantine=quarantine)
+    found = causes(fields["error_type"], fields["message"])
     failure: Failure = {
         "id": new_id("F"),
         "run": scrub(run),
@@ -227,7 +228,8 @@ def entry_rows(parsed: Parsed, *, run: str, iteration: int | None, goal: str, ac
         "friction": fields["friction"],
         "exit_code": parsed.exit_code,
         "fingerprint": fp,
-        **causes(fields["error_type"], fields["message"]),
+        "cause": found["cause"],
+        "family": found["family"],
         "source": parsed.source,
         "redactions": redactions,
         "category": hint.category,

@@ -24,7 +24,7 @@ _POWER = re.compile(r"\s*(-?\d+)\s*(?:\*\*|\^)\s*(\d{1,4})\s*")
 # Past this many digits a number is out of any range here: it is not computed (2**63 has
 # 19; "9"*4000 + "**9999" would take minutes, and Python refuses to print such an int).
 _MAX_DIGITS = 40
-_PAST = 10**_MAX_DIGITS
+_PAST: int = 10**_MAX_DIGITS
 
 
 def whole_number(value: object) -> int | None:
@@ -61,7 +61,8 @@ def _power(base: str, exponent: int) -> int:
     if len(digits) > _MAX_DIGITS or (
             int(digits) > 1 and exponent * math.log10(int(digits)) > _MAX_DIGITS):
         return -_PAST if negative else _PAST
-    return int(base) ** exponent
+    power: int = int(base) ** exponent  # exponent >= 0: an int
+    return power
 
 
 def _shown(value: object) -> str:

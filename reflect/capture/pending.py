@@ -22,6 +22,7 @@ import json
 import os
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from reflect.capture.entry import causes
 from reflect.records import Failure, Lesson
@@ -42,13 +43,13 @@ def keep(home: Path, failure: Failure, lesson: Lesson) -> Path:
     return _keep(home, {"failure": failure, "lesson": lesson})
 
 
-def keep_outcome(home: Path, outcome: dict) -> Path:
+def keep_outcome(home: Path, outcome: dict[str, Any]) -> Path:
     """An outcome the store could not take (its write lock held): the arguments of
     ``Store.resolve``, what it resolved read while the store could still be read."""
     return _keep(home, {"outcome": outcome})
 
 
-def _keep(home: Path, record: dict) -> Path:
+def _keep(home: Path, record: dict[str, Any]) -> Path:
     line = json.dumps(record) + "\n"
     full = False
     for path in places(home):

@@ -13,12 +13,16 @@ import select
 import stat
 import time
 
+TYPE_CHECKING = False  # typing itself costs a hook ~2 ms to import
+if TYPE_CHECKING:
+    from typing import IO, Any
+
 STREAM_SECONDS = 5.0
 STREAM_BYTES = 16 * 1024 * 1024
 CHUNK = 64 * 1024
 
 
-def read_bounded(path: str, limit: int, *, tail: bool, stdin=None,
+def read_bounded(path: str, limit: int, *, tail: bool, stdin: IO[Any] | None = None,
                  seconds: float = STREAM_SECONDS) -> tuple[bytes, list[str]]:
     """At most ``limit + 1`` bytes of ``path`` (``-`` is ``stdin``): its last ones with
     ``tail``, else its first ones; one byte more than ``limit`` says there was more.

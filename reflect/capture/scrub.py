@@ -187,15 +187,16 @@ def _builtin_pass(text: str, wraps: Wraps) -> tuple[str, int]:
     return text, n + m
 
 
-def _extra(match: re.Match) -> str:
+def _extra(match: re.Match[str]) -> str:
     return "[REDACTED]" if match[0] else ""
 
 
-def _subn(pattern: re.Pattern, replace: Callable[[re.Match], str], text: str) -> tuple[str, int]:
+def _subn(pattern: re.Pattern[str], replace: Callable[[re.Match[str]], str],
+          text: str) -> tuple[str, int]:
     """Like ``pattern.subn``, counting only the matches that ``replace`` changed."""
     changed = 0
 
-    def counted(match: re.Match) -> str:
+    def counted(match: re.Match[str]) -> str:
         nonlocal changed
         out = replace(match)
         changed += out != match[0]
@@ -247,7 +248,7 @@ class Scrubber:
         return text, total
 
 
-def _compile_extra(pattern: str) -> re.Pattern:
+def _compile_extra(pattern: str) -> re.Pattern[str]:
     try:
         return re.compile(pattern)
     except re.error as e:

@@ -176,7 +176,7 @@ def predicted(store: RecallStore, vectors: Vectors, q: Query, predictor: Predict
 
 
 def lesson_items(store: RecallStore, vectors: Vectors, q: Query, predictor: Predictor,
-                 rows: list[dict], holdout: Holdout = NO_HOLDOUT
+                 rows: Sequence[Mapping[str, Any]], holdout: Holdout = NO_HOLDOUT
                  ) -> tuple[list[RecallItem], dict[str, Eligible]]:
     """Taught and imported lessons the query's words call for, then the lessons of the
     mistakes this run is most likely to make; none of a family this run already has. With

@@ -24,7 +24,7 @@ import hashlib
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from reflect.store.protocol import InjectionLog
@@ -40,7 +40,7 @@ class Holdout:
     z: float = 2.5  # the intervals' width: judged at every recall, so wider than once at 95%
     min_effect: float = 0.05  # the cut in its family's rate a lesson must be able to show
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if not 0.0 <= self.p < 1.0:
             raise ValueError(f"holdout {self.p} is not a share: use 0 <= p < 1 (0.1 is usual)")
 
@@ -114,7 +114,7 @@ class Effect:
             return DEMOTED
         return ""
 
-    def to_dict(self, rule: Holdout) -> dict:
+    def to_dict(self, rule: Holdout) -> dict[str, Any]:
         shown, held = self.rates()
         lo, hi = self.interval(rule.z)
         return {"lesson_id": self.lesson_id, "family": self.family, "verdict": self.verdict,
@@ -129,7 +129,7 @@ class Effect:
                 "effect": round(self.effect(), 4), "effect_interval": [round(lo, 4), round(hi, 4)]}
 
 
-def effects(rows: Iterable[dict], rule: Holdout) -> dict[str, Effect]:
+def effects(rows: Iterable[dict[str, Any]], rule: Holdout) -> dict[str, Effect]:
     """Per lesson, from the store's ``holdout_arms`` (per lesson and arm: runs, hits, the
     mean predicted p, the latest row), each judged by ``rule``. A verdict once given is
     in the log (the runs after it are logged ``promoted`` or ``demoted``) and stands,

@@ -13,6 +13,7 @@ import os
 import re
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from reflect.text import clip
 
@@ -77,7 +78,7 @@ def endpoint(api_base: str) -> str:
 
 def complete(
     model: str,
-    messages: list[dict],
+    messages: list[dict[str, str]],
     *,
     timeout: float = 30.0,
     max_tokens: int = 400,
@@ -87,7 +88,7 @@ def complete(
     json_mode: bool = True,
 ) -> Completion:
     litellm = _litellm()
-    kwargs: dict = {
+    kwargs: dict[str, Any] = {
         "model": model,
         "messages": messages,
         "timeout": timeout,
@@ -122,20 +123,21 @@ def complete(
     )
 
 
-def _litellm():
+def _litellm() -> Any:  # litellm has no type stubs
     # Before the import: litellm would otherwise fetch its price list (and other catalogs)
     # from GitHub on import. An explicit setting in the environment wins.
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     os.environ.setdefault("LITELLM_OFFLINE_MODE", "true")
-    import litellm
+    import litellm as module
 
+    litellm: Any = module  # its re-exports are not declared as such
     litellm.telemetry = False  # older releases report usage unless told not to
     litellm.suppress_debug_info = True  # no "Give Feedback / Get Help" banner on errors
     litellm.set_verbose = False
     return litellm
 
 
-def _supports_json_mode(litellm, model: str) -> bool:
+def _supports_json_mode(litellm: Any, model: str) -> bool:
     """Whether asking for a JSON object is known to work; when unsure, do not ask.
 
     An OpenAI-compatible server behind api_base may reject response_format with a 400, and
@@ -157,7 +159,7 @@ def _supports_json_mode(litellm, model: str) -> bool:
         return False
 
 
-def _cost(litellm, response) -> float | None:
+def _cost(litellm: Any, response: Any) -> float | None:
     try:
         cost = litellm.completion_cost(completion_response=response)
     except Exception:  # no price for this model: cost unknown, not an error
@@ -165,7 +167,7 @@ def _cost(litellm, response) -> float | None:
     return float(cost) if isinstance(cost, int | float) else None
 
 
-def _provider_error(litellm, e: Exception, model: str, api_key: str | None) -> ProviderError:
+def _provider_error(litellm: Any, e: Exception, model: str, api_key: str | None) -> ProviderError:
     provider = provider_of(model)
     status = getattr(e, "status_code", None)
     status = status if isinstance(status, int) else None

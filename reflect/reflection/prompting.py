@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping, Sequence
 from importlib import resources
 from pathlib import Path
 from string import Template
+from typing import Any
 
 from reflect.capture.heuristics import CATEGORIES, GUIDANCE_MAX, TRIGGER_MAX
 from reflect.reflection.review import KINDS
@@ -56,8 +58,9 @@ def load_template(name: str) -> str:
 
 
 def reflection_messages(
-    failure: dict, earlier: list[dict], heuristic: dict, resolution: str = ""
-) -> list[dict]:
+    failure: Mapping[str, Any], earlier: Sequence[Mapping[str, Any]],
+    heuristic: Mapping[str, Any], resolution: str = ""
+) -> list[dict[str, str]]:
     """OpenAI-style system and user messages for one failure.
 
     Only the named keys of each dict are read, so a field the caller did not mean to send
@@ -103,6 +106,6 @@ def _quote(value: object, limit: int) -> str:
     return _escape(json.dumps(_bound(value, limit), ensure_ascii=False))
 
 
-def _json_line(record: dict, limits: dict[str, int]) -> str:
+def _json_line(record: Mapping[str, Any], limits: dict[str, int]) -> str:
     picked = {key: _bound(record.get(key), limit) for key, limit in limits.items()}
     return _escape(json.dumps(picked, ensure_ascii=False))

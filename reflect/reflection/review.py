@@ -15,6 +15,7 @@ import re
 import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from reflect.capture.details import foreign
 from reflect.capture.heuristics import CATEGORIES, GUIDANCE_MAX, TRIGGER_MAX
@@ -93,7 +94,7 @@ def reviewed_texts(texts: dict[str, tuple[str, int]], scrub: Callable[[str], tup
 # -- parsing ------------------------------------------------------------------
 
 
-def _first_object(text: str) -> dict:
+def _first_object(text: str) -> dict[str, Any]:
     """The first JSON object in ``text`` that looks like a lesson, wherever it sits."""
     text = text[:MAX_ANSWER]
     decoder = json.JSONDecoder()
@@ -116,7 +117,7 @@ def _first_object(text: str) -> dict:
     raise MalformedLesson("the answer holds no JSON object")
 
 
-def _text(data: dict, key: str) -> str:
+def _text(data: dict[str, Any], key: str) -> str:
     value = data.get(key)
     if not isinstance(value, str) or not value.strip():
         raise MalformedLesson(f"the lesson has no {key} (a non-empty string)")

@@ -17,6 +17,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from reflect import config, consolidation
 from reflect.config import ModelSettings
@@ -179,7 +180,7 @@ class Worker:
                                queue.DONE, lesson)
 
     @staticmethod
-    def _messages(context: dict) -> list[dict]:
+    def _messages(context: dict[str, Any]) -> list[dict[str, str]]:
         from reflect.reflection.prompting import reflection_messages
 
         failure, lesson = context["failure"], context["lesson"]
