@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 from reflect.integrations.clients import scopes
 from reflect.integrations.hooks import Event, base_event
@@ -29,7 +30,7 @@ SCOPES = scopes(CLIENT)  # the project's is committed: a command on PATH
 EXIT_LINE = re.compile(r"Exit code:? (-?\d+)")
 
 
-def parse(raw: dict) -> Event:
+def parse(raw: dict[str, Any]) -> Event:
     event = base_event(raw, HOOKS)
     if event.name == "PostToolUse":
         return event._replace(failed=False)
@@ -41,7 +42,7 @@ def parse(raw: dict) -> Event:
     return event
 
 
-def said_yes(flag) -> bool:
+def said_yes(flag: object) -> bool:
     """Whether a flag says yes: ``true``, or a word or number for it; ``"no"`` is no, and a
     failure is never dropped on a doubtful one."""
     if isinstance(flag, str):

@@ -15,7 +15,9 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from reflect.capture.numbers import whole_number
 from reflect.integrations.clients import scopes
@@ -36,7 +38,7 @@ TAIL_LIMIT = 16 * 1024 * 1024  # and no further back than this
 EXITED = re.compile(r"^Process exited with code (-?\d+)$", re.MULTILINE)
 
 
-def parse(raw: dict) -> Event:
+def parse(raw: dict[str, Any]) -> Event:
     event = base_event(raw, HOOKS)
     if event.name == "PostToolUse" and event.tool == "Bash":
         code, output = call_result(raw.get("transcript_path"), str(raw.get("tool_use_id") or ""))
@@ -46,7 +48,7 @@ def parse(raw: dict) -> Event:
     return event
 
 
-def call_result(transcript, call_id: str) -> tuple[int | None, str]:
+def call_result(transcript: object, call_id: str) -> tuple[int | None, str]:
     """The exit code and output the rollout file records for one call; ``(None, "")``
     when it is not there (no file, another format, a call still running)."""
     if not transcript or not call_id:
@@ -72,7 +74,7 @@ def call_result(transcript, call_id: str) -> tuple[int | None, str]:
     return None, ""
 
 
-def response_text(response) -> str:
+def response_text(response: object) -> str:
     """A call's raw output: text, or a list of text parts (``{"text": …}`` or strings)."""
     if isinstance(response, list):
         return "".join(part if isinstance(part, str) else str(part.get("text") or "")
@@ -80,7 +82,7 @@ def response_text(response) -> str:
     return response if isinstance(response, str) else ""
 
 
-def reversed_lines(path: Path, needle: str):
+def reversed_lines(path: Path, needle: str) -> Iterator[str]:
     """The lines of a file that hold ``needle``, last first, read from the end."""
     key = needle.encode()
     try:

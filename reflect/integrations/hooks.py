@@ -18,16 +18,18 @@ import re
 import signal
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from types import FrameType
+from typing import IO, TYPE_CHECKING, Any, NamedTuple
 
 from reflect import config
 from reflect.index.atomic import write_atomically
 from reflect.text import clip, format_error
 
 if TYPE_CHECKING:
+    from reflect import Memory
     from reflect.capture.scrub import Scrubber
 
 MAX_CONTEXT = 10_000  # both clients cut longer strings
@@ -57,7 +59,7 @@ class Event(NamedTuple):
     prompt: str = ""
 
 
-def base_event(raw: dict, hooks) -> Event:
+def base_event(raw: dict[str, Any], hooks: Collection[str]) -> Event:
     """The fields every client's event carries: its name (one of ``hooks``), the session
     as the run, the tool, its action and the prompt."""
     name = str(raw.get("hook_event_name") or "")
@@ -69,7 +71,7 @@ def base_event(raw: dict, hooks) -> Event:
                  prompt=str(raw.get("prompt") or ""))
 
 
-def action_of(tool: str, tool_input) -> str:
+def action_of(tool: str, tool_input: object) -> str:
     """A Bash call's command; for other tools their name and target (the file, the URL)."""
     tool_input = tool_input if isinstance(tool_input, dict) else {}
     if tool == "Bash":
@@ -78,11 +80,12 @@ def action_of(tool: str, tool_input) -> str:
     return f"{tool} {target}".strip()
 
 
-def run(parse, stdin=sys.stdin, stdout=sys.stdout) -> int:
+def run(parse: Callable[[dict[str, Any]], Event | None], stdin: IO[str] = sys.stdin,
+        stdout: IO[str] = sys.stdout) -> int:
     """Read one event, print its answer (``{}`` when there is nothing to say), exit 0
     whatever happens: bad input, an unknown event or a locked store cost one line on
     stderr, and the answer comes within ``TIME_BUDGET`` seconds."""
-    def give_up(signum, frame):
+    def give_up(signum: int, frame: FrameType | None) -> None:
         raise TimeoutError(f"no answer within {TIME_BUDGET} s")
 
     previous = signal.signal(signal.SIGALRM, give_up)
@@ -102,7 +105,7 @@ def run(parse, stdin=sys.stdin, stdout=sys.stdout) -> int:
     return 0
 
 
-def read_event(stdin) -> str:
+def read_event(stdin: IO[str]) -> str:
     """The event on stdin, read in bounded time and size as capture reads its input
     (reflect/capture/reading.py); invalid UTF-8 becomes U+FFFD."""
     from reflect.capture.reading import read_bounded
@@ -113,7 +116,7 @@ def read_event(stdin) -> str:
     return data.decode("utf-8", "replace")
 
 
-def respond(event: Event | None, cwd: str | None = None) -> dict:
+def respond(event: Event | None, cwd: str | None = None) -> dict[str, Any]:
     if event is None or not config.enabled():
         return {}
     if cwd and os.path.isdir(cwd):
@@ -131,7 +134,7 @@ def respond(event: Event | None, cwd: str | None = None) -> dict:
                                    "additionalContext": clip(text, MAX_CONTEXT)}}
 
 
-def memory():
+def memory() -> Memory:
     # Imported here: a PreToolUse hook answers from the state files alone.
     from reflect import Memory
 
@@ -235,7 +238,7 @@ class State:
     def load(self) -> None:
         data = _read(self.path)
         self.goal: str = data.get("goal", "")
-        self.last: dict | None = data.get("last")  # the latest tool call: action, error
+        self.last: dict[str, Any] | None = data.get("last")  # the latest tool call: action, error
         self.open: list[str] = data.get("open", [])  # failed commands no success reran yet
         self.shown: list[str] = data.get("shown", [])  # digests of the items shown
         self.missing: set[str] = set(_read(self.dir / MISSING_FILE).get("programs", []))
@@ -281,7 +284,7 @@ class State:
             _write(self.dir / MISSING_FILE, {"programs": sorted(self.missing)})
 
 
-def _read(path: Path) -> dict:
+def _read(path: Path) -> dict[str, Any]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -289,5 +292,5 @@ def _read(path: Path) -> dict:
     return data if isinstance(data, dict) else {}
 
 
-def _write(path: Path, data: dict) -> None:
+def _write(path: Path, data: dict[str, Any]) -> None:
     write_atomically(path, json.dumps(data, ensure_ascii=False))

@@ -18,7 +18,7 @@ import json
 import os
 import sys
 import uuid
-from typing import IO, cast
+from typing import IO, Any, cast
 
 import anyio
 from mcp.server import MCPServer
@@ -81,15 +81,16 @@ def server(mem: Memory) -> MCPServer:  # noqa: C901 - six small tools, closures 
             raise ToolError(str(e)) from e
 
     @app.tool()
-    def search_lessons(text: str) -> list[dict]:
+    def search_lessons(text: str) -> list[dict[str, Any]]:
         """Lessons whose words match the text."""
         return [{k: row.get(k) for k in LESSON_FIELDS} for row in mem.search_lessons(text)]
 
     @app.tool()
-    def show_lesson(id: str) -> dict:
+    def show_lesson(id: str) -> dict[str, Any]:
         """One lesson with its provenance: the failures it came from and its outcomes."""
-        try:
-            return json.loads(json.dumps(mem.lesson(id), default=str))
+        try:  # through JSON: what is no JSON type (a Path, a datetime) becomes its text
+            shown: dict[str, Any] = json.loads(json.dumps(mem.lesson(id), default=str))
+            return shown
         except LookupError as e:  # an unknown id
             raise ToolError(str(e)) from e
 
@@ -138,7 +139,7 @@ def readable_line(line: str) -> str:
     return json.dumps(_storable(message), ensure_ascii=False) + "\n"
 
 
-def _storable(value):
+def _storable(value: object) -> object:
     if isinstance(value, str):
         return storable(value)
     if isinstance(value, list):

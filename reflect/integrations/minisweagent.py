@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import functools
 import uuid
+from typing import TYPE_CHECKING, Any, cast
 
+from minisweagent import Agent, Environment, Model
 from minisweagent.agents import get_agent_class
 
 from reflect import Memory, config
@@ -24,43 +26,54 @@ from reflect.integrations.shown import unseen
 
 MINI_DEFAULT = "interactive"  # the class `mini` builds when no --agent-class is given
 
+if TYPE_CHECKING:
+    # What the mixin extends: the methods and the step count of mini's own agents, all
+    # built on this one (at run time the base is the wrapped class, put after the mixin).
+    from minisweagent.agents.default import DefaultAgent as Extended
+else:
+    Extended = object
+
 
 class ReflectAgent:
     """Builds an instance of the wrapped class (``wraps``) with memory: what
     ``get_agent`` calls as ``agent_class(model, env, **config)``."""
 
-    def __new__(cls, model, env, *, wraps: str = MINI_DEFAULT, **kwargs):
+    # It returns no ReflectAgent but the wrapped class with memory, hence the ignore.
+    def __new__(  # type: ignore[misc]
+            cls, model: Model, env: Environment, *, wraps: str = MINI_DEFAULT, **kwargs: Any,
+    ) -> MemoryMixin:
         return with_memory(get_agent_class(wraps))(model, env, **kwargs)
 
 
 @functools.cache
-def with_memory(base: type) -> type:
+def with_memory(base: type[Agent]) -> type[MemoryMixin]:
     """``base`` with failure memory, as a class of its own (one per base)."""
-    return type(f"Reflect{base.__name__}", (MemoryMixin, base), {})
+    return cast("type[MemoryMixin]", type(f"Reflect{base.__name__}", (MemoryMixin, base), {}))
 
 
-class MemoryMixin:
+class MemoryMixin(Extended):
     """What memory adds to an agent class; every other method is the class's own."""
 
-    def run(self, task: str = "", **kwargs) -> dict:
+    def run(self, task: str = "", **kwargs: Any) -> dict[str, Any]:
         self.reflect_run = f"mini-{uuid.uuid4().hex[:10]}"
         self.reflect_goal = task
         self.reflect_shown: set[str] = set()
         with Memory(run=self.reflect_run) as self.memory:
-            return super().run(task, **kwargs)  # type: ignore[misc]
+            return super().run(task, **kwargs)
 
-    def execute_actions(self, message: dict) -> list[dict]:
+    def execute_actions(self, message: dict[str, Any]) -> list[dict[str, Any]]:
         # The class's own: its confirmation comes first, and a rejected step runs nothing.
-        observations = super().execute_actions(message)  # type: ignore[misc]
+        observations = super().execute_actions(message)
         try:
             self.remember(message.get("extra", {}).get("actions", []), observations)
         except Exception as e:  # memory never costs the agent its step
             config.warn(f"mini-swe-agent: memory failed ({e}); the agent goes on")
         return observations
 
-    def remember(self, actions: list[dict], observations: list[dict]) -> None:
+    def remember(self, actions: list[dict[str, Any]],
+                 observations: list[dict[str, Any]]) -> None:
         failed = None
-        step = self.n_calls  # type: ignore[attr-defined]
+        step = self.n_calls
         for action, observation in zip(actions, observations, strict=False):
             extra = observation.get("extra", {})
             command = str(action.get("command", ""))
@@ -80,7 +93,7 @@ class MemoryMixin:
                 append(failed, block)
 
 
-def append(observation: dict, text: str) -> None:
+def append(observation: dict[str, Any], text: str) -> None:
     """Add ``text`` to what the model reads of an observation, in any of the message
     shapes mini-swe-agent's models produce (text, tool result, Responses API)."""
     for key in ("content", "output"):

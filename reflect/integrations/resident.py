@@ -26,6 +26,11 @@ import struct
 import sys
 from pathlib import Path
 
+TYPE_CHECKING = False  # typing's flag (mypy knows it): the client's path loads no typing
+if TYPE_CHECKING:  # what the client's path never loads
+    import socket
+    from collections.abc import Mapping
+
 SOCKET_NAME = "helper.sock"
 LOCK_NAME = "helper.lock"
 IDLE_SECONDS = 300.0  # a helper nobody asked for this long exits
@@ -41,7 +46,7 @@ STARTS = frozenset({"hook"})
 REPLY = struct.Struct("!iI")  # exit code, bytes of stdout; then stdout, then stderr
 
 
-def enabled(env=os.environ) -> bool:
+def enabled(env: Mapping[str, str] = os.environ) -> bool:
     return env.get("REFLECT_HELPER", "").strip().lower() not in {"off", "0", "false", "no"}
 
 
@@ -295,10 +300,11 @@ def ours(path: Path, own: int) -> bool:
 
 def peer_uid(conn: _socket.socket) -> int:
     creds = conn.getsockopt(_socket.SOL_SOCKET, _socket.SO_PEERCRED, struct.calcsize("3i"))
-    return struct.unpack("3i", creds)[1]
+    uid: int = struct.unpack("3i", creds)[1]  # struct ucred: pid, uid, gid
+    return uid
 
 
-def handle(conn) -> None:
+def handle(conn: socket.socket) -> None:
     """One request in a child: the command run as the cold process would, its output
     sent back once it is all there (a child that dies sends nothing, and the client
     answers itself)."""

@@ -25,6 +25,9 @@ import subprocess
 import sys
 import termios
 import threading
+from collections.abc import Callable
+from types import FrameType
+from typing import IO, Any, Protocol, cast
 
 from reflect import config
 
@@ -32,6 +35,12 @@ KEEP_BYTES = 64 * 1024  # of the output, its end: where the error is; capture re
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
 INTERRUPTED = 128 + signal.SIGINT
 BINARY_SHARE = 0.1  # of the output's characters, unprintable: binary, summarised
+
+
+class Chunks(Protocol):
+    """What the output is copied from: a pipe's buffered reader, or a pty's ``Reader``."""
+
+    def read1(self, size: int, /) -> bytes: ...
 
 
 def run(argv: list[str], run: str | None = None, goal: str = "", phase: str = "test") -> int:
@@ -49,9 +58,9 @@ def execute(argv: list[str]) -> tuple[int, str]:
     """Run ``argv``, copying its stdout and stderr through as they come; its exit code
     (128 + N when killed by signal N, as a shell reports it) and the end of its output,
     as text a lesson can quote."""
-    streams, pty = _streams()
+    stdout, stderr, pty = _streams()
     try:
-        proc = subprocess.Popen(argv, process_group=0, **streams)
+        proc = subprocess.Popen(argv, process_group=0, stdout=stdout, stderr=stderr)
     except OSError as e:
         for fd in pty:
             os.close(fd)
@@ -64,9 +73,10 @@ def execute(argv: list[str]) -> tuple[int, str]:
     try:
         if pty:
             os.close(pty[1])  # the command's end; the master reads until it is closed
-            sources = [(_reader(pty[0]), sys.stdout.buffer)]
-        else:
-            sources = [(proc.stdout, sys.stdout.buffer), (proc.stderr, sys.stderr.buffer)]
+            sources: list[tuple[Chunks | None, IO[bytes]]] = [(Reader(pty[0]), sys.stdout.buffer)]
+        else:  # unbuffered=False (the default): the pipes are io.BufferedReader, with read1
+            sources = [(cast("Chunks | None", proc.stdout), sys.stdout.buffer),
+                       (cast("Chunks | None", proc.stderr), sys.stderr.buffer)]
         threads = [threading.Thread(target=_copy, args=(source, sink, tail, lock), daemon=True)
                    for source, sink in sources if source is not None]
         for t in threads:
@@ -82,14 +92,14 @@ def execute(argv: list[str]) -> tuple[int, str]:
     return (128 - code if code < 0 else code), describe(bytes(tail), -code if code < 0 else 0)
 
 
-def _streams() -> tuple[dict, tuple[int, ...]]:
-    """Where the command writes: a pty of its own when both streams go to one terminal,
-    one pipe for both when they go to one other place, else a pipe each; and the pty's
-    master and slave, if any."""
+def _streams() -> tuple[int, int, tuple[int, ...]]:
+    """Where the command writes its stdout and its stderr: a pty of its own when both
+    streams go to one terminal, one pipe for both when they go to one other place, else a
+    pipe each; and the pty's master and slave, if any."""
     if not _same_file(sys.stdout, sys.stderr):
-        return {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE}, ()
+        return subprocess.PIPE, subprocess.PIPE, ()
     if not sys.stdout.isatty():
-        return {"stdout": subprocess.PIPE, "stderr": subprocess.STDOUT}, ()
+        return subprocess.PIPE, subprocess.STDOUT, ()
     master, slave = os.openpty()
     with contextlib.suppress(OSError):  # the same size as the terminal, and no \r added
         fcntl.ioctl(slave, termios.TIOCSWINSZ, fcntl.ioctl(sys.stdout.fileno(),
@@ -97,24 +107,24 @@ def _streams() -> tuple[dict, tuple[int, ...]]:
         attrs = termios.tcgetattr(slave)
         attrs[1] &= ~termios.OPOST
         termios.tcsetattr(slave, termios.TCSANOW, attrs)
-    return {"stdout": slave, "stderr": slave}, (master, slave)
+    return slave, slave, (master, slave)
 
 
-def _same_file(a, b) -> bool:
+def _same_file(a: IO[Any], b: IO[Any]) -> bool:
     try:
         return os.path.samestat(os.fstat(a.fileno()), os.fstat(b.fileno()))
     except (OSError, ValueError, AttributeError):
         return False
 
 
-def _forward_to(pgid: int):
-    def forward(signum, frame) -> None:
+def _forward_to(pgid: int) -> Callable[[int, FrameType | None], None]:
+    def forward(signum: int, frame: FrameType | None) -> None:
         with contextlib.suppress(ProcessLookupError):  # it has exited already
             os.killpg(pgid, signum)
     return forward
 
 
-def _wait(proc: subprocess.Popen) -> int:
+def _wait(proc: subprocess.Popen[bytes]) -> int:
     while True:
         try:
             return proc.wait()
@@ -122,18 +132,20 @@ def _wait(proc: subprocess.Popen) -> int:
             continue
 
 
-def _reader(fd: int):
+class Reader:
     """A pty's master as a file: reading it past the command's exit is an EIO, its end."""
-    class Reader:
-        def read1(self, size: int) -> bytes:
-            try:
-                return os.read(fd, size)
-            except OSError:
-                return b""
-    return Reader()
+
+    def __init__(self, fd: int):
+        self.fd = fd
+
+    def read1(self, size: int, /) -> bytes:
+        try:
+            return os.read(self.fd, size)
+        except OSError:
+            return b""
 
 
-def _copy(source, sink, tail: bytearray, lock: threading.Lock) -> None:
+def _copy(source: Chunks, sink: IO[bytes], tail: bytearray, lock: threading.Lock) -> None:
     for chunk in iter(lambda: source.read1(65536), b""):
         sink.write(chunk)
         sink.flush()

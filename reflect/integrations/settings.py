@@ -15,6 +15,7 @@ import shlex
 import shutil
 import sys
 from pathlib import Path
+from typing import Any
 
 from reflect.config import repo_root
 from reflect.index.atomic import write_atomically
@@ -46,15 +47,15 @@ def path_note(portable: bool) -> str:
             "the project's activated environment)")
 
 
-def is_ours(handler, client: str) -> bool:
+def is_ours(handler: object, client: str) -> bool:
     return isinstance(handler, dict) and str(handler.get("command", "")).endswith(
         f"reflect hook {client}")
 
 
-def hook_table(hooks: dict[str, str | None], client: str, portable: bool) -> dict:
-    table = {}
+def hook_table(hooks: dict[str, str | None], client: str, portable: bool) -> dict[str, Any]:
+    table: dict[str, Any] = {}
     for event, matcher in hooks.items():
-        group: dict = {"matcher": matcher} if matcher else {}
+        group: dict[str, Any] = {"matcher": matcher} if matcher else {}
         group["hooks"] = [{"type": "command", "command": command(client, portable),
                            "timeout": TIMEOUT}]
         table[event] = [group]
@@ -100,7 +101,8 @@ def merge(path: Path, hooks: dict[str, str | None], client: str, uninstall: bool
             f"{backup}{note}")
 
 
-def _put_ours(table: dict, event: str, group: dict, client: str) -> tuple[dict, bool]:
+def _put_ours(table: dict[str, Any], event: str, group: dict[str, Any],
+              client: str) -> tuple[dict[str, Any], bool]:
     """Put reflect's handler of ``event`` where it is already, in a group with the same
     matcher, or else in a new group at the end: that group, and whether the handler was
     there unchanged."""
@@ -122,7 +124,8 @@ def _put_ours(table: dict, event: str, group: dict, client: str) -> tuple[dict, 
     return group, False
 
 
-def _drop_ours(table: dict, client: str, keep: list[dict] | None = None) -> None:
+def _drop_ours(table: dict[str, Any], client: str,
+               keep: list[dict[str, Any]] | None = None) -> None:
     """Take reflect's handlers out of every event of a hooks table, in place, except those
     of the groups in ``keep``; a group or an event that held only reflect's goes with
     them."""
@@ -144,7 +147,7 @@ def _drop_ours(table: dict, client: str, keep: list[dict] | None = None) -> None
             del table[event]
 
 
-def write_json(path: Path, data: dict) -> None:
+def write_json(path: Path, data: dict[str, Any]) -> None:
     write_text(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
 
 

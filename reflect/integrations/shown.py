@@ -7,10 +7,14 @@ An item is known by a digest of its text, so a failure shown again with somethin
 from __future__ import annotations
 
 import hashlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from reflect.records import Recall
 
 
-def unseen(rec, shown: set[str]) -> tuple[str, list[str]]:
-    """The block of the items of ``rec`` (a ``Recall``) whose digests are not in
+def unseen(rec: Recall, shown: set[str]) -> tuple[str, list[str]]:
+    """The block of the items of ``rec`` whose digests are not in
     ``shown``, and the digests of those items."""
     new = [item for item in rec.items if digest(item.text) not in shown]
     digests = [digest(item.text) for item in new]
