@@ -20,7 +20,7 @@ import tempfile
 
 from figures import emit
 
-from reflect import Memory
+from reflect import Memory, Settings
 from reflect.eval.scripted import Mistake, run_population
 from reflect.recall.holdout import Holdout, wilson
 
@@ -32,7 +32,8 @@ B = Mistake("pytest", 127, NO_PYTEST, rate=0.3, shown_rate=0.3)
 
 def one(seed: int, runs: int, rule: Holdout, store_url: str | None) -> dict:
     with tempfile.TemporaryDirectory() as home, \
-            Memory(home=home, store_url=store_url, embeddings="off", holdout=rule) as mem:
+            Memory(home=home, store_url=store_url, embeddings="off",
+                   settings=Settings(holdout=rule)) as mem:
         run_population(mem, [A, B], runs, seed=seed)
         by_action = {f.fingerprint: f.action for f in mem.failures(limit=10 * runs)}
         found = {}

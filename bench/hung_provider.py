@@ -24,7 +24,7 @@ from pathlib import Path
 from capture_recall import cold, traceback_4kb
 from figures import emit
 
-from reflect import Memory
+from reflect import Memory, Settings
 
 SAMPLES = 200
 HANG = 60.0
@@ -42,7 +42,8 @@ class Hang(BaseHTTPRequestHandler):
 def in_process(home: Path, model: str | None) -> float:
     errors = [traceback_4kb(i) for i in range(SAMPLES)]
     samples = []
-    with Memory(home, model=model, worker_thread=model is not None, close_timeout=0.5) as mem:
+    with Memory(home, model=model, settings=Settings(worker_thread=model is not None,
+                                                     close_timeout=0.5)) as mem:
         mem.capture(run="r", exit_code=1, error_text="KeyError: 'first'")
         time.sleep(SETTLE)  # the worker thread imports litellm, then hangs in its call
         for i, error in enumerate(errors):

@@ -18,12 +18,13 @@ if TYPE_CHECKING:
     from reflect.memory import Memory
 
 
-def open_memory(*args: Any, **kwargs: Any) -> Memory:
+def open_memory(*, model: str | None = None, **settings: Any) -> Memory:
     """The library's ``Memory``, imported when a command opens it: the commands that need
-    none of it (``reflect hook``, ``reflect install``) start without loading it."""
-    from reflect.memory import Memory
+    none of it (``reflect hook``, ``reflect install``) start without loading it.
+    ``settings``: fields of ``reflect.Settings``."""
+    from reflect.memory import Memory, Settings
 
-    return Memory(*args, **kwargs)
+    return Memory(model=model, settings=Settings(**settings))
 
 
 LESSON_ID = "a lesson id (L-...)"

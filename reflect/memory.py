@@ -8,7 +8,7 @@ import threading
 import time
 import warnings
 from collections.abc import Callable, Mapping
-from dataclasses import fields, replace
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -37,6 +37,28 @@ LOG_WAIT = 0.2  # seconds recall waits to log what it injected; the block never 
 OWN_MODULE_WINDOW = 200  # the run's latest failures whose steps may have made a module
 
 
+@dataclass(frozen=True)
+class Settings:
+    """How a ``Memory`` behaves, beyond which store it opens and which models it may call
+    (those are ``Memory``'s own keywords)."""
+
+    # Load the embedding model here, once, on the first recall whose goal has no cached
+    # vector; False never loads it here: cached vectors are used, the rest is queued.
+    embed_here: bool = True
+    worker_thread: bool = False  # run the worker in a daemon thread of this process
+    # False keeps the injection log but credits no outcome to a lesson: for replays of
+    # recorded agents, which never saw what was injected.
+    credit: bool = True
+    predictor: Predictor | None = None  # the prediction's thresholds; None: the default
+    # The share of runs kept from a lesson of earlier runs, to measure what it changes
+    # (else REFLECT_HOLDOUT, default 0); a ``Holdout`` gives the rule that judges too.
+    holdout: float | Holdout | None = None
+    scrub_patterns: tuple[str, ...] = ()  # patterns scrubbed beside the built-in rules
+    busy_timeout: float = 5.0  # seconds a step waits for a store another process holds
+    close_timeout: float = 2.0  # seconds ``close`` gives a worker thread to finish its job
+    clock: Callable[[], float] = time.time
+
+
 class Memory:
     def __init__(
         self,
@@ -44,47 +66,35 @@ class Memory:
         *,
         store_url: str | None = None,
         run: str | None = None,
-        scrub_patterns: tuple[str, ...] = (),
         model: str | None = None,
-        worker_thread: bool = False,
         embeddings: str | None = None,
-        embed_here: bool = True,
-        credit: bool = True,
-        predictor: Predictor | None = None,
-        holdout: float | Holdout | None = None,
-        busy_timeout: float = 5.0,
-        close_timeout: float = 2.0,
-        clock: Callable[[], float] = time.time,
-        reflect: bool | None = None,
+        settings: Settings | None = None,
+        **before_settings: Any,
     ):
         """``model`` (else ``REFLECT_MODEL``) names the litellm model that writes lessons.
         ``embeddings`` (else ``REFLECT_EMBEDDINGS``) names the embedding model; "off"
-        forbids it. ``embed_here`` loads it lazily, once, on the first recall whose goal
-        has no cached vector; ``embed_here=False`` never loads it here: cached vectors are
-        used and the rest is queued for a worker. ``worker_thread=True`` runs the worker
-        in a daemon thread (``reflect=True``, its first name, still does).
-        ``credit=False`` keeps the injection log but never credits outcomes to lessons:
-        for replays of recorded agents, which never saw what was injected. ``predictor``
-        holds the thresholds of the prediction of lessons from earlier runs. ``holdout``
-        (else ``REFLECT_HOLDOUT``, default 0) is the share of runs that do not see a
-        lesson from an earlier run, to measure what it changes; a ``Holdout`` gives the
-        rule that judges lessons too (``recall.holdout``).
-        ``store_url`` (else ``REFLECT_STORE``) names a shared PostgreSQL store; "" is the
-        SQLite file in ``home``, which holds what stays on this machine either way."""
+        forbids it. ``store_url`` (else ``REFLECT_STORE``) names a shared PostgreSQL
+        store; "" is the SQLite file in ``home``, which holds what stays on this machine
+        either way. The rest is ``settings``; a field of it given as a keyword, as before
+        ``Settings`` was, still works, with a ``DeprecationWarning``."""
+        settings = _settings(settings, before_settings)
+        self.settings = settings
+        worker_thread, clock = settings.worker_thread, settings.clock
+        holdout = settings.holdout
         self.home = Path(home) if home is not None else config.default_home()
         self.store_url = store_url_of(store_url)
         self.enabled = config.enabled()
         self.run = run or config.default_run()
         self.clock = clock
-        self.busy_timeout = busy_timeout
-        self.close_timeout = close_timeout
-        self.embed_here = embed_here
-        self.credit = credit
-        self.predictor = predictor  # None: the default, made by the first recall
+        self.busy_timeout = settings.busy_timeout
+        self.close_timeout = settings.close_timeout
+        self.embed_here = settings.embed_here
+        self.credit = settings.credit
+        self.predictor = settings.predictor  # None: the default, made by the first recall
         if not isinstance(holdout, Holdout):
             holdout = Holdout(p=config.holdout() if holdout is None else float(holdout))
         self.holdout = holdout
-        self.scrubber = config.scrubber(self.home, scrub_patterns)
+        self.scrubber = config.scrubber(self.home, settings.scrub_patterns)
         self.benign_exits = benign.rules(self.home)
         self.model = config.model_settings(model) if self.enabled else None
         self.embeddings = config.embeddings_spec(embeddings) if self.enabled else None
@@ -95,10 +105,6 @@ class Memory:
         self._vectors: Vectors | None = None
         self._scope: str | None = None
         self._worker: tuple[threading.Thread, threading.Event] | None = None
-        if reflect is not None:
-            warnings.warn("Memory(reflect=...) is now Memory(worker_thread=...)",
-                          DeprecationWarning, stacklevel=2)
-            worker_thread = reflect
         if worker_thread and (self.model is not None or self.embeddings is not None):
             from reflect.reflection.worker import start_thread
 
@@ -531,6 +537,23 @@ class Memory:
 
         self.close()
         return doctor.repair(self.home, self.clock(), config.max_failures())
+
+
+def _settings(settings: Settings | None, keywords: dict[str, Any]) -> Settings:
+    """``settings`` with the fields given as keywords, as ``Memory`` took them before
+    ``Settings`` (``reflect=``, ``worker_thread``'s first name, too); an unknown keyword
+    is the ``TypeError`` Python gives."""
+    if "reflect" in keywords:
+        keywords["worker_thread"] = keywords.pop("reflect")
+    unknown = keywords.keys() - {f.name for f in fields(Settings)}
+    if unknown:
+        raise TypeError(f"Memory() got an unexpected keyword argument {sorted(unknown)[0]!r}")
+    if not keywords:
+        return settings or Settings()
+    warnings.warn(f"Memory({', '.join(f'{k}=...' for k in keywords)}) is now"
+                  f" Memory(settings=Settings({', '.join(f'{k}=...' for k in keywords)}))",
+                  DeprecationWarning, stacklevel=3)
+    return replace(settings or Settings(), **keywords)
 
 
 def benign_entry(row: Mapping[str, Any]) -> ErrorEntry:

@@ -6,7 +6,7 @@ import sqlite3
 import pytest
 from conftest import run_cli
 
-from reflect import Memory
+from reflect import Memory, Settings
 from reflect.confidence import PRIOR_WEIGHT, confidence
 from reflect.controls import FEEDBACK_WEIGHT, PinnedLesson, UnknownLesson
 from reflect.store import DB_NAME
@@ -32,7 +32,7 @@ def clock():
 
 @pytest.fixture
 def mem(clock):
-    with Memory(clock=clock) as m:
+    with Memory(settings=Settings(clock=clock)) as m:
         yield m
 
 
@@ -269,7 +269,7 @@ def test_the_worker_consolidates_once_a_day(clock, monkeypatch):
     real = consolidation.consolidate
     monkeypatch.setattr(consolidation, "consolidate",
                         lambda *a, **k: runs.append(a) or real(*a, **k))
-    with Memory(clock=clock) as m:
+    with Memory(settings=Settings(clock=clock)) as m:
         m.capture(run="a", exit_code=1, error_text=NO_YAML)  # an embed job to run
         for _ in range(3):
             m.run_worker(idle_exit=0)
@@ -279,7 +279,7 @@ def test_the_worker_consolidates_once_a_day(clock, monkeypatch):
 
 
 def test_without_credit_the_log_is_kept_and_lessons_are_not_judged(clock):
-    with Memory(clock=clock, credit=False) as m:
+    with Memory(settings=Settings(clock=clock, credit=False)) as m:
         first = m.capture(run="r", iteration=1, exit_code=1, error_text=NO_YAML)
         m.recall(run="r", iteration=2)
         m.capture(run="r", iteration=2, exit_code=1, error_text=NO_YAML)

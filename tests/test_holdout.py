@@ -7,7 +7,7 @@ import json
 import pytest
 from conftest import run_cli
 
-from reflect import Memory, config
+from reflect import Memory, Settings, config
 from reflect.eval.scripted import Mistake, run_population
 from reflect.recall.holdout import (
     DEMOTED,
@@ -76,7 +76,7 @@ def test_verdicts_come_at_looks_only_and_need_both_bounds():
 
 
 def test_recall_withholds_a_lesson_from_its_arm_and_a_rerun_gives_the_same_block():
-    with Memory(holdout=0.5) as mem:
+    with Memory(settings=Settings(holdout=0.5)) as mem:
         entry = earlier_runs(mem)
         lesson_id = entry.lesson_id
         held, seen = (runs_in(arm, entry.fingerprint, 0.5)[0] for arm in (WITHHELD, SHOWN))
@@ -98,7 +98,7 @@ def arms(mem):
 
 
 def test_this_runs_own_failures_are_never_withheld():
-    with Memory(holdout=0.99) as mem:
+    with Memory(settings=Settings(holdout=0.99)) as mem:
         mine = mem.capture(run="r", iteration=1, action="pytest", exit_code=127,
                            error_text=NO_PYTEST)
         rec = mem.recall(run="r", iteration=2)
@@ -121,14 +121,14 @@ def test_reflect_holdout_sets_the_share_and_a_bad_one_is_said(monkeypatch, caplo
     monkeypatch.setenv("REFLECT_HOLDOUT", "0.1")
     with Memory() as mem:
         assert mem.holdout.p == 0.1
-    assert Memory(holdout=0.2).holdout.p == 0.2  # the argument wins
+    assert Memory(settings=Settings(holdout=0.2)).holdout.p == 0.2  # the argument wins
     monkeypatch.setenv("REFLECT_HOLDOUT", "2")
     assert config.holdout() == 0.0
     assert "REFLECT_HOLDOUT=2.0 is not a share" in caplog.text
 
 
 def test_clearing_a_run_clears_its_holdout_log():
-    with Memory(holdout=0.5) as mem:
+    with Memory(settings=Settings(holdout=0.5)) as mem:
         earlier_runs(mem)
         before = arms(mem)
         mem.recall(run="new0", iteration=1)
@@ -140,7 +140,7 @@ def test_clearing_a_run_clears_its_holdout_log():
 def test_a_demoted_lesson_gives_its_place_to_the_next_one():
     """With a verdict read from the log, a demoted lesson is not shown and is logged so."""
     rule = Holdout(p=0.5, min_runs=2, z=1.0, min_effect=0.5)
-    with Memory(holdout=rule) as mem:
+    with Memory(settings=Settings(holdout=rule)) as mem:
         entry = earlier_runs(mem, 2)  # two: neither saw the lesson
         lesson_id = entry.lesson_id
         for run in (runs_in(SHOWN, entry.fingerprint, 0.5)[:2]
@@ -165,7 +165,7 @@ RULE = Holdout(p=0.5, min_runs=45, z=2.5, min_effect=0.15)
 
 
 def test_a_population_of_scripted_agents_recovers_what_each_lesson_changes():
-    with Memory(holdout=RULE) as mem:
+    with Memory(settings=Settings(holdout=RULE)) as mem:
         steps = run_population(mem, [A, B], RUNS, seed=0)
         effects = {mem.store.lesson(e.lesson_id)["fingerprint"]: e for e in mem.effects()}
         fingerprint = {k: next(s for s in mem.failures(limit=5000) if s.action == m.action
@@ -214,7 +214,7 @@ def test_a_population_of_scripted_agents_recovers_what_each_lesson_changes():
 
 def test_upkeep_drops_the_holdout_log_with_the_old_history():
     now = [1_000_000.0]
-    with Memory(holdout=0.5, clock=lambda: now[0]) as mem:
+    with Memory(settings=Settings(holdout=0.5, clock=lambda: now[0])) as mem:
         earlier_runs(mem)
         assert arms(mem)
         now[0] += 200 * 86400  # past the history upkeep keeps

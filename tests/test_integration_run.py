@@ -87,7 +87,10 @@ LONG = ("import os, subprocess, sys, time; child = subprocess.Popen(['sleep', '6
 @pytest.mark.parametrize(("sig", "code"), [(signal.SIGTERM, 143), (signal.SIGHUP, 129)])
 def test_a_signal_to_the_wrapper_reaches_the_command_s_whole_group(tmp_path, sig, code):
     pids = tmp_path / "pids"
-    proc = wrapper(sys.executable, "-c", LONG, str(pids), stdout=subprocess.DEVNULL)
+    # As a terminal's wrapper would have it: a suite started under nohup ignores SIGHUP,
+    # and an ignored signal stays ignored in every process it starts.
+    proc = wrapper(sys.executable, "-c", LONG, str(pids), stdout=subprocess.DEVNULL,
+                   preexec_fn=lambda: signal.signal(sig, signal.SIG_DFL))
     command, grandchild = map(int, wait_for(pids).split())
     proc.send_signal(sig)
     assert proc.wait(timeout=30) == code

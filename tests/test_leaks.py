@@ -10,7 +10,7 @@ from conftest import run_cli, store_held
 from secret_corpus import LOOK_ALIKES, SECRETS
 from test_worker import MODEL, api, provider_env, reply  # noqa: F401 (fixtures)
 
-from reflect import Memory
+from reflect import Memory, Settings
 from reflect.capture.scrub import Scrubber
 from reflect.store import DB_NAME
 
@@ -91,7 +91,7 @@ def test_every_field_and_every_output(api, own_store, tmp_path):  # noqa: F811
 
 def test_kept_aside_captures_hold_no_secret(own_store):
     Memory().capture(run="setup", exit_code=1)
-    with store_held(own_store), Memory(busy_timeout=0.05) as mem:
+    with store_held(own_store), Memory(settings=Settings(busy_timeout=0.05)) as mem:
         for _, line in SECRETS.values():
             mem.capture(run="r", goal=line, action=line, phase=line, exit_code=1,
                         error_text=f"RuntimeError: {line}")

@@ -1,10 +1,11 @@
 import json
 import textwrap
+from dataclasses import replace
 
 import pytest
 from conftest import NO_TABLE, store_dump, store_held
 
-from reflect import Memory
+from reflect import Memory, Settings
 from reflect.controls import UnknownLesson
 from reflect.recall.render import RECENT_HEADER
 from reflect.reflection.defuse import NEUTRALIZED
@@ -145,6 +146,20 @@ def test_reflect_the_first_name_of_worker_thread_still_works_and_says_so(own_sto
         assert mem.capture(run="r", exit_code=1, error_text="boom").failure_id
 
 
+def test_a_setting_given_as_a_keyword_as_before_settings_still_works_and_says_so(own_store):
+    ticks = iter(range(100, 200))
+    with pytest.warns(DeprecationWarning, match=r"Settings\(busy_timeout=\.\.\., clock="):
+        mem = Memory(busy_timeout=0.5, clock=lambda: float(next(ticks)))
+    with mem:
+        assert mem.settings == replace(Settings(), busy_timeout=0.5, clock=mem.clock)
+        assert mem.capture(run="r", exit_code=1, error_text="boom").ts == 100.0
+
+
+def test_a_keyword_that_is_no_setting_is_a_type_error(own_store):
+    with pytest.raises(TypeError, match="'busy'"):
+        Memory(busy=1)
+
+
 def test_a_rerun_that_passes_resolves_the_failure_with_what_changed(mem):
     a = mem.capture(run="r", iteration=1, action="python app.py", exit_code=1,
                     error_text=TRACEBACK)
@@ -210,7 +225,7 @@ def test_what_worked_never_carries_a_heredoc_body(mem):
 def kept_while_locked(own_store):
     """A capture made while another process holds the store: kept in the pending file."""
     Memory().capture(run="r", exit_code=1)  # create the store
-    with store_held(own_store), Memory(busy_timeout=0.1) as m:
+    with store_held(own_store), Memory(settings=Settings(busy_timeout=0.1)) as m:
         return m.capture(run="r", exit_code=1, error_text="ValueError: while locked")
 
 

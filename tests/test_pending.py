@@ -9,13 +9,13 @@ import time
 
 from conftest import run_cli, store_held
 
-from reflect import Memory
+from reflect import Memory, Settings
 from reflect.capture import pending
 
 CAPTURES = textwrap.dedent("""
     import sys
-    from reflect import Memory
-    with Memory(busy_timeout=0.05) as mem:
+    from reflect import Memory, Settings
+    with Memory(settings=Settings(busy_timeout=0.05)) as mem:
         for i in range(int(sys.argv[2])):
             mem.capture(run=sys.argv[1], exit_code=1, error_text=f"ValueError: {sys.argv[1]} {i}")
 """)
@@ -55,7 +55,7 @@ def test_captures_kept_across_processes_while_locked_are_all_replayed_once(own_s
     blocker = hold_lock(own_store)
     capture_in_processes(["a", "b", "c"], 1)  # one after another, as a shell loop does
     capture_in_processes(["d"], 3)
-    with Memory(busy_timeout=0.05) as mem:  # and in this process, twice
+    with Memory(settings=Settings(busy_timeout=0.05)) as mem:  # and in this process, twice
         mem.capture(run="e", exit_code=1, error_text="ValueError: e 0")
         mem.capture(run="e", exit_code=1, error_text="ValueError: e 1")
     release(blocker)
@@ -118,7 +118,7 @@ def test_a_claim_left_by_a_killed_replay_is_finished_without_duplicates(own_stor
         stored = mem.capture(run="r", exit_code=1, error_text="ValueError: stored")
         record = {"failure": dict(mem.store.failure(stored.failure_id)),
                   "lesson": {"id": "L-unused"}}
-    with Memory(busy_timeout=0.05) as mem:
+    with Memory(settings=Settings(busy_timeout=0.05)) as mem:
         blocker = hold_lock(own_store)
         mem.capture(run="r", exit_code=1, error_text="ValueError: kept")
         release(blocker)
@@ -140,7 +140,7 @@ def test_a_claim_left_by_a_killed_replay_is_finished_without_duplicates(own_stor
 def test_pending_file_is_private(own_store):
     Memory().capture(run="setup", exit_code=1)
     blocker = hold_lock(own_store)
-    with Memory(busy_timeout=0.05) as mem:
+    with Memory(settings=Settings(busy_timeout=0.05)) as mem:
         mem.capture(run="r", exit_code=1)
     release(blocker)
     assert (own_store / pending.PENDING_FILE).stat().st_mode & 0o777 == 0o600
@@ -155,7 +155,7 @@ def test_reads_go_on_while_another_process_holds_the_write_lock(own_store):
     blocker = hold_lock(own_store)
     try:
         start = time.monotonic()
-        with Memory(busy_timeout=2.0) as mem:
+        with Memory(settings=Settings(busy_timeout=2.0)) as mem:
             rec = mem.recall(run="r")
             listed = mem.failures()
         # the stored history, not only what was kept aside, and no wait for the lock
@@ -174,7 +174,7 @@ def test_an_outcome_under_a_held_lock_is_kept_aside_and_replayed(own_store):
                               exit_code=1, error_text="ModuleNotFoundError: No module named 'yaml'")
     blocker = hold_lock(own_store)
     try:
-        with Memory(busy_timeout=0.05) as mem:
+        with Memory(settings=Settings(busy_timeout=0.05)) as mem:
             resolved = mem.outcome(run="r", iteration=2, success=True,
                                    action="pytest tests/test_io.py")
     finally:
@@ -192,7 +192,7 @@ def test_a_capture_kept_by_an_older_version_gets_its_cause_at_replay(own_store):
     """An older version left cause and family to the store; capture derives them now, so
     the replay of its record derives them before the store takes it."""
     Memory().capture(run="r", exit_code=1, error_text="ValueError: first")
-    with Memory(busy_timeout=0.05) as mem:
+    with Memory(settings=Settings(busy_timeout=0.05)) as mem:
         blocker = hold_lock(own_store)
         mem.capture(run="r", exit_code=1, error_text="ModuleNotFoundError: No module named 'x'")
         release(blocker)

@@ -4,7 +4,7 @@ import itertools
 
 import pytest
 
-from reflect import Memory
+from reflect import Memory, Settings
 from reflect.repeat_rates import render, report, sparkline
 
 ERRORS = {k: f"ModuleNotFoundError: No module named 'pkg_{k.lower()}'" for k in "ABCDEF"}
@@ -16,7 +16,7 @@ RUNS = [("zeta", "AAB"), ("alpha", "ABC"), ("mid", "AC"), ("delta", "DA"), ("eps
 @pytest.fixture
 def mem():
     ticks = itertools.count(1_000_000)
-    with Memory(clock=lambda: float(next(ticks))) as m:
+    with Memory(settings=Settings(clock=lambda: float(next(ticks)))) as m:
         yield m
 
 

@@ -4,7 +4,7 @@ this run has hit; true to their failures, short, never at the cost of this run's
 import pytest
 from conftest import NO_TABLE
 
-from reflect import Memory
+from reflect import Memory, Settings
 from reflect.recall.predict import Predictor
 from reflect.recall.render import (
     LESSON_ITEM_TOKENS,
@@ -97,9 +97,9 @@ def test_what_followed_the_cause_this_run_hit_rises(mem):
 def test_the_predictor_is_a_value_passed_in(own_store):
     with Memory() as m:
         fill(m)
-    with Memory(predictor=Predictor(threshold=1.0)) as strict:
+    with Memory(settings=Settings(predictor=Predictor(threshold=1.0))) as strict:
         assert lesson_items(strict.recall(run="new", goal=DJANGO_GOAL)) == []
-    with Memory(predictor=Predictor(threshold=0.0, max_items=1)) as loose:
+    with Memory(settings=Settings(predictor=Predictor(threshold=0.0, max_items=1))) as loose:
         assert len(lesson_items(loose.recall(run="new", goal=FRONTEND_GOAL))) == 1
 
 
@@ -201,7 +201,7 @@ def test_cached_mode_never_embeds_and_queues_the_goal(monkeypatch, similar):
 
     monkeypatch.setattr(reflect.index, "load_embedder",
                         lambda *a: pytest.fail("a cached-mode recall loaded a model"))
-    with Memory(embed_here=False) as m:
+    with Memory(settings=Settings(embed_here=False)) as m:
         fill(m)
         assert lesson_items(m.recall(run="new", goal=DJANGO_GOAL))  # the goals' words
         queued = [text for _, text in m.store.texts_to_embed(m.vectors.model_name() or "", 100)]
@@ -343,7 +343,7 @@ def test_a_lesson_from_another_run_leads_with_its_trigger_and_guidance(mem):
 def test_the_budget_goes_first_to_what_it_buys_most_with(own_store):
     """A mistake of three runs told with a long hint against one of two runs told in a
     line: the shorter is worth more per token, so it is the one item a single slot takes."""
-    with Memory(predictor=Predictor(max_items=1, threshold=0.0)) as mem:
+    with Memory(settings=Settings(predictor=Predictor(max_items=1, threshold=0.0))) as mem:
         for i in range(3):
             mem.capture(run=f"l{i}", action="python repro.py", exit_code=1,
                         error_text=NO_TABLE)

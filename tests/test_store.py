@@ -151,9 +151,9 @@ def test_capture_is_committed_before_it_returns(own_store):
 
 WORKER = textwrap.dedent("""
     import sys
-    from reflect import Memory
+    from reflect import Memory, Settings
     worker = sys.argv[1]
-    with Memory(busy_timeout=60) as mem:
+    with Memory(settings=Settings(busy_timeout=60)) as mem:
         for i in range(200):
             mem.capture(run=f"w{worker}", iteration=i, exit_code=1,
                         error_text=f"ValueError: worker {worker} capture {i}")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from reflect import Memory
+from reflect import Memory, Settings
 
 REPO = Path(__file__).resolve().parents[1]
 SERVER = REPO / ".ci" / "postgres"
@@ -42,7 +42,7 @@ def capture(mem, i):
 
 def test_captures_during_a_restart_are_kept_aside_and_stored_once(private_server):
     directory, _ = private_server
-    with Memory(run="r", busy_timeout=1.0) as mem:
+    with Memory(run="r", settings=Settings(busy_timeout=1.0)) as mem:
         for i in range(1, 11):
             capture(mem, i)
         restart = threading.Thread(target=subprocess.run,

@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 import pytest
 from conftest import postgres_server, run_cli
 
-from reflect import Memory
+from reflect import Memory, Settings
 from reflect.store import StoreUnavailable, open_store
 
 postgres = pytest.importorskip("reflect.store.postgres", reason="psycopg is not installed")
@@ -127,7 +127,7 @@ def test_a_server_gone_silent_after_the_handshake_keeps_the_capture_aside(own_st
     monkeypatch.setenv("REFLECT_STORE", schema_url._replace(
         netloc=f"{real.username}@127.0.0.1:{relay.port}").geturl())
     try:
-        with Memory(run="r", busy_timeout=0.25) as mem:
+        with Memory(run="r", settings=Settings(busy_timeout=0.25)) as mem:
             mem.capture(iteration=1, exit_code=1, error_text="ValueError: before")
             relay.freeze()
             start = time.monotonic()

@@ -21,7 +21,7 @@ import pytest
 import respx
 from conftest import store_dump
 
-from reflect import Memory, config
+from reflect import Memory, Settings, config
 from reflect.reflection import queue, worker
 from reflect.reflection.worker import Worker
 
@@ -230,7 +230,7 @@ def clock():
 
 @pytest.fixture
 def mem(clock):
-    with Memory(model=MODEL, clock=clock) as m:
+    with Memory(model=MODEL, settings=Settings(clock=clock)) as m:
         yield m
 
 
@@ -272,7 +272,7 @@ def assert_heuristic_kept(mem, entry):
 def test_a_model_lesson_supersedes_the_heuristic_and_is_recalled(api, tmp_path, clock):
     (tmp_path / ".git").mkdir()  # a repository: lessons learnt here are scoped to it
     api.script(then=reply())
-    with Memory(model=MODEL, clock=clock) as mem:
+    with Memory(model=MODEL, settings=Settings(clock=clock)) as mem:
         entry = capture(mem)
         assert api.count == 0  # capture never calls the model
         assert [(j["state"], j["target"]) for j in reflect_jobs(mem)] == [
@@ -409,7 +409,7 @@ def test_a_hung_provider_neither_slows_capture_nor_holds_close(api, monkeypatch)
         raise httpx.ReadTimeout("the provider did not answer", request=request)
 
     api.script(then=hang)
-    mem = Memory(model=MODEL, worker_thread=True, close_timeout=0.5)
+    mem = Memory(model=MODEL, settings=Settings(worker_thread=True, close_timeout=0.5))
     try:
         first = capture(mem, 1)
         assert started.wait(20), "the worker thread never called the model"
@@ -702,7 +702,7 @@ def test_breaker_opens_after_repeated_server_errors(api, mem, clock, monkeypatch
 def test_daily_spend_cap_postpones_reflection_but_not_capture(api, clock, monkeypatch):
     monkeypatch.setenv("REFLECT_MAX_COST_USD", "0.000001")
     api.script(then=reply(model="gpt-4o-mini"))
-    with Memory(model=PRICED, clock=clock) as mem:
+    with Memory(model=PRICED, settings=Settings(clock=clock)) as mem:
         first, second = capture(mem, 1), capture(mem, 2)
         mem.run_worker(once=True)
         assert api.count == 1
@@ -728,7 +728,7 @@ def test_daily_spend_cap_postpones_reflection_but_not_capture(api, clock, monkey
 def test_calls_per_run_cap_skips_the_rest_of_the_run(api, monkeypatch, clock):
     monkeypatch.setenv("REFLECT_MAX_CALLS_PER_RUN", "1")
     api.script(then=reply())
-    with Memory(model=MODEL, clock=clock) as capped:
+    with Memory(model=MODEL, settings=Settings(clock=clock)) as capped:
         first, second = capture(capped, 1), capture(capped, 2)
         other = capture(capped, 3, run="r2")
         capped.run_worker(once=True)

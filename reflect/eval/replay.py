@@ -40,7 +40,7 @@ from reflect.eval.matched import matched
 from reflect.eval.metrics import summarize
 from reflect.eval.signature import group, signature
 from reflect.eval.trace import TraceRecord, write_json, write_jsonl
-from reflect.memory import DEFAULT_MAX_TOKENS, Memory
+from reflect.memory import DEFAULT_MAX_TOKENS, Memory, Settings
 from reflect.recall.predict import Predictor
 from reflect.records import Recall
 
@@ -164,9 +164,6 @@ def replay(
     memory and the record after each recall, before the record is captured (a bench reads
     the predictor's estimates there).
     """
-    options: dict[str, Any] = {"embeddings": embeddings} if embeddings is not None else {}
-    if predictor is not None:
-        options["predictor"] = predictor
     if mode not in REPLAY_MODES:
         raise ReplayError(f"unknown mode {mode!r}; choose one of {', '.join(REPLAY_MODES)}")
     with contextlib.ExitStack() as stack:
@@ -184,14 +181,14 @@ def replay(
         # mark every lesson that foresaw a failure as one that failed to prevent it. A
         # replay starts from its own empty SQLite store, even where REFLECT_STORE names a
         # shared one.
-        with Memory(home=home, store_url="", clock=lambda: now[0], credit=False,
-                    **options) as mem:
+        with Memory(home=home, store_url="", embeddings=embeddings, settings=Settings(
+                clock=lambda: now[0], credit=False, predictor=predictor)) as mem:
             rows = _rows(records, Injector(mem, mode, max_tokens), now, progress, observe,
                          scope_by_project)
         wall = time.perf_counter() - started
     summary = {"mode": mode, "trace": trace, "records": len(records),
                "scope_by_project": scope_by_project,
-               "embeddings": options.get("embeddings"), "wall_seconds": round(wall, 3),
+               "embeddings": embeddings, "wall_seconds": round(wall, 3),
                "blocks": blocks(rows), "matched": matched(rows), **summarize(rows, seed=seed)}
     if out is not None:
         out = Path(out)

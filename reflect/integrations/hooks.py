@@ -136,9 +136,9 @@ def respond(event: Event | None, cwd: str | None = None) -> dict[str, Any]:
 
 def memory() -> Memory:
     # Imported here: a PreToolUse hook answers from the state files alone.
-    from reflect import Memory
+    from reflect import Memory, Settings
 
-    return Memory(embed_here=False, busy_timeout=config.STEP_BUSY_TIMEOUT)
+    return Memory(settings=Settings(embed_here=False, busy_timeout=config.STEP_BUSY_TIMEOUT))
 
 
 def before_turn(event: Event, state: State) -> str:

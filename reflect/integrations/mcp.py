@@ -25,7 +25,7 @@ from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.stdio import stdio_server
 
-from reflect import Memory, __version__
+from reflect import Memory, Settings, __version__
 from reflect.capture.numbers import whole_number
 from reflect.capture.scrub import storable
 from reflect.text import format_error
@@ -99,7 +99,7 @@ def server(mem: Memory) -> MCPServer:  # noqa: C901 - six small tools, closures 
 
 def serve() -> int:
     run = os.environ.get("REFLECT_RUN") or f"mcp-{uuid.uuid4().hex[:10]}"
-    with Memory(run=run, embed_here=False) as mem:
+    with Memory(run=run, settings=Settings(embed_here=False)) as mem:
         anyio.run(_serve_stdio, server(mem))
     return 0
 

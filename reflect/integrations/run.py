@@ -172,12 +172,12 @@ def describe(output: bytes, signum: int = 0) -> str:
 
 def report(argv: list[str], code: int, output: str, run: str | None, goal: str,
            phase: str) -> None:
-    from reflect import Memory
+    from reflect import Memory, Settings
 
     if not config.enabled():  # the kill switch: the command ran, and nothing is opened
         return
     action = shlex.join(argv)
-    with Memory(run=run, embed_here=False) as mem:
+    with Memory(run=run, settings=Settings(embed_here=False)) as mem:
         if code != 0:
             mem.capture(goal=goal, phase=phase, action=action, exit_code=code,
                         error_text=output)

@@ -1,7 +1,7 @@
 """The job runner: leases jobs from the store and runs them; reflection is one kind.
 
-It runs as a daemon thread in a process that uses ``Memory(worker_thread=True)``, as
-``reflect worker`` for a long-running process, or detached, started by
+It runs as a daemon thread in a process whose ``Memory`` has ``Settings(worker_thread=True)``,
+as ``reflect worker`` for a long-running process, or detached, started by
 ``reflect capture``. Several may run at once: the store hands each job to one.
 """
 
