@@ -31,8 +31,12 @@ def failed_event() -> bytes:
 def hook(env: dict | None = None, importtime: bool = False) -> subprocess.CompletedProcess:
     argv = [sys.executable, *(["-X", "importtime"] if importtime else []),
             "-m", "reflect", "hook", "claude-code"]
+    base = dict(os.environ)
+    if importtime:  # what a user's hook imports: not the coverage of the suite (sqlite3)
+        for name in ("COVERAGE_PROCESS_CONFIG", "COVERAGE_PROCESS_START"):
+            base.pop(name, None)
     done = subprocess.run(argv, input=failed_event(), capture_output=True, timeout=60,
-                          env={**os.environ, **HELPER_ON, **(env or {})})
+                          env={**base, **HELPER_ON, **(env or {})})
     assert done.returncode == 0, done.stderr
     return done
 
