@@ -23,9 +23,9 @@ from secret_forms import FORMS, leaks
 from test_defuse import PAYLOADS
 from test_scrub import PATHOLOGICAL
 
+from reflect.capture.defuse import NEUTRALIZED, neutralize
+from reflect.capture.review import hostile_reason
 from reflect.capture.scrub import Scrubber
-from reflect.reflection.defuse import NEUTRALIZED, neutralize
-from reflect.reflection.review import hostile_reason
 
 SCRUB = Scrubber()
 SHOW = "--show" in sys.argv

@@ -217,7 +217,7 @@ def hooks_table(f: dict) -> str:
 
 def matched_cell(m: dict, key: str) -> str:
     """A mode's cross-run coverage by ``key``, then the best popularity list shown with as
-    many items (``reflect.eval.matched``)."""
+    many items (``reflect.eval._matched``)."""
     if not m.get("matched"):
         return DASH
     figures = m["matched"]["keys"][key]
@@ -461,7 +461,7 @@ def faults_table(f: dict) -> str:
         ["instruction-like payloads (fullwidth, Cyrillic, zero-width, bidi, escapes, "
          "`<\\|im_start\\|>`, `[INST]`, mid-line `SYSTEM:`, leetspeak, spaced-out letters, "
          "other languages) through "
-         "`reflect.reflection.defuse.neutralize`", n(a["payloads"]),
+         "`reflect.capture.defuse.neutralize`", n(a["payloads"]),
          f"{a['payloads'] - a['payloads_neutralized']} passed", ATTACKS_CMD],
         ["faults: the write lock held across captures of several processes and this one, the "
          "lock coming and going under 4 writers, a replay killed mid-file, a torn line, exit "

@@ -5,7 +5,7 @@ Run: .venv/bin/python bench/holdout.py [--runs 800] [--seeds 20] [--p 0.5]
      [--min-runs 45] [--z 2.5] [--min-effect 0.15] [--store-url URL]
 (about 4 s a seed on SQLite)
 
-The population is tests/test_holdout.py's (``reflect.eval.scripted``): showing lesson A
+The population is tests/test_holdout.py's (``reflect.eval._scripted``): showing lesson A
 cuts its mistake from 0.3 to 0.1 of runs, lesson B changes nothing (0.3 either way). Each
 seed is a fresh store, its own runs' names (so its own arms) and its own agents' draws.
 Per seed: A's and B's verdicts, whether each arm's Wilson interval and the effect's
@@ -21,7 +21,7 @@ import tempfile
 from figures import emit
 
 from reflect import Memory, Settings
-from reflect.eval.scripted import Mistake, run_population
+from reflect.eval._scripted import Mistake, run_population
 from reflect.recall.holdout import Holdout, wilson
 
 NO_YAML = "ModuleNotFoundError: No module named 'yaml'"

@@ -15,7 +15,7 @@ only from the runs before it. The prior is the same rule with no signal: a `Pred
 whose base rate is that of all earlier runs (no window), with no neighbours and nothing
 followed. The runs are split in two halves in time order: the point with the lowest log
 loss on the first half, the prior among the candidates, is chosen and reported on the
-second. Each point's blocks are also graded by `reflect.eval.matched`:
+second. Each point's blocks are also graded by `reflect.eval._matched`:
 cross-run coverage and precision by signature and by group, beside the popularity lists
 (global, the run's project first, the last 50 runs) shown with as many lesson items,
 block by block.
@@ -35,9 +35,9 @@ from pathlib import Path
 from figures import DATA, emit
 
 from reflect import Memory
-from reflect.eval.convert import convert
-from reflect.eval.replay import replay
-from reflect.eval.trace import TraceRecord
+from reflect.eval._convert import convert
+from reflect.eval._replay import replay
+from reflect.eval._trace import TraceRecord
 from reflect.recall.block import predicted
 from reflect.recall.predict import Predictor
 

@@ -24,10 +24,10 @@ from figures import DATA, emit
 
 from reflect import Memory
 from reflect.choices import REPLAY_MODES as MODES
-from reflect.eval.compare import compare, curve_chart, load, table
-from reflect.eval.convert import convert
-from reflect.eval.replay import replay
-from reflect.eval.trace import read_trace, write_trace
+from reflect.eval._compare import compare, curve_chart, load, table
+from reflect.eval._convert import convert
+from reflect.eval._replay import replay
+from reflect.eval._trace import read_trace, write_trace
 
 TARGET_SECONDS = 120
 

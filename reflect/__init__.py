@@ -1,26 +1,41 @@
-"""reflect: failure memory for autonomous coding agents."""
+"""reflect: failure memory for autonomous coding agents.
+
+The public API is what this module exports: ``Memory``, the ``Settings`` it takes with the
+rules a setting may hold (``Predictor``, ``Holdout``), and the records its methods hand out.
+Evaluation is ``reflect.eval``'s. Every other module is internal (docs/design.md, "Layout")."""
 
 from __future__ import annotations
 
 TYPE_CHECKING = False  # typing itself costs a hook ~2 ms to import
 if TYPE_CHECKING:
-    from reflect.memory import Memory, Settings
-    from reflect.records import ErrorEntry, Recall, RecallItem
+    from reflect.exchange import ImportReport
+    from reflect.memory import Memory
+    from reflect.recall.holdout import Effect, Holdout
+    from reflect.recall.predict import Predictor
+    from reflect.records import ErrorEntry, Lesson, Recall, RecallItem
+    from reflect.settings import Settings
+    from reflect.store.health import Finding
 
-__all__ = ["ErrorEntry", "Memory", "Recall", "RecallItem", "Settings"]
+__all__ = ["Effect", "ErrorEntry", "Finding", "Holdout", "ImportReport", "Lesson", "Memory",
+           "Predictor", "Recall", "RecallItem", "Settings"]
 __version__ = "0.1.0"
 
+# Where each name lives: loaded on first use, so a command (a hook) that needs none of the
+# library starts fast.
+_HOMES = {
+    "Memory": "reflect.memory", "Settings": "reflect.settings",
+    "ErrorEntry": "reflect.records", "Lesson": "reflect.records",
+    "Recall": "reflect.records", "RecallItem": "reflect.records",
+    "Predictor": "reflect.recall.predict", "Holdout": "reflect.recall.holdout",
+    "Effect": "reflect.recall.holdout", "Finding": "reflect.store.health",
+    "ImportReport": "reflect.exchange",
+}
 
-def __getattr__(name: str) -> type:
-    # Loaded on first use, so a command (a hook) that needs none of the library starts fast.
-    if name in ("Memory", "Settings"):
-        from reflect import memory
 
-        found_here: type = getattr(memory, name)
-        return found_here
-    if name in ("ErrorEntry", "Recall", "RecallItem"):
-        from reflect import records
+def __getattr__(name: str) -> object:
+    if name not in _HOMES:
+        raise AttributeError(f"module 'reflect' has no attribute {name!r}")
+    from importlib import import_module
 
-        found: type = getattr(records, name)
-        return found
-    raise AttributeError(f"module 'reflect' has no attribute {name!r}")
+    found: object = getattr(import_module(_HOMES[name]), name)
+    return found

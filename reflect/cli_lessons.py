@@ -22,7 +22,8 @@ def open_memory(*, model: str | None = None, **settings: Any) -> Memory:
     """The library's ``Memory``, imported when a command opens it: the commands that need
     none of it (``reflect hook``, ``reflect install``) start without loading it.
     ``settings``: fields of ``reflect.Settings``."""
-    from reflect.memory import Memory, Settings
+    from reflect.memory import Memory
+    from reflect.settings import Settings
 
     return Memory(model=model, settings=Settings(**settings))
 

@@ -3,16 +3,11 @@
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Callable, Mapping
-from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple, TypeVar
+from typing import NamedTuple, TypeVar
 
 from reflect.home import default_home as default_home  # the store's location, named here too
 from reflect.home import repo_root as repo_root
-
-if TYPE_CHECKING:
-    from reflect.capture.scrub import Scrubber
 
 DEFAULT_RUN = "default"
 DEFAULT_MAX_TOKENS = 400  # the block's budget, four characters a token
@@ -21,7 +16,6 @@ DEFAULT_MAX_TOKENS = 400  # the block's budget, four characters a token
 # milliseconds, so a lock held longer is held for long, and the agent must not wait on it.
 STEP_BUSY_TIMEOUT = 0.25
 DEFAULT_MAX_FAILURES = 20_000  # about 15 MB of store with its history (bench/store_bound.py)
-PATTERNS_FILE = "scrub-patterns"  # in the store directory: one extra regex a line
 
 
 _stderr_pending = False  # the CLI asked for stderr warnings, set up at the first one
@@ -67,77 +61,20 @@ def embeddings_spec(value: str | None = None, env: Mapping[str, str] = os.enviro
     return spec
 
 
-def escalate_after(env: Mapping[str, str] = os.environ) -> int:
-    """Times a run may fail the same way right after being shown the hint before the
-    hint is marked as one that does not work for it."""
-    return _number(env, "REFLECT_ESCALATE_AFTER", int, 2)
 
 
-def similar_runs(env: Mapping[str, str] = os.environ) -> int:
-    """How many earlier runs of like goals the default predictor compares this run with
-    (0, the default: on the public data sets they did not improve its score)."""
-    return max(0, _number(env, "REFLECT_SIMILAR_RUNS", int, 0))
 
 
-def half_life_days(env: Mapping[str, str] = os.environ) -> float:
-    """Days without use over which a lesson's effective confidence halves."""
-    return _number(env, "REFLECT_HALF_LIFE_DAYS", float, 90.0)
 
 
-def max_failures(env: Mapping[str, str] = os.environ) -> int | None:
-    """Failures the store keeps (the newest; lessons are never dropped for it); 0 for no
-    bound."""
-    value = _number(env, "REFLECT_MAX_FAILURES", int, DEFAULT_MAX_FAILURES)
-    return value if value > 0 else None
 
 
-def holdout(env: Mapping[str, str] = os.environ) -> float:
-    """``REFLECT_HOLDOUT``: the share of (run, lesson) pairs recall withholds (default 0)."""
-    p = _number(env, "REFLECT_HOLDOUT", float, 0.0)
-    if not 0.0 <= p < 1.0:
-        warn(f"REFLECT_HOLDOUT={p} is not a share (0 <= p < 1, e.g. 0.1); using 0")
-        return 0.0
-    return p
 
 
-def worker_allowed(env: Mapping[str, str] = os.environ) -> bool:
-    """``REFLECT_WORKER=off``: capture never starts a detached worker."""
-    return env.get("REFLECT_WORKER", "").strip().lower() not in {"off", "0", "false", "no"}
 
 
 def default_run(env: Mapping[str, str] = os.environ) -> str:
     return env.get("REFLECT_RUN") or DEFAULT_RUN
-
-
-def read_patterns(home: Path) -> list[str]:
-    """Extra scrub patterns from the store directory; a bad line is skipped with a warning."""
-    path = home / PATTERNS_FILE
-    try:
-        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
-    except OSError:
-        return []
-    patterns = []
-    for number, line in enumerate(lines, 1):
-        line = line.strip()
-        if not line or line.startswith("#"):
-            continue
-        try:
-            re.compile(line)
-        except re.error as e:
-            warn(f"{path}:{number}: skipped invalid pattern ({e}); fix or remove the line")
-            continue
-        patterns.append(line)
-    return patterns
-
-
-def scrubber(home: Path, extra: tuple[str, ...] = ()) -> Scrubber:
-    """The scrubber for a store: built-in patterns, the caller's, the store's file, and
-    the repository's owner/name read from ``.git/config``. (Imported here: the resident
-    helper's client reads the store's location from this module, and scrubs nothing.)"""
-    from reflect.capture.gitconfig import repo_from_git_config
-    from reflect.capture.scrub import Scrubber
-
-    return Scrubber((*extra, *read_patterns(home)), repo=repo_from_git_config(Path.cwd()))
 
 
 class ModelSettings(NamedTuple):

@@ -8,8 +8,10 @@ the text).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
+from reflect.config import DEFAULT_MAX_FAILURES
 from reflect.records import Lesson
 from reflect.store.protocol import UpkeepStore
 
@@ -19,6 +21,22 @@ MIN_CONFIDENCE = 0.2  # below this (after decay) a lesson is removed
 RETAIN_DAYS = 180.0  # failures, injections and cached query texts older than this go
 
 
+@dataclass(frozen=True)
+class Upkeep:
+    """The rule of upkeep: ``half_life_days`` without use halve a lesson's confidence;
+    ``max_failures``, the newest failures kept (and as many rows of the other raw history:
+    injections, benign exits, steps that worked), None for no bound; raw history older
+    than ``retain_days`` goes."""
+
+    half_life_days: float = 90.0
+    max_failures: int | None = DEFAULT_MAX_FAILURES
+    retain_days: float = RETAIN_DAYS
+
+    def __post_init__(self) -> None:
+        if not 0 < self.half_life_days < float("inf"):
+            raise ValueError(f"half-life {self.half_life_days} days: use a number above 0")
+
+
 def effective_confidence(lesson: Lesson, now: float, half_life_days: float) -> float:
     """Confidence halves for every half-life the lesson goes unused."""
     idle = max(0.0, now - max(lesson["last_used"], lesson["updated"])) / DAY
@@ -26,15 +44,13 @@ def effective_confidence(lesson: Lesson, now: float, half_life_days: float) -> f
     return lesson["confidence"] * decay
 
 
-def consolidate(store: UpkeepStore, now: float, half_life_days: float,
-                retain_days: float = RETAIN_DAYS,
-                max_failures: int | None = None) -> dict[str, Any]:
-    """``max_failures``: the newest failures kept (and as many rows of the other raw
-    history: injections, benign exits, steps that worked); lessons and the per-cause
-    counts stay whatever goes. The space freed is given back to the file system."""
+def consolidate(store: UpkeepStore, now: float, rule: Upkeep) -> dict[str, Any]:
+    """Lessons and the per-cause counts stay whatever history goes. The space freed is
+    given back to the file system."""
     weak = [r for r in store.aging_lessons(now - GRACE_DAYS * DAY)
-            if effective_confidence(r, now, half_life_days) < MIN_CONFIDENCE]
-    failures, injections = store.prune(weak, now, now - retain_days * DAY, max_failures)
+            if effective_confidence(r, now, rule.half_life_days) < MIN_CONFIDENCE]
+    failures, injections = store.prune(weak, now, now - rule.retain_days * DAY,
+                                       rule.max_failures)
     store.purge()
     return {"removed_lessons": [r["id"] for r in weak], "deleted_failures": failures,
             "deleted_injections": injections, "reclaimed_bytes": store.reclaim()}

@@ -122,7 +122,7 @@ def teach(store: LessonStore, text: str, scope: str,
     reason, for a person to release."""
     # Imported here: its patterns cost capture and recall, which never teach, a cold start.
     from reflect.capture.heuristics import GUIDANCE_MAX, TRIGGER_MAX
-    from reflect.reflection.review import reviewed_texts
+    from reflect.capture.review import reviewed_texts
 
     trigger, guidance = parse_teaching(text)
     texts, reason, _ = reviewed_texts(

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from reflect.capture import pending
 from reflect.store import (
     CannotRepair,
     Finding,
@@ -22,6 +21,7 @@ from reflect.store import (
     StoreUnavailable,
     backend,
     open_store,
+    pending,
     store_url,
 )
 from reflect.store.health import size

@@ -36,10 +36,10 @@ from pathlib import Path
 from typing import Any, TextIO, TypeVar, cast
 
 from reflect.capture.heuristics import CATEGORIES, GUIDANCE_MAX, SEVERITIES, TRIGGER_MAX
+from reflect.capture.review import reviewed_texts
 from reflect.choices import EXPORT_FORMATS
 from reflect.index import atomic
 from reflect.records import Lesson, RankedLesson, new_lesson
-from reflect.reflection.review import reviewed_texts
 from reflect.store.protocol import LessonStore
 from reflect.supersession import KIND_RANK
 from reflect.text import clip, counted, one_line

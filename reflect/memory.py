@@ -5,21 +5,21 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
-import time
 import warnings
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, fields, replace
+from collections.abc import Mapping
+from dataclasses import fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from reflect import config, consolidation, controls
-from reflect.capture import benign, numbers, own_module, pending, resolution
+from reflect.capture import benign, numbers, own_module, resolution, scrub
 from reflect.capture.entry import MAX_FIELD, Parsed, entry_rows, parse, synthesize
 from reflect.capture.scope import scope_of
 from reflect.recall.holdout import Holdout
 from reflect.records import ErrorEntry, Failure, Lesson, Recall
 from reflect.reflection import queue
-from reflect.store import Rejected, Row, Store, StoreUnavailable, open_store
+from reflect.settings import Settings
+from reflect.store import Rejected, Row, Store, StoreUnavailable, open_store, pending
 from reflect.store import store_url as store_url_of
 from reflect.store.runs import MAX_GOAL_CHARS
 from reflect.text import clip
@@ -35,28 +35,6 @@ if TYPE_CHECKING:
 DEFAULT_MAX_TOKENS = config.DEFAULT_MAX_TOKENS
 LOG_WAIT = 0.2  # seconds recall waits to log what it injected; the block never waits
 OWN_MODULE_WINDOW = 200  # the run's latest failures whose steps may have made a module
-
-
-@dataclass(frozen=True)
-class Settings:
-    """How a ``Memory`` behaves, beyond which store it opens and which models it may call
-    (those are ``Memory``'s own keywords)."""
-
-    # Load the embedding model here, once, on the first recall whose goal has no cached
-    # vector; False never loads it here: cached vectors are used, the rest is queued.
-    embed_here: bool = True
-    worker_thread: bool = False  # run the worker in a daemon thread of this process
-    # False keeps the injection log but credits no outcome to a lesson: for replays of
-    # recorded agents, which never saw what was injected.
-    credit: bool = True
-    predictor: Predictor | None = None  # the prediction's thresholds; None: the default
-    # The share of runs kept from a lesson of earlier runs, to measure what it changes
-    # (else REFLECT_HOLDOUT, default 0); a ``Holdout`` gives the rule that judges too.
-    holdout: float | Holdout | None = None
-    scrub_patterns: tuple[str, ...] = ()  # patterns scrubbed beside the built-in rules
-    busy_timeout: float = 5.0  # seconds a step waits for a store another process holds
-    close_timeout: float = 2.0  # seconds ``close`` gives a worker thread to finish its job
-    clock: Callable[[], float] = time.time
 
 
 class Memory:
@@ -77,27 +55,21 @@ class Memory:
         store; "" is the SQLite file in ``home``, which holds what stays on this machine
         either way. The rest is ``settings``; a field of it given as a keyword, as before
         ``Settings`` was, still works, with a ``DeprecationWarning``."""
-        settings = _settings(settings, before_settings)
-        self.settings = settings
-        worker_thread, clock = settings.worker_thread, settings.clock
-        holdout = settings.holdout
-        self.home = Path(home) if home is not None else config.default_home()
+        # The run context, made once here: the environment is not read after this.
+        env = os.environ
+        settings = self.settings = _settings(settings, before_settings).with_env(env)
+        self.home = Path(home) if home is not None else config.default_home(env)
         self.store_url = store_url_of(store_url)
-        self.enabled = config.enabled()
-        self.run = run or config.default_run()
-        self.clock = clock
-        self.busy_timeout = settings.busy_timeout
-        self.close_timeout = settings.close_timeout
-        self.embed_here = settings.embed_here
-        self.credit = settings.credit
-        self.predictor = settings.predictor  # None: the default, made by the first recall
-        if not isinstance(holdout, Holdout):
-            holdout = Holdout(p=config.holdout() if holdout is None else float(holdout))
-        self.holdout = holdout
-        self.scrubber = config.scrubber(self.home, settings.scrub_patterns)
+        self.enabled = config.enabled(env)
+        self.offline = config.offline(env)
+        self.clock = settings.clock
+        holdout = settings.holdout
+        self.holdout = holdout if isinstance(holdout, Holdout) else Holdout(p=float(holdout))
+        self.scrubber = scrub.for_store(self.home, settings.scrub_patterns)
+        self.run = self._run_id(run or config.default_run(env))
         self.benign_exits = benign.rules(self.home)
-        self.model = config.model_settings(model) if self.enabled else None
-        self.embeddings = config.embeddings_spec(embeddings) if self.enabled else None
+        self.model = config.model_settings(model, env) if self.enabled else None
+        self.embeddings = config.embeddings_spec(embeddings, env) if self.enabled else None
         self._store: Store | None = None
         # Why this Memory's last capture was kept aside (the store was locked or down):
         # the rest of that step (its worker, its block) does not wait for the store again.
@@ -105,18 +77,18 @@ class Memory:
         self._vectors: Vectors | None = None
         self._scope: str | None = None
         self._worker: tuple[threading.Thread, threading.Event] | None = None
-        if worker_thread and (self.model is not None or self.embeddings is not None):
+        if settings.worker_thread and (self.model is not None or self.embeddings is not None):
             from reflect.reflection.worker import start_thread
 
             self._worker = start_thread(self.home, self.store_url, self.model,
-                                        self.embeddings, clock)
+                                        self.embeddings, self.clock, settings.upkeep)
 
     # The store opens on first use, so a Memory can always be constructed;
     # a store that cannot be opened degrades capture and recall, never raises.
     @property
     def store(self) -> Store:
         if self._store is None:  # REFLECT_STORE may name a shared PostgreSQL store
-            self._store = open_store(self.home, self.store_url, self.busy_timeout)
+            self._store = open_store(self.home, self.store_url, self.settings.busy_timeout)
         return self._store
 
     @property
@@ -147,7 +119,7 @@ class Memory:
         if self._worker is not None:
             thread, stop = self._worker
             stop.set()
-            thread.join(self.close_timeout)
+            thread.join(self.settings.close_timeout)
             self._worker = None
         if self._store is not None:
             self._store.close()
@@ -209,7 +181,7 @@ class Memory:
             pending.replay(self.home, self.store)
             stored, lesson_row = self.store.add_failure(
                 failure, lesson, reflect=self.model is not None,
-                embed=self.embeddings is not None, credit_outcome=self.credit,
+                embed=self.embeddings is not None, credit_outcome=self.settings.credit,
             )
         except (StoreUnavailable, Rejected, OSError) as e:
             self._kept_aside = e
@@ -221,7 +193,8 @@ class Memory:
         capture that can write), numbered in its run as the store would number it."""
         if failure["iteration"] is None:
             failure = {**failure, "iteration": self._next_iteration_aside(failure["run"])}
-        path = pending.keep(self.home, failure, lesson)
+        path = pending.keep(self.home, failure, lesson, reflect=self.model is not None,
+                            embed=self.embeddings is not None, credit=self.settings.credit)
         # One line: a PostgreSQL error goes on with the statement it stopped.
         said = str(why).splitlines()[0] if str(why) else repr(why)
         config.warn(f"store {self.home} not writable ({said}); failure kept in {path}")
@@ -258,6 +231,18 @@ class Memory:
             cwd = Path(".")
         return own_module.own_module(name, cwd, [action, *earlier])
 
+    @property
+    def predictor(self) -> Predictor:
+        """The prediction's rule: the settings', else the default, comparing a run with
+        ``similar_runs`` earlier runs of like goals."""
+        from reflect.recall.predict import Predictor
+
+        return self.settings.predictor or Predictor(k=self.settings.similar_runs)
+
+    def _only(self, run: str | None) -> str | None:
+        """A listing's run as capture stored it; None: every run."""
+        return None if run is None else self._run_id(run)
+
     def _run_id(self, run: str | None) -> str:
         """The run id as capture stores it (scrubbed, cut): recall, outcome and the logs
         use the same, so a run id holding an address finds its own failures."""
@@ -287,9 +272,9 @@ class Memory:
 
         return block.Query(
             run=self._run_id(run), goal=clip(self.scrubber.scrub(goal)[0], MAX_GOAL_CHARS),
-            phase=phase, iteration=iteration, scope="global", now=self.clock(),
-            max_tokens=max_tokens, sections=sections, embed=self.embed_here,
-            escalate_after=config.escalate_after())
+            phase=phase, iteration=numbers.iteration(iteration), scope="global", now=self.clock(),
+            max_tokens=max_tokens, sections=sections, embed=self.settings.embed_here,
+            escalate_after=self.settings.escalate_after)
 
     def recall(
         self,
@@ -307,15 +292,15 @@ class Memory:
             return Recall()
         from reflect.recall import block
 
-        if config.offline():  # recency only: this run's failures and hints, from SQL
+        if self.offline:  # recency only: this run's failures and hints, from SQL
             sections = tuple(s for s in sections if s == "recent")
         query = self.query(run, goal, phase, iteration, max_tokens, sections)
-        run, goal, now = query.run, query.goal, query.now
+        run, goal, now, iteration = query.run, query.goal, query.now, query.iteration
         try:
             if self._kept_aside is not None:  # this step's capture found the store held
                 raise self._kept_aside
             query = replace(query, scope=self.scope)
-            predictor = self.predictor or block.Predictor(k=config.similar_runs())
+            predictor = self.predictor
             rec = block.build(self.store, self.vectors, query, predictor, self.holdout)
             try:  # the log is best effort: it must not cost the agent its block
                 self.store.register_run(run, goal, self.scope, now, wait=LOG_WAIT)
@@ -339,7 +324,7 @@ class Memory:
     def ensure_worker(self) -> bool:
         """For shell harnesses: start a detached worker when jobs are due and no live
         worker holds the queue (``REFLECT_WORKER=off`` disables it). True if started."""
-        if not self.enabled or not config.worker_allowed() or self._kept_aside is not None:
+        if not self.enabled or not self.settings.start_worker or self._kept_aside is not None:
             return False  # kept aside: its jobs are queued when the next capture replays it
         if self.model is None and self.embeddings is None:
             return False
@@ -376,7 +361,7 @@ class Memory:
             "calls_today": calls,
             "max_cost_usd": self.model.max_cost_usd if self.model else None,
             "workers_alive": self.store.live_workers(now, queue.HEARTBEAT_STALE),
-            "store": {**self.store.footprint(), "max_failures": config.max_failures(),
+            "store": {**self.store.footprint(), "max_failures": self.settings.upkeep.max_failures,
                       "kept_aside": pending.waiting(self.home)[0]},
         }
 
@@ -389,7 +374,7 @@ class Memory:
         """Report how an iteration ended. On success, each open failure of the run that
         ``action`` re-ran (same program and target) gets what changed before this rerun
         as what worked; returns the ids of the failures resolved."""
-        run = self._run_id(run)
+        run, iteration = self._run_id(run), numbers.iteration(iteration)
         if not self.enabled or not success:
             return []  # a failed iteration is credited when it is captured
         if not self.store.has_run(run) and not self.store.injections(run, 1):
@@ -404,11 +389,11 @@ class Memory:
         now, reflect = self.clock(), self.model is not None
         try:
             self.store.resolve(run, iteration, action, found, now, reflect=reflect,
-                               credit_outcome=self.credit)
+                               credit_outcome=self.settings.credit)
         except (StoreUnavailable, Rejected, OSError) as e:
             path = pending.keep_outcome(self.home, {
                 "run": run, "iteration": iteration, "action": action, "resolutions": found,
-                "ts": now, "reflect": reflect, "credit": self.credit})
+                "ts": now, "reflect": reflect, "credit": self.settings.credit})
             config.warn(f"store {self.home} not writable ({e}); outcome kept in {path}")
         return list(found)
 
@@ -416,6 +401,7 @@ class Memory:
                  benign: bool = False) -> list[ErrorEntry]:
         """The latest failures, newest first; with ``benign`` the exits that answered a
         question too (``source == "benign"``)."""
+        run = self._only(run)
         rows = self.store.failures(run, limit)
         lessons = self.store.active_lessons([r["fingerprint"] for r in rows])
         entries = [_entry(r, lessons.get(r["fingerprint"])) for r in rows]
@@ -431,6 +417,7 @@ class Memory:
         return _entry(row, self.store.active_lessons([row["fingerprint"]]).get(row["fingerprint"]))
 
     def stats(self, run: str | None = None) -> dict[str, Any]:
+        run = self._only(run)
         by_type = self.store.count_by("error_type", run)
         return {
             "failures": sum(n for _, n in by_type),
@@ -443,17 +430,17 @@ class Memory:
 
     def injections(self, run: str | None = None, limit: int = 50) -> list[Row]:
         """What recall put into prompts, newest first, with rank, score and outcome."""
-        return self.store.injections(run, limit)
+        return self.store.injections(self._only(run), limit)
 
     def clear(self, run: str | None = None) -> int:
         """Delete one run's failures, or all of them with ``run=None``."""
-        return self.store.clear(run)
+        return self.store.clear(self._only(run))
 
     # -- a person's controls over lessons ---------------------------------------------
 
     def lessons(self, status: str | None = "active", ineffective: bool = False,
                 limit: int = 50) -> list[Lesson]:
-        after = config.escalate_after() if ineffective else 0
+        after = self.settings.escalate_after if ineffective else 0
         return controls.listing(self.store, status=status, ineffective_after=after,
                                 limit=limit)
 
@@ -494,8 +481,7 @@ class Memory:
         return controls.teach(self.store, text, self.scope, self.scrubber.scrub, self.clock())
 
     def consolidate(self) -> dict[str, Any]:
-        return consolidation.consolidate(self.store, self.clock(), config.half_life_days(),
-                                  max_failures=config.max_failures())
+        return consolidation.consolidate(self.store, self.clock(), self.settings.upkeep)
 
     # -- sharing lessons, and whether memory helps ----------------------------------------
 
@@ -528,7 +514,7 @@ class Memory:
         """What is wrong with the store and how to recover: ``doctor.Finding`` each."""
         from reflect import doctor
 
-        return doctor.diagnose(self.home, config.max_failures())
+        return doctor.diagnose(self.home, self.settings.upkeep.max_failures)
 
     def repair(self) -> list[str]:
         """Keep a damaged store aside, start a new one, replay what was kept aside, apply
@@ -536,7 +522,7 @@ class Memory:
         from reflect import doctor
 
         self.close()
-        return doctor.repair(self.home, self.clock(), config.max_failures())
+        return doctor.repair(self.home, self.clock(), self.settings.upkeep.max_failures)
 
 
 def _settings(settings: Settings | None, keywords: dict[str, Any]) -> Settings:

@@ -167,9 +167,46 @@ class Recall:
     tokens: int = 0
     items: list[RecallItem] = field(default_factory=list)
     # Each lesson of an earlier run this block would show, with its holdout arm
-    # (``recall.holdout.Eligible``): the log's, not the prompt's.
-    eligible: list[Any] = field(default_factory=list)
+    # (``Eligible``): the log's, not the prompt's.
+    eligible: list[Eligible] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         items = [i.to_dict() for i in self.items]
         return {"text": self.text, "tokens": self.tokens, "items": items}
+
+
+@dataclass(frozen=True)
+class Eligible:
+    """A lesson of an earlier run that recall would show, and what became of it."""
+
+    lesson_id: str
+    family: str
+    arm: str  # shown | withheld | promoted | demoted
+    predicted: float  # the predictor's p(family) when it was chosen
+
+
+# -- the job queue (its rules: ``reflection.queue``; its state: the store) --------------
+
+
+@dataclass
+class Job:
+    id: int
+    kind: str
+    target: str
+    run: str
+    attempts: int
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What becomes of a leased job: it ends ``done``, ``failed`` or ``skipped`` with its
+    reason, or is ``queued`` again at ``due``; ``attempt=False`` puts it back untouched
+    (the try did not use up an attempt)."""
+
+    state: str
+    reason: str = ""
+    due: float = 0.0
+    attempt: bool = True
+
+
+DONE = Verdict("done")

@@ -12,7 +12,7 @@ import pytest
 from reflect.index import VectorIndex
 from reflect.index.atomic import write_atomically
 
-from reflect.eval import trace
+from reflect.eval import _trace as trace
 from reflect.exchange import write_atomically as write_rules
 from reflect.integrations import hooks, settings
 

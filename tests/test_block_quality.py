@@ -9,8 +9,8 @@ import pytest
 from reflect import Memory
 from reflect.capture import commands
 from reflect.capture.commands import MAX_BRIEF
-from reflect.eval.convert import convert
-from reflect.eval.replay import replay
+from reflect.eval._convert import convert
+from reflect.eval._replay import replay
 from reflect.recall.render import LESSON_ITEM_TOKENS, RECENT_ITEM_TOKENS, estimate_tokens
 
 SETS = {"mini-swe-agent": "mini-swe-agent", "debugbench": "debugbench",

@@ -5,8 +5,8 @@ import textwrap
 import pytest
 from conftest import run_cli
 
-from reflect.eval.ab import ABError, Task, read_tasks, render_command, run_ab, schedule
-from reflect.eval.trace import read_trace
+from reflect.eval._ab import ABError, Task, read_tasks, render_command, run_ab, schedule
+from reflect.eval._trace import read_trace
 
 # A scripted agent with no memory of its own: its task names a module it needs, and it
 # fails with the same ModuleNotFoundError until its prompt file names the fix.

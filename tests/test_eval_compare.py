@@ -6,10 +6,10 @@ import sys
 import pytest
 from conftest import run_cli
 
-from reflect.eval.compare import CompareError, chart, compare, table
-from reflect.eval.metrics import RATIOS, bootstrap, per_run
-from reflect.eval.replay import replay
-from reflect.eval.trace import TraceRecord
+from reflect.eval._compare import CompareError, chart, compare, table
+from reflect.eval._metrics import RATIOS, bootstrap, per_run
+from reflect.eval._replay import replay
+from reflect.eval._trace import TraceRecord
 
 
 def trace(runs: int = 12):

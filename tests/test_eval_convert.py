@@ -12,8 +12,8 @@ import json
 import pytest
 from conftest import run_cli
 
-from reflect.eval.convert import ConvertError, convert
-from reflect.eval.trace import read_trace
+from reflect.eval._convert import ConvertError, convert
+from reflect.eval._trace import read_trace
 
 
 def summary(records):

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from conftest import run_cli
 
-from reflect.eval.convert import ConvertError, convert
-from reflect.eval.replay import replay
-from reflect.eval.trace import read_trace
+from reflect.eval._convert import ConvertError, convert
+from reflect.eval._replay import replay
+from reflect.eval._trace import read_trace
 
 DATASETS = Path(__file__).parent / "fixtures" / "datasets"
 MINI = DATASETS / "mini-swe-agent"

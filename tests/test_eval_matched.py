@@ -1,7 +1,7 @@
 """The baselines read at the mode's own number of items, rebuilt from a replay's rows."""
 
-from reflect.eval.convert import swe_bench_repository
-from reflect.eval.matched import matched
+from reflect.eval._convert import swe_bench_repository
+from reflect.eval._matched import matched
 
 
 def fail(run, key, project="", items=()):

@@ -4,10 +4,10 @@ import textwrap
 import pytest
 from conftest import run_cli
 
-from reflect.eval.convert import convert
-from reflect.eval.replay import ReplayError, replay
-from reflect.eval.signature import signature
-from reflect.eval.trace import TraceRecord, write_trace
+from reflect.eval._convert import convert
+from reflect.eval._replay import ReplayError, replay
+from reflect.eval._signature import signature
+from reflect.eval._trace import TraceRecord, write_trace
 from reflect.memory import Memory
 from reflect.recall.predict import Predictor
 from reflect.recall.render import LESSONS_HEADER, RECENT_HEADER, estimate_tokens

@@ -2,7 +2,7 @@ import textwrap
 
 import pytest
 
-from reflect.eval.signature import group, signature, template
+from reflect.eval._signature import group, signature, template
 
 
 @pytest.mark.parametrize(

@@ -3,7 +3,7 @@ import json
 import pytest
 from conftest import run_cli
 
-from reflect.eval.trace import TraceError, TraceRecord, read_trace, write_trace
+from reflect.eval._trace import TraceError, TraceRecord, read_trace, write_trace
 
 
 def line(**fields) -> str:

@@ -7,8 +7,8 @@ import json
 import pytest
 from conftest import run_cli
 
-from reflect import Memory, Settings, config
-from reflect.eval.scripted import Mistake, run_population
+from reflect import Memory, Settings
+from reflect.eval._scripted import Mistake, run_population
 from reflect.recall.holdout import (
     DEMOTED,
     PROMOTED,
@@ -123,8 +123,8 @@ def test_reflect_holdout_sets_the_share_and_a_bad_one_is_said(monkeypatch, caplo
         assert mem.holdout.p == 0.1
     assert Memory(settings=Settings(holdout=0.2)).holdout.p == 0.2  # the argument wins
     monkeypatch.setenv("REFLECT_HOLDOUT", "2")
-    assert config.holdout() == 0.0
-    assert "REFLECT_HOLDOUT=2.0 is not a share" in caplog.text
+    assert Memory().holdout.p == 0.0
+    assert "REFLECT_HOLDOUT='2' is not a share" in caplog.text
 
 
 def test_clearing_a_run_clears_its_holdout_log():
@@ -231,7 +231,7 @@ def test_eval_effect_says_how_to_start_when_nothing_was_withheld(tmp_path):
 
 def test_the_effect_table_and_chart(tmp_path):
     pytest.importorskip("matplotlib")
-    from reflect.eval.effect import chart, table
+    from reflect.eval._effect import chart, table
 
     rule = Holdout(p=0.5, min_runs=30)
     found = [Effect("L-a", "f", 60, 6, 60, 18, 0.2, PROMOTED),
@@ -245,7 +245,7 @@ def test_the_effect_table_and_chart(tmp_path):
 
 
 def test_a_failure_counts_against_the_arm_it_followed_logged_before_or_after_it():
-    from reflect.recall.holdout import Eligible
+    from reflect.records import Eligible
 
     with Memory() as mem:
         entry = earlier_runs(mem, 1)

@@ -12,11 +12,12 @@ from secret_corpus import SECRETS
 from test_integration_claude_code import SESSION, context, event, hook
 
 from reflect import Memory
+from reflect.integrations.hooks import State, session_file
 
 
 def state(home) -> tuple[dict, dict]:
     hooks = home / "hooks"
-    session = json.loads((hooks / f"{SESSION}.json").read_text())
+    session = json.loads((hooks / session_file(SESSION)).read_text())
     return session, json.loads((hooks / "missing.json").read_text())
 
 
@@ -51,7 +52,22 @@ def test_no_secret_reaches_the_state_files_or_a_warning(own_store):
                       "PreToolUse")
     assert "failed just now" in warning
     written = "".join(p.read_text() for p in (own_store / "hooks").iterdir() if p.is_file())
-    assert json.loads((own_store / "hooks" / f"{SESSION}.json").read_text())["open"]
+    assert json.loads((own_store / "hooks" / session_file(SESSION)).read_text())["open"]
     leaked = [kind for kind, (secret, _) in SECRETS.items()
               if secret in written or secret in warning]
     assert leaked == []
+
+
+def test_sessions_never_share_a_file_nor_take_the_project_s(own_store):
+    own_store.mkdir(mode=0o700, exist_ok=True)
+    for session in ("team/alice", "team:alice", "missing"):
+        state_of = State(own_store, session)
+        with state_of.changing():
+            state_of.open.append(f"pytest {session}")
+    state_of = State(own_store, "missing")
+    with state_of.changing():
+        state_of.missing.add("nosuchtool")
+    assert State(own_store, "team/alice").open == ["pytest team/alice"]
+    assert State(own_store, "team:alice").open == ["pytest team:alice"]
+    assert State(own_store, "missing").open == ["pytest missing"]
+    assert State(own_store, "anyone").missing == {"nosuchtool"}

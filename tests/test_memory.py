@@ -6,9 +6,9 @@ import pytest
 from conftest import NO_TABLE, store_dump, store_held
 
 from reflect import Memory, Settings
+from reflect.capture.defuse import NEUTRALIZED
 from reflect.controls import UnknownLesson
 from reflect.recall.render import RECENT_HEADER
-from reflect.reflection.defuse import NEUTRALIZED
 
 TRACEBACK = textwrap.dedent("""\
     Traceback (most recent call last):
@@ -151,7 +151,7 @@ def test_a_setting_given_as_a_keyword_as_before_settings_still_works_and_says_so
     with pytest.warns(DeprecationWarning, match=r"Settings\(busy_timeout=\.\.\., clock="):
         mem = Memory(busy_timeout=0.5, clock=lambda: float(next(ticks)))
     with mem:
-        assert mem.settings == replace(Settings(), busy_timeout=0.5, clock=mem.clock)
+        assert mem.settings == replace(Settings(), busy_timeout=0.5, clock=mem.clock).with_env()
         assert mem.capture(run="r", exit_code=1, error_text="boom").ts == 100.0
 
 

@@ -10,7 +10,7 @@ import time
 from conftest import run_cli, store_held
 
 from reflect import Memory, Settings
-from reflect.capture import pending
+from reflect.store import pending
 
 CAPTURES = textwrap.dedent("""
     import sys

@@ -6,8 +6,8 @@ import re
 import pytest
 
 from reflect.capture.heuristics import CATEGORIES, GUIDANCE_MAX, TRIGGER_MAX
+from reflect.capture.review import KINDS
 from reflect.reflection.prompting import USER_MARKER, load_template, reflection_messages
-from reflect.reflection.review import KINDS
 
 FAILURE = {
     "error_type": "ModuleNotFoundError",

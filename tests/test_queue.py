@@ -9,6 +9,8 @@ import threading
 
 import pytest
 
+from reflect.limits import Limits, next_day, postpone
+from reflect.records import DONE, Verdict
 from reflect.reflection import queue
 from reflect.store import open_store
 
@@ -45,8 +47,8 @@ def test_a_leased_job_is_not_leased_again_until_its_lease_runs_out(store):
     assert lease(store, "w2", now=150.0) is None
     taken = lease(store, "w2", now=161.0)  # w1 was killed: its lease ran out
     assert (taken.id, taken.attempts) == (job.id, 2)
-    assert not store.settle(job, "w1", 162.0, queue.DONE)  # the old owner cannot finish it
-    assert store.settle(taken, "w2", 162.0, queue.DONE)
+    assert not store.settle(job, "w1", 162.0, DONE)  # the old owner cannot finish it
+    assert store.settle(taken, "w2", 162.0, DONE)
     assert store.job_counts() == {"done": 1}
 
 
@@ -58,8 +60,8 @@ def test_a_renewed_lease_holds_until_the_renewal_runs_out(store):
     taken = lease(store, "w2", now=211.0)
     assert taken.id == job.id
     assert not store.renew_lease(job, "w1", 212.0, 272.0)  # w1 lost it: renewal says so
-    assert not store.settle(job, "w1", 212.0, queue.DONE)
-    assert store.settle(taken, "w2", 212.0, queue.DONE)
+    assert not store.settle(job, "w1", 212.0, DONE)
+    assert store.settle(taken, "w2", 212.0, DONE)
 
 
 def test_retry_backs_off_and_honours_retry_after_then_fails(store):
@@ -93,7 +95,7 @@ def test_backoff_grows_exponentially_with_jitter(store, monkeypatch):
 def test_postponed_jobs_keep_their_attempts(store):
     add(store)
     job = lease(store, now=100.0)
-    store.settle(job, "w1", 100.0, queue.postpone(500.0, "circuit open"))
+    store.settle(job, "w1", 100.0, postpone(500.0, "circuit open"))
     assert lease(store, now=499.0) is None
     assert lease(store, now=500.0).attempts == 1
 
@@ -113,7 +115,7 @@ _targets = itertools.count()
 
 
 def limits(provider="openai", max_cost_usd=None, max_calls_per_run=50):
-    return queue.Limits(provider, max_cost_usd, max_calls_per_run, queue.BREAKER_THRESHOLD,
+    return Limits(provider, max_cost_usd, max_calls_per_run, queue.BREAKER_THRESHOLD,
                         queue.BREAKER_COOLDOWN)
 
 
@@ -126,7 +128,7 @@ def leased(store, now, run="r"):
 def call(store, ok, now, cost=None, run="r", provider="openai"):
     """A model call was made for a job: the provider answered (``ok``) or failed."""
     job = leased(store, now, run)
-    verdict = queue.DONE if ok else queue.Verdict("failed", "HTTP 503")
+    verdict = DONE if ok else Verdict("failed", "HTTP 503")
     assert store.settle_call(job, "w1", now, limits(provider), cost, ok, verdict)
 
 
@@ -165,7 +167,7 @@ def test_after_the_cool_down_one_trial_call_goes_through(store):
 def test_the_spend_cap_and_the_runs_cap_hold_a_call_back(store):
     call(store, True, 1000.0, cost=0.5)
     assert may_call(store, 1000.0, max_cost_usd=1.0) is True
-    assert may_call(store, 1000.0, max_cost_usd=0.5) == queue.next_day(1000.0)
+    assert may_call(store, 1000.0, max_cost_usd=0.5) == next_day(1000.0)
     job = leased(store, 1000.0, run="r")
     assert not store.gate_job(job, "w1", 1000.0, limits(max_calls_per_run=1))
     (skipped,) = store.failed_jobs()
@@ -176,15 +178,17 @@ def test_the_spend_cap_and_the_runs_cap_hold_a_call_back(store):
 OTHER_PROCESS = textwrap.dedent("""
     import sys
     from pathlib import Path
+    from reflect.limits import Limits
+    from reflect.records import DONE
     from reflect.reflection import queue
     from reflect.store import open_store
     store = open_store(Path(sys.argv[1]))
-    limits = queue.Limits("openai", None, 50, queue.BREAKER_THRESHOLD, queue.BREAKER_COOLDOWN)
+    limits = Limits("openai", None, 50, queue.BREAKER_THRESHOLD, queue.BREAKER_COOLDOWN)
     for n in range(queue.BREAKER_THRESHOLD + 1):  # one answered call, then failures
         store.enqueue("reflect", f"other{n}", "run-b", 1000.0)
         job = store.lease("w2", 2, "host", 1000.0, 60.0, ("reflect",), queue.MAX_ATTEMPTS)
         store.settle_call(job, "w2", 1000.0, limits, 0.75 if n == 0 else None, n == 0,
-                          queue.DONE)
+                          DONE)
     store.close()
 """)
 
@@ -223,7 +227,7 @@ def test_workers_on_their_own_connections_never_lease_one_job_twice(store, own_s
             while (job := mine.lease(f"w{i}", i, "host", 100.0, 60.0, ("reflect",),
                                      queue.MAX_ATTEMPTS)) is not None:
                 taken[i].append(job.id)
-                assert mine.settle(job, f"w{i}", 100.0, queue.DONE)
+                assert mine.settle(job, f"w{i}", 100.0, DONE)
         except Exception as e:  # surfaced below
             errors.append(e)
         finally:

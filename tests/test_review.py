@@ -5,8 +5,8 @@ import json
 import pytest
 
 from reflect.capture.heuristics import CATEGORIES
+from reflect.capture.review import GUIDANCE_MAX, KINDS, TRIGGER_MAX, MalformedLesson, review
 from reflect.capture.scrub import Scrubber
-from reflect.reflection.review import GUIDANCE_MAX, KINDS, TRIGGER_MAX, MalformedLesson, review
 
 SCRUB = Scrubber().scrub
 

@@ -6,7 +6,7 @@ import sqlite3
 import pytest
 from conftest import run_cli
 
-from reflect import Memory, config
+from reflect import Memory, Settings, config
 from reflect.store import DB_NAME
 
 
@@ -90,15 +90,19 @@ def test_a_store_made_without_incremental_vacuum_is_converted(own_store):
 def upkeep_bound(mem, bound: int) -> dict:
     from reflect import consolidation
 
-    return consolidation.consolidate(mem.store, mem.clock(), 90.0, max_failures=bound)
+    return consolidation.consolidate(mem.store, mem.clock(),
+                                     consolidation.Upkeep(max_failures=bound))
 
 
 def test_the_bound_is_configurable_with_a_sane_default(caplog):
-    assert config.max_failures({}) == config.DEFAULT_MAX_FAILURES == 20_000
-    assert config.max_failures({"REFLECT_MAX_FAILURES": "500"}) == 500
-    assert config.max_failures({"REFLECT_MAX_FAILURES": "0"}) is None  # no bound
-    assert config.max_failures({"REFLECT_MAX_FAILURES": "lots"}) == 20_000
-    assert "REFLECT_MAX_FAILURES" in caplog.text
+    def bound(env):
+        return Settings().with_env(env).upkeep.max_failures
+
+    assert bound({}) == config.DEFAULT_MAX_FAILURES == 20_000
+    assert bound({"REFLECT_MAX_FAILURES": "500"}) == 500
+    assert bound({"REFLECT_MAX_FAILURES": "0"}) is None  # no bound
+    assert bound({"REFLECT_MAX_FAILURES": "lots"}) == 20_000
+    assert "REFLECT_MAX_FAILURES='lots' is not a whole number" in caplog.text
 
 
 def test_status_shows_the_store_and_its_bound(own_store):

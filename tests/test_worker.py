@@ -22,6 +22,8 @@ import respx
 from conftest import store_dump
 
 from reflect import Memory, Settings, config
+from reflect.limits import next_day
+from reflect.records import DONE
 from reflect.reflection import queue, worker
 from reflect.reflection.worker import Worker
 
@@ -506,7 +508,7 @@ def test_a_dead_workers_job_is_taken_over_after_its_lease(api, mem, clock):
     assert api.count == 1
     (job,) = reflect_jobs(mem)
     assert (job["state"], job["attempts"]) == ("done", 2)
-    assert not mem.store.settle(dead, "host:999999:dead", clock(), queue.DONE)  # it lost the job
+    assert not mem.store.settle(dead, "host:999999:dead", clock(), DONE)  # it lost the job
     assert active_lesson(mem, entry.fingerprint)["kind"] == "model"
 
 
@@ -711,7 +713,7 @@ def test_daily_spend_cap_postpones_reflection_but_not_capture(api, clock, monkey
         job = {j["target"]: j for j in reflect_jobs(mem)}[second.fingerprint]
         assert (job["state"], job["attempts"]) == ("queued", 0)
         assert "daily spend cap" in job["reason"]
-        assert job["due"] == queue.next_day(clock())
+        assert job["due"] == next_day(clock())
         status = mem.status()
         assert status["spend_today_usd"] > 0 and status["max_cost_usd"] == 0.000001
 
@@ -720,7 +722,7 @@ def test_daily_spend_cap_postpones_reflection_but_not_capture(api, clock, monkey
         mem.run_worker(once=True)
         assert api.count == 1
 
-        clock.now = queue.next_day(clock())  # a new day, a new budget
+        clock.now = next_day(clock())  # a new day, a new budget
         mem.run_worker(once=True)
         assert api.count == 2
 

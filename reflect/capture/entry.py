@@ -17,9 +17,9 @@ from reflect.capture.fingerprint import cause, family, fingerprint
 from reflect.capture.heuristics import GUIDANCE_MAX, TRIGGER_MAX, heuristic_lesson
 from reflect.capture.numbers import bounded, whole_number
 from reflect.capture.reading import read_bounded
+from reflect.capture.review import reviewed_texts
 from reflect.capture.scrub import Scrubber
 from reflect.records import Failure, Lesson, new_id, new_lesson
-from reflect.reflection.review import reviewed_texts
 from reflect.text import clip, format_error
 
 MAX_ERROR_BYTES = 64 * 1024  # a tail this long always holds the error that ended the run

@@ -31,7 +31,7 @@ CATEGORIES = ("syntax", "import", "type", "test", "timeout", "resource", "permis
 SEVERITIES = ("low", "medium", "high")
 
 # The caps of every lesson's trigger and guidance, whoever writes it: these rules, a
-# model (reflect.reflection.review), a person (teach) or another store (import).
+# model (reflect.capture.review), a person (teach) or another store (import).
 TRIGGER_MAX = 160
 GUIDANCE_MAX = 300  # the rules' texts aim for ~200
 _SCAN_MAX = 4000  # characters of a message the rules look at (head and tail)

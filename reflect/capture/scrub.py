@@ -33,8 +33,10 @@ import base64
 import binascii
 import re
 from collections.abc import Callable, Iterable
+from pathlib import Path
 
-from reflect import lazy
+from reflect import config, lazy
+from reflect.capture.gitconfig import repo_from_git_config
 from reflect.capture.scrub_rules import (
     ALL_RULES,
     AWS_SECRET_ENTROPY,
@@ -256,6 +258,36 @@ def _compile_extra(pattern: str) -> re.Pattern[str]:
             f"invalid scrub pattern '{pattern}': {e}. Fix the regular expression "
             "(escape literal characters such as ( [ + * ? with a backslash) or remove it."
         ) from None
+
+
+PATTERNS_FILE = "scrub-patterns"  # in the store directory: one extra regex a line
+
+
+def read_patterns(home: Path) -> list[str]:
+    """Extra scrub patterns from the store directory; a bad line is skipped with a warning."""
+    path = home / PATTERNS_FILE
+    try:
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return []
+    patterns = []
+    for number, line in enumerate(lines, 1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        try:
+            re.compile(line)
+        except re.error as e:
+            config.warn(f"{path}:{number}: skipped invalid pattern ({e}); fix or remove the line")
+            continue
+        patterns.append(line)
+    return patterns
+
+
+def for_store(home: Path, extra: tuple[str, ...] = ()) -> Scrubber:
+    """The scrubber for a store: built-in patterns, the caller's, the store's file, and
+    the repository's owner/name read from ``.git/config``."""
+    return Scrubber((*extra, *read_patterns(home)), repo=repo_from_git_config(Path.cwd()))
 
 
 def storable(text: str) -> str:

@@ -12,6 +12,7 @@ read-modify-write under one lock. What they hold is scrubbed first, like the sto
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import json
 import os
 import re
@@ -231,7 +232,7 @@ class State:
     def __init__(self, home: Path, session: str):
         self.home = home
         self.dir = home / STATE_DIR
-        self.path = self.dir / (re.sub(r"[^\w.-]", "_", session)[:120] + ".json")
+        self.path = self.dir / session_file(session)
         self._scrubber: Scrubber | None = None
         self.load()
 
@@ -249,7 +250,9 @@ class State:
         if not text:
             return text
         if self._scrubber is None:
-            self._scrubber = config.scrubber(self.home)
+            from reflect.capture.scrub import for_store
+
+            self._scrubber = for_store(self.home)
         return self._scrubber.scrub(text)[0]
 
     def ran(self, action: str, error: str) -> None:
@@ -282,6 +285,15 @@ class State:
             _write(self.path, {"goal": self.goal, "last": self.last, "open": self.open[-20:],
                                "shown": self.shown})
             _write(self.dir / MISSING_FILE, {"programs": sorted(self.missing)})
+
+
+def session_file(session: str) -> str:
+    """A session's state file: its id made safe to read, and a digest of the id itself, so
+    two sessions never share a file (``team/alice``, ``team:alice``) and none is the
+    project's file of missing programs."""
+    digest = hashlib.sha256(session.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    readable = re.sub(r"[^\w.-]", "_", session)[:80]
+    return f"session-{readable}-{digest}.json"
 
 
 def _read(path: Path) -> dict[str, Any]:

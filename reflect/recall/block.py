@@ -9,7 +9,7 @@ from typing import Any, Protocol, TypeVar
 
 from reflect.embedding import Vectors
 from reflect.recall import taught
-from reflect.recall.holdout import DEMOTED, PROMOTED, WITHHELD, Eligible, Holdout, arm, effects
+from reflect.recall.holdout import DEMOTED, PROMOTED, WITHHELD, Holdout, arm, effects
 from reflect.recall.predict import Estimate, Neighbourhood, Predictor, estimate, similar_by_words
 from reflect.recall.render import (
     LESSONS_HEADER,
@@ -19,7 +19,7 @@ from reflect.recall.render import (
     lesson_item_text,
     recent_item_text,
 )
-from reflect.records import Failure, Lesson, Recall, RecallItem
+from reflect.records import Eligible, Failure, Lesson, Recall, RecallItem
 from reflect.store import error_query
 from reflect.store.protocol import FailureStore, GoalSearch, InjectionLog, RunStore
 

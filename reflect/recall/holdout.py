@@ -45,16 +45,6 @@ class Holdout:
             raise ValueError(f"holdout {self.p} is not a share: use 0 <= p < 1 (0.1 is usual)")
 
 
-@dataclass(frozen=True)
-class Eligible:
-    """A lesson of an earlier run that recall would show, and what became of it."""
-
-    lesson_id: str
-    family: str
-    arm: str  # shown | withheld | promoted | demoted
-    predicted: float  # the predictor's p(family) when it was chosen
-
-
 def withheld(run: str, fingerprint: str, p: float) -> bool:
     """Whether ``run`` is in the withheld arm for the lesson of ``fingerprint``: the same
     every time."""

@@ -13,9 +13,9 @@ import functools
 import json
 
 from reflect.capture import commands, own_module
+from reflect.capture.defuse import neutralize
 from reflect.capture.heuristics import heuristic_lesson
 from reflect.records import Failure, Lesson, Recall, RecallItem
-from reflect.reflection.defuse import neutralize
 from reflect.text import clip, one_line
 
 RECENT_HEADER = "PAST FAILURES TO AVOID:"

@@ -18,7 +18,7 @@ from string import Template
 from typing import Any
 
 from reflect.capture.heuristics import CATEGORIES, GUIDANCE_MAX, TRIGGER_MAX
-from reflect.reflection.review import KINDS
+from reflect.capture.review import KINDS
 from reflect.text import clip
 
 __all__ = ["load_template", "reflection_messages"]

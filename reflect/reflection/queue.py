@@ -9,8 +9,8 @@ store applies it in one transaction.
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
-from datetime import UTC, datetime
+
+from reflect.records import Job, Verdict
 
 MAX_ATTEMPTS = 5
 BACKOFF_BASE = 2.0  # seconds; doubles with each attempt, with jitter
@@ -19,30 +19,6 @@ RETRY_AFTER_CAP = 3600.0
 BREAKER_THRESHOLD = 5  # consecutive retryable failures that open the breaker
 BREAKER_COOLDOWN = 120.0
 HEARTBEAT_STALE = 30.0  # a worker silent this long is taken for dead
-
-
-@dataclass
-class Job:
-    id: int
-    kind: str
-    target: str
-    run: str
-    attempts: int
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """What becomes of a leased job: it ends ``done``, ``failed`` or ``skipped`` with its
-    reason, or is ``queued`` again at ``due``; ``attempt=False`` puts it back untouched
-    (the try did not use up an attempt)."""
-
-    state: str
-    reason: str = ""
-    due: float = 0.0
-    attempt: bool = True
-
-
-DONE = Verdict("done")
 
 
 def retry(job: Job, now: float, reason: str, retry_after: float | None = None) -> Verdict:
@@ -54,46 +30,3 @@ def retry(job: Job, now: float, reason: str, retry_after: float | None = None) -
     if retry_after is not None:  # a far-future Retry-After date must not park a job for days
         delay = max(delay, min(retry_after, RETRY_AFTER_CAP))
     return Verdict("queued", reason, now + delay)
-
-
-def postpone(until: float, reason: str) -> Verdict:
-    """Put a job back untouched until ``until`` (breaker open, spend cap)."""
-    return Verdict("queued", reason, until, attempt=False)
-
-
-@dataclass(frozen=True)
-class Limits:
-    """What a model call must pass before it is made, shared by every worker through the
-    store: its provider's circuit breaker (``breaker_threshold`` retryable failures in a
-    row open it for ``breaker_cooldown`` seconds), the day's spend, the run's calls."""
-
-    provider: str
-    max_cost_usd: float | None
-    max_calls_per_run: int
-    breaker_threshold: int
-    breaker_cooldown: float
-
-    def verdict(self, open_until: float | None, spent_usd: float, run_calls: int,
-                now: float) -> Verdict | None:
-        """None: make the call; else what becomes of the job. ``open_until``: when the
-        breaker lets a call through again (None: now)."""
-        if open_until is not None:
-            return postpone(open_until, f"{self.provider} circuit open")
-        if self.max_cost_usd is not None and spent_usd >= self.max_cost_usd:
-            return postpone(next_day(now), f"daily spend cap ${self.max_cost_usd:.2f} reached")
-        if run_calls >= self.max_calls_per_run:
-            return Verdict("skipped",
-                           f"run reached its cap of {self.max_calls_per_run} model calls")
-        return None
-
-
-# -- spend is counted per UTC day ----------------------------------------------------
-
-
-def day_of(now: float) -> str:
-    return datetime.fromtimestamp(now, UTC).strftime("%Y-%m-%d")
-
-
-def next_day(now: float) -> float:
-    start = datetime.strptime(day_of(now), "%Y-%m-%d").replace(tzinfo=UTC).timestamp()
-    return start + 86400

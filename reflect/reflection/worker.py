@@ -20,7 +20,11 @@ from pathlib import Path
 from typing import Any
 
 from reflect import config, consolidation
+from reflect.capture import scrub
 from reflect.config import ModelSettings
+from reflect.consolidation import Upkeep
+from reflect.limits import Limits
+from reflect.records import DONE, Job, Verdict
 from reflect.reflection import queue
 from reflect.store import StoreUnavailable, open_store
 
@@ -28,19 +32,21 @@ POLL = 1.0  # seconds between looks at an empty queue, and at a running job's le
 EARLIER_FAILURES = 5
 CHECKED_FAILURES = 20  # latest failures of a fingerprint a model lesson must hold for
 WORKER_LOG = "worker.log"
+DEFAULT_UPKEEP = Upkeep()
 
 
 class Worker:
     def __init__(self, home: Path, url: str, model: ModelSettings | None,
                  embeddings: str | None, *, clock: Callable[[], float] = time.time,
-                 busy_timeout: float = 30.0):
+                 busy_timeout: float = 30.0, upkeep: Upkeep = DEFAULT_UPKEEP):
         """``url``: the store (open_store's); ``model`` writes lessons (None: no reflection
         jobs are taken); ``embeddings`` is the REFLECT_EMBEDDINGS spec (None: no embedding
         jobs are taken)."""
         self.store = open_store(home, url, busy_timeout)
         self.model = model
         self.clock = clock
-        self.scrubber = config.scrubber(home)
+        self.upkeep = upkeep
+        self.scrubber = scrub.for_store(home)
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         from reflect.embedding import Vectors  # numpy: only in the worker, not on capture
 
@@ -80,8 +86,7 @@ class Worker:
         idle_since = time.monotonic()
         while not stop.is_set():
             if consolidation.due(self.store, self.clock()):  # once a day, whichever worker is first
-                consolidation.consolidate(self.store, self.clock(), config.half_life_days(),
-                                   max_failures=config.max_failures())
+                consolidation.consolidate(self.store, self.clock(), self.upkeep)
             if self.run_once(stop):
                 idle_since = time.monotonic()
             elif idle_exit is not None and time.monotonic() - idle_since >= idle_exit:
@@ -93,7 +98,7 @@ class Worker:
         return (self.model.timeout if self.model else 0) + 60.0
 
     @contextmanager
-    def _renewing(self, job: queue.Job) -> Iterator[None]:
+    def _renewing(self, job: Job) -> Iterator[None]:
         """Keep the lease on ``job`` while its work runs, however long a call or a model
         load takes: renewed by a thread each time a third of it has passed on the
         worker's clock (looked at every POLL seconds), until another worker holds it."""
@@ -120,16 +125,16 @@ class Worker:
             done.set()
             thread.join()
 
-    def _embed(self, job: queue.Job) -> None:
+    def _embed(self, job: Job) -> None:
         self.vectors.embed_pending()
         self.vectors.index()  # rebuilt now: cold CLI recalls map the file
-        self.store.settle(job, self.owner, self.clock(), queue.DONE)
+        self.store.settle(job, self.owner, self.clock(), DONE)
 
     # -- reflection --------------------------------------------------------------
 
-    def _reflect(self, job: queue.Job) -> None:
+    def _reflect(self, job: Job) -> None:
+        from reflect.capture.review import MalformedLesson, review
         from reflect.reflection.gateway import ProviderError, complete, endpoint, provider_of
-        from reflect.reflection.review import MalformedLesson, review
 
         model = self.model
         if model is None:  # never: only a worker with a model takes reflect jobs
@@ -137,7 +142,7 @@ class Worker:
         # Two local servers behind one provider fail independently.
         provider = provider_of(model.model) + (f"@{endpoint(model.api_base)}"
                                                if model.api_base else "")
-        limits = queue.Limits(provider, model.max_cost_usd, model.max_calls_per_run,
+        limits = Limits(provider, model.max_cost_usd, model.max_calls_per_run,
                               queue.BREAKER_THRESHOLD, queue.BREAKER_COOLDOWN)
         if not self.store.gate_job(job, self.owner, self.clock(), limits):
             return  # put back (breaker open, spend cap) or skipped (the run's cap)
@@ -145,7 +150,7 @@ class Worker:
                                                 CHECKED_FAILURES)
         if context is None:  # its failures were cleared meanwhile
             self.store.settle(job, self.owner, self.clock(),
-                              queue.Verdict("skipped", "failure no longer stored"))
+                              Verdict("skipped", "failure no longer stored"))
             return
         try:
             completion = complete(model.model, self._messages(context), timeout=model.timeout,
@@ -158,7 +163,7 @@ class Worker:
                                        queue.retry(job, now, e.reason, e.retry_after))
             else:
                 self.store.settle_call(job, self.owner, now, limits, None, None,
-                                       queue.Verdict("failed", e.reason))
+                                       Verdict("failed", e.reason))
             return
         now = self.clock()
         try:
@@ -177,7 +182,7 @@ class Worker:
         }
         # Written only while the job is still ours.
         self.store.settle_call(job, self.owner, now, limits, completion.cost_usd, True,
-                               queue.DONE, lesson)
+                               DONE, lesson)
 
     @staticmethod
     def _messages(context: dict[str, Any]) -> list[dict[str, str]]:
@@ -209,12 +214,13 @@ def start_detached(home: Path, url: str, model: ModelSettings | None,
 
 
 def start_thread(home: Path, url: str, model: ModelSettings | None, embeddings: str | None,
-                 clock: Callable[[], float]) -> tuple[threading.Thread, threading.Event]:
+                 clock: Callable[[], float],
+                 upkeep: Upkeep) -> tuple[threading.Thread, threading.Event]:
     """A daemon worker thread: it never keeps the agent's process alive."""
     stop = threading.Event()
 
     def work() -> None:
-        worker = Worker(home, url, model, embeddings, clock=clock)
+        worker = Worker(home, url, model, embeddings, clock=clock, upkeep=upkeep)
         try:
             worker.run(stop)
         except Exception as e:  # the agent goes on; the job's lease runs out and it is retried

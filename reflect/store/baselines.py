@@ -1,4 +1,4 @@
-"""The store's queries for the evaluation's baseline blocks (``reflect.eval.baselines``).
+"""The store's queries for the evaluation's baseline blocks (``reflect.eval._baselines``).
 Shared by both backends (a mixin of ``SQLStore``)."""
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ from reflect.store.base import Row, Tx, marks
 from reflect.store.lessons import LessonQueries
 
 if TYPE_CHECKING:
-    from reflect.recall.holdout import Eligible
+    from reflect.records import Eligible
 
 
 class CreditQueries(LessonQueries):

@@ -3,39 +3,20 @@ clearing a run. Shared by both backends (a mixin of ``SQLStore``)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from reflect.records import Failure, Lesson, RecallItem
-from reflect.store.base import Args, Row, Tx, failure_row, insert, lesson_row, marks, protected
+from reflect.store.base import Row, Tx, failure_row, insert, lesson_row, marks, protected
 from reflect.store.credit import CreditQueries, recount_holdout
 from reflect.store.jobs import JobQueries
 from reflect.store.runs import MAX_GOAL_CHARS, RunQueries
-from reflect.text import clip, format_error, text_key
+from reflect.store.vectors import drop_failure_texts, error_query
+from reflect.text import clip, text_key
 
 if TYPE_CHECKING:
-    from reflect.recall.holdout import Eligible
+    from reflect.records import Eligible
 
 EMBED_TARGET = "pending"  # one embed job covers everything that lacks a vector
-
-
-def error_query(failure: Mapping[str, Any]) -> str:
-    """The text that stands for a failure in a search: its error type and message."""
-    return format_error(failure["error_type"], failure["message"])
-
-
-def drop_failure_texts(tx: Tx, condition: str, args: Args) -> None:
-    """Take out of the vector table the texts the failures that meet ``condition`` asked
-    vectors for (their error lines and goals), unless another failure has them too: what
-    goes with a run cleared or a lesson forgotten."""
-    def keys(where: str) -> set[str]:
-        return {text_key(t) for r in tx.execute(
-            f"SELECT error_type, message, goal FROM failures WHERE {where}", args).fetchall()
-            for t in (error_query(r), clip(r["goal"], MAX_GOAL_CHARS))}
-
-    texts = keys(condition)
-    for key in sorted(texts - keys(f"NOT ({condition})") if texts else ()):
-        tx.execute("DELETE FROM query_vectors WHERE key = ?", (key,))
 
 
 class FailureQueries(CreditQueries, JobQueries, RunQueries):

@@ -1,7 +1,8 @@
 """The store's queries about the job queue, the circuit breaker, the spend ledger and the
 workers' heartbeats: the state that workers on any number of machines share. Shared by
-both backends (a mixin of ``SQLStore``); the rules (attempts, backoff, the breaker's
-threshold, the caps) are ``reflect.reflection.queue``'s and come in as values.
+both backends (a mixin of ``SQLStore``); the rules (attempts, backoff: the worker's
+``reflection.queue``; the breaker's threshold and the caps: ``limits.Limits``) come in as
+values.
 
 Each method a worker calls is one short transaction. Exclusivity: a job is leased by an
 UPDATE whose SELECT skips rows another transaction is taking (``SKIP_LOCKED``), and every
@@ -10,7 +11,8 @@ later write about the job holds only while ``lease_owner`` is still the caller.
 
 from __future__ import annotations
 
-from reflect.reflection.queue import Job, Limits, Verdict, day_of
+from reflect.limits import Limits, day_of
+from reflect.records import Job, Verdict
 from reflect.store.base import Row, Tx, marks
 from reflect.store.lessons import LessonQueries
 

@@ -16,6 +16,7 @@ from typing import Any, cast
 from reflect.confidence import confidence
 from reflect.records import Lesson, RankedLesson, new_lesson
 from reflect.store.base import Backend, Row, Tx, insert, lesson_row, marks, protected
+from reflect.store.vectors import drop_failure_texts
 from reflect.supersession import may_supersede, merges, same_meaning
 
 # Exports list the best first; ties broken so the same store always gives the same text.
@@ -257,8 +258,6 @@ class LessonQueries(Backend):
         """Delete a lesson everywhere it lives (the keyword index and vectors go with its
         row, and the vectors of its failures' texts, which it was made of: the failures
         stay, as history), record the removal (never the text) and ``purge``."""
-        from reflect.store.failures import drop_failure_texts  # it builds on this module
-
         with self.write() as tx:
             tx.execute("DELETE FROM lessons WHERE id = ?", (lesson_id,))
             drop_failure_texts(tx, "fingerprint = ?", (fingerprint,))

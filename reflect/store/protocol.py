@@ -16,9 +16,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 from reflect.store.base import Row
 
 if TYPE_CHECKING:
-    from reflect.recall.holdout import Eligible
-    from reflect.records import Failure, Lesson, RankedLesson, RecallItem
-    from reflect.reflection.queue import Job, Limits, Verdict
+    from reflect.limits import Limits
+    from reflect.records import Eligible, Failure, Job, Lesson, RankedLesson, RecallItem, Verdict
     from reflect.store.health import Health
 
 

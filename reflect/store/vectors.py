@@ -6,7 +6,31 @@ SQLite, ``bytea`` in PostgreSQL; what is read is handed back as ``bytes``."""
 
 from __future__ import annotations
 
-from reflect.store.base import Backend, put_meta
+from collections.abc import Mapping
+from typing import Any
+
+from reflect.store.base import Args, Backend, Tx, put_meta
+from reflect.store.runs import MAX_GOAL_CHARS
+from reflect.text import clip, format_error, text_key
+
+
+def error_query(failure: Mapping[str, Any]) -> str:
+    """The text that stands for a failure in a search: its error type and message."""
+    return format_error(failure["error_type"], failure["message"])
+
+
+def drop_failure_texts(tx: Tx, condition: str, args: Args) -> None:
+    """Take out of the vector table the texts the failures that meet ``condition`` asked
+    vectors for (their error lines and goals), unless another failure has them too: what
+    goes with a run cleared or a lesson forgotten."""
+    def keys(where: str) -> set[str]:
+        return {text_key(t) for r in tx.execute(
+            f"SELECT error_type, message, goal FROM failures WHERE {where}", args).fetchall()
+            for t in (error_query(r), clip(r["goal"], MAX_GOAL_CHARS))}
+
+    texts = keys(condition)
+    for key in sorted(texts - keys(f"NOT ({condition})") if texts else ()):
+        tx.execute("DELETE FROM query_vectors WHERE key = ?", (key,))
 
 
 def _embedder_key(spec: str) -> str:

@@ -35,14 +35,15 @@ from typing import Any
 from reflect.capture.details import foreign
 from reflect.capture.gitconfig import project_scope
 from reflect.choices import REPLAY_MODES
-from reflect.eval.baselines import BASELINES
-from reflect.eval.matched import matched
-from reflect.eval.metrics import summarize
-from reflect.eval.signature import group, signature
-from reflect.eval.trace import TraceRecord, write_json, write_jsonl
-from reflect.memory import DEFAULT_MAX_TOKENS, Memory, Settings
+from reflect.eval._baselines import BASELINES
+from reflect.eval._matched import matched
+from reflect.eval._metrics import summarize
+from reflect.eval._signature import group, signature
+from reflect.eval._trace import TraceRecord, write_json, write_jsonl
+from reflect.memory import DEFAULT_MAX_TOKENS, Memory
 from reflect.recall.predict import Predictor
 from reflect.records import Recall
+from reflect.settings import Settings
 
 ITERATIONS_FILE = "iterations.jsonl"
 SUMMARY_FILE = "summary.json"

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from reflect.eval.charts import pyplot, save
+from reflect.eval._charts import pyplot, save
 from reflect.recall.holdout import Effect, Holdout, wilson
 from reflect.text import clip
 

@@ -8,7 +8,7 @@ import os
 from types import ModuleType
 from typing import TYPE_CHECKING
 
-from reflect.eval.trace import write_bytes
+from reflect.eval._trace import write_bytes
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

@@ -128,7 +128,7 @@ def _arms(text: str) -> tuple[str, ...]:
 
 def _said(drawn: bool, path: str) -> None:
     """Where the chart went, or why there is none."""
-    from reflect.eval.compare import INSTALL_CHARTS
+    from reflect.eval._compare import INSTALL_CHARTS
 
     if drawn:
         print(f"chart: {path}", file=sys.stderr)
@@ -143,11 +143,11 @@ def _fail(message: str) -> int:
 
 
 def _eval_errors() -> tuple[type[Exception], ...]:
-    from reflect.eval.ab import ABError
-    from reflect.eval.compare import CompareError
-    from reflect.eval.convert import ConvertError
-    from reflect.eval.replay import ReplayError
-    from reflect.eval.trace import TraceError
+    from reflect.eval._ab import ABError
+    from reflect.eval._compare import CompareError
+    from reflect.eval._convert import ConvertError
+    from reflect.eval._replay import ReplayError
+    from reflect.eval._trace import TraceError
 
     return (ABError, CompareError, ConvertError, ReplayError, TraceError)
 
@@ -167,8 +167,8 @@ def _guarded(handler: Handler) -> Handler:
 
 @_guarded
 def cmd_convert(args: argparse.Namespace) -> int:
-    from reflect.eval.convert import convert
-    from reflect.eval.trace import write_trace
+    from reflect.eval._convert import convert
+    from reflect.eval._trace import write_trace
 
     records = convert(args.source, args.paths)
     n = write_trace(args.output, records)
@@ -180,9 +180,9 @@ def cmd_convert(args: argparse.Namespace) -> int:
 
 @_guarded
 def cmd_replay(args: argparse.Namespace) -> int:
-    from reflect.eval.compare import compare_summaries, table
-    from reflect.eval.replay import replay
-    from reflect.eval.trace import read_trace
+    from reflect.eval._compare import compare_summaries, table
+    from reflect.eval._replay import replay
+    from reflect.eval._trace import read_trace
 
     records = read_trace(args.trace)
     summary = replay(records, args.mode, args.out, store=args.store,
@@ -200,7 +200,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 @_guarded
 def cmd_compare(args: argparse.Namespace) -> int:
-    from reflect.eval.compare import chart, compare, table
+    from reflect.eval._compare import chart, compare, table
 
     result = compare(args.inputs, seed=args.seed, resamples=args.resamples)
     print(json.dumps(result, ensure_ascii=False) if args.format == "json" else table(result))
@@ -211,7 +211,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 @_guarded
 def cmd_effect(args: argparse.Namespace) -> int:
-    from reflect.eval.effect import chart, rows, table
+    from reflect.eval._effect import chart, rows, table
     from reflect.memory import Memory
 
     with Memory() as mem:
@@ -230,8 +230,8 @@ def cmd_effect(args: argparse.Namespace) -> int:
 
 @_guarded
 def cmd_ab(args: argparse.Namespace) -> int:
-    from reflect.eval.ab import read_tasks, run_ab
-    from reflect.eval.compare import compare, table
+    from reflect.eval._ab import read_tasks, run_ab
+    from reflect.eval._compare import compare, table
 
     tasks = read_tasks(args.tasks)
 

@@ -48,7 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from reflect.choices import TRACE_FORMATS
-from reflect.eval.trace import TraceRecord
+from reflect.eval._trace import TraceRecord
 
 _RETURNCODE = re.compile(r"\s*<returncode>(-?\d+)</returncode>")
 _BASH = re.compile(r"```bash[^\n]*\n(.*?)```", re.DOTALL)

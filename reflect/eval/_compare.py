@@ -14,9 +14,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from reflect.eval.charts import pyplot, save
-from reflect.eval.metrics import RESAMPLES, bootstrap
-from reflect.eval.replay import SUMMARY_FILE
+from reflect.eval._charts import pyplot, save
+from reflect.eval._metrics import RESAMPLES, bootstrap
+from reflect.eval._replay import SUMMARY_FILE
 
 # (metric, label, shown as a percentage)
 ROWS = (

@@ -17,10 +17,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from reflect.capture.defuse import look_alikes_folded
 from reflect.capture.details import foreign
 from reflect.capture.heuristics import CATEGORIES, GUIDANCE_MAX, TRIGGER_MAX
 from reflect.records import Failure
-from reflect.reflection.defuse import look_alikes_folded
 from reflect.text import clip, one_line
 
 __all__ = ["HOSTILE", "KINDS", "MalformedLesson", "Reviewed", "review", "reviewed_texts"]

@@ -28,11 +28,9 @@ block within the same ``max_tokens``).
 
 from __future__ import annotations
 
-from reflect import config
 from reflect.choices import BASELINE_MODES
 from reflect.memory import Memory
 from reflect.recall.block import Query, recent_item, recent_items
-from reflect.recall.predict import Predictor
 from reflect.recall.render import (
     LESSONS_HEADER,
     RECENT_HEADER,
@@ -50,7 +48,7 @@ def last3(mem: Memory, *, run: str, goal: str, phase: str, iteration: int,
     store = mem.store
     latest = store.recent_failures(run, iteration, LAST_FAILURES)  # newest first
     lessons = store.active_lessons([f["fingerprint"] for f in latest]) if latest else {}
-    escalate_after = config.escalate_after()
+    escalate_after = mem.settings.escalate_after
     items = [recent_item(f, [f["id"]], lessons.get(f["fingerprint"]), 0, rank, escalate_after)
              for rank, f in enumerate(latest)]
     return _logged(mem, run, iteration, fit([(RECENT_HEADER, items)], max_tokens))
@@ -62,10 +60,10 @@ def popular(mem: Memory, *, run: str, goal: str, phase: str, iteration: int,
     store = mem.store
     rows = store.recent_failures(run, iteration, 200)
     recent = recent_items(store, Query(run=run, iteration=iteration,
-                                       escalate_after=config.escalate_after()), rows)
+                                       escalate_after=mem.settings.escalate_after), rows)
     shown = {row["cause"] for row in rows}
     # The lesson items of the predictor in use (a tuned one's): mode ``on``'s budget.
-    max_items = (mem.predictor or Predictor()).max_items
+    max_items = mem.predictor.max_items
     lessons = store.popular_lessons(run, mem.scope, shown, max_items)
     items = [
         RecallItem(

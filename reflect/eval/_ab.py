@@ -42,9 +42,9 @@ from typing import Any
 
 from reflect.capture.entry import decode_tail
 from reflect.choices import REPLAY_MODES
-from reflect.eval.metrics import summarize
-from reflect.eval.replay import ITERATIONS_FILE, SUMMARY_FILE, Injector
-from reflect.eval.trace import TraceRecord, write_json, write_jsonl, write_text, write_trace
+from reflect.eval._metrics import summarize
+from reflect.eval._replay import ITERATIONS_FILE, SUMMARY_FILE, Injector
+from reflect.eval._trace import TraceRecord, write_json, write_jsonl, write_text, write_trace
 from reflect.memory import DEFAULT_MAX_TOKENS, Memory
 
 TRACE_FILE = "trace.jsonl"

@@ -39,8 +39,12 @@ def places(home: Path) -> tuple[Path, Path]:
     return home / PENDING_FILE, spare
 
 
-def keep(home: Path, failure: Failure, lesson: Lesson) -> Path:
-    return _keep(home, {"failure": failure, "lesson": lesson})
+def keep(home: Path, failure: Failure, lesson: Lesson, *, reflect: bool, embed: bool,
+         credit: bool) -> Path:
+    """A capture the store could not take, with what its ``add_failure`` was to be asked
+    (its jobs, its credit): the replay stores exactly what the capture would have."""
+    return _keep(home, {"failure": failure, "lesson": lesson, "reflect": reflect,
+                        "embed": embed, "credit": credit})
 
 
 def keep_outcome(home: Path, outcome: dict[str, Any]) -> Path:
@@ -167,7 +171,10 @@ def _replay_line(line: str, rejected: Path, store: FailureStore) -> None:
             failure = record["failure"]
             if "cause" not in failure:  # kept by a version that left it to the store
                 failure.update(causes(failure["error_type"], failure["message"]))
-            store.add_failure(failure, record["lesson"])
+            # A record kept by a version that did not say: the store's defaults.
+            store.add_failure(failure, record["lesson"], reflect=record.get("reflect", False),
+                              embed=record.get("embed", False),
+                              credit_outcome=record.get("credit", True))
     except (Rejected, ValueError, KeyError, TypeError, OverflowError):
         _reject(rejected, line)  # torn or foreign: it must not block the records after it
 

@@ -1,0 +1,110 @@
+"""One run context, made when a ``Memory`` is: the run id as capture stores it in every
+method, a capture kept aside replayed as it would have been stored, and every setting of
+the environment checked once."""
+
+import pytest
+from conftest import run_cli, store_held
+
+from reflect import Memory, Settings
+
+ADDRESSED = "ci-alice@example.com-42"  # scrubbed as it is stored: [REDACTED:email]-42
+MISSING = "ModuleNotFoundError: No module named 'yaml'"
+
+
+def test_a_run_id_the_scrubber_changes_is_the_same_run_in_every_command(own_store,
+                                                                        monkeypatch):
+    monkeypatch.setenv("REFLECT_RUN", ADDRESSED)
+    captured = run_cli("capture", "--exit-code", "1", "--error-file", "-", stdin=MISSING.encode())
+    assert captured.returncode == 0
+    listed = run_cli("failures", "list", "--run", ADDRESSED).stdout.decode()
+    assert "yaml" in listed and "alice" not in listed
+    stats = run_cli("stats", "--run", ADDRESSED, "--format", "json").stdout.decode()
+    assert '"failures": 1' in stats
+    cleared = run_cli("clear", "--run", ADDRESSED, "--yes").stdout.decode()
+    assert "deleted 1 failure(s)" in cleared
+    with Memory() as mem:
+        assert mem.failures() == []
+
+
+def test_reflect_run_reports_the_success_of_a_run_the_scrubber_changes(own_store, tmp_path):
+    flag = tmp_path / "fixed"
+    command = f"test -e {flag} || {{ echo '{MISSING}' >&2; exit 1; }}"
+    assert run_cli("run", "--run", ADDRESSED, "--", "sh", "-c", command).returncode == 1
+    flag.touch()
+    assert run_cli("run", "--run", ADDRESSED, "--", "sh", "-c", command).returncode == 0
+    with Memory() as mem:
+        [failure] = mem.failures(run=ADDRESSED)
+        assert mem.failure(failure.failure_id) is not None
+        assert mem.store.open_failures(failure.run, 10**6) == []  # resolved by the rerun
+
+
+def stored_after(own_store, kept_aside: bool) -> tuple[dict, list]:
+    """Two runs that fail the same way, the second one's capture stored at once or kept
+    aside while another process holds the store and replayed by the next capture."""
+    settings = Settings(credit=False, busy_timeout=0.05)
+    with Memory(model="openai/gpt-4o-mini", embeddings="hash", settings=settings) as mem:
+        mem.capture(run="early", exit_code=1, error_text=MISSING)
+        assert mem.recall(run="late", goal="report").items  # the late run was shown it
+        held = store_held(own_store)
+        if kept_aside:
+            held.__enter__()
+        mem.capture(run="late", exit_code=1, error_text=MISSING)
+        if kept_aside:
+            held.__exit__(None, None, None)
+            assert (own_store / "pending.jsonl").exists()
+        mem.capture(run="later", exit_code=1, error_text="ValueError: another cause")
+        lessons = mem.store.active_lessons([f.fingerprint for f in mem.failures()])
+        return mem.store.job_counts(), sorted(
+            (lesson.get("losses", 0), lesson.get("wins", 0)) for lesson in lessons.values())
+
+
+def test_a_capture_kept_aside_is_stored_as_a_direct_capture_is(own_store, tmp_path):
+    direct = stored_after(own_store, kept_aside=False)
+    (own_store / "reflect.db").unlink()
+    for wal in own_store.glob("reflect.db-*"):
+        wal.unlink()
+    assert stored_after(own_store, kept_aside=True) == direct
+
+
+@pytest.mark.parametrize(("field", "variable", "value", "said"), [
+    ("half_life_days", "REFLECT_HALF_LIFE_DAYS", "0", "a number of days above 0"),
+    ("half_life_days", "REFLECT_HALF_LIFE_DAYS", "-30", "a number of days above 0"),
+    ("escalate_after", "REFLECT_ESCALATE_AFTER", "0", "a whole number of failures, at least 1"),
+    ("max_failures", "REFLECT_MAX_FAILURES", "-1", "a whole number of failures, 0 or more"),
+    ("similar_runs", "REFLECT_SIMILAR_RUNS", "many", "a whole number of runs"),
+])
+def test_a_setting_out_of_range_is_said_with_its_range_and_the_default_stands(
+        own_store, monkeypatch, caplog, field, variable, value, said):
+    monkeypatch.setenv(variable, value)
+    with Memory() as mem:
+        assert getattr(mem.settings, field) == getattr(Settings(), field)
+        mem.capture(run="r", exit_code=1, error_text=MISSING)
+        assert "REPEATED FAILURE" not in mem.recall(run="r").text
+        mem.consolidate()
+    assert f"{variable}={value!r} is not {said}" in caplog.text
+    assert "using the default" in caplog.text
+
+
+def test_no_setting_is_read_from_the_environment_after_the_memory_is_made(own_store,
+                                                                         monkeypatch):
+    with Memory() as mem:
+        monkeypatch.setenv("REFLECT_ESCALATE_AFTER", "1")
+        monkeypatch.setenv("REFLECT_OFFLINE", "1")
+        for _ in range(3):
+            mem.capture(run="r", exit_code=1, error_text=MISSING)
+            block = mem.recall(run="r").text
+        assert "REPEATED FAILURE" in block and "2x" in block  # escalated after 2, not 1
+
+
+def test_a_settings_value_out_of_range_is_a_value_error():
+    with pytest.raises(ValueError, match="half_life_days=0"):
+        Settings(half_life_days=0)
+
+
+def test_recall_and_outcome_take_an_absurd_iteration_as_capture_does(own_store, caplog):
+    with Memory() as mem:
+        mem.capture(run="r", iteration=1, action="python report.py", exit_code=1,
+                    error_text=MISSING)
+        assert mem.recall(run="r", iteration=2**70).items
+        assert mem.outcome(run="r", iteration=2**70, success=True, action="python report.py")
+    assert "is not a whole number from 0 to" in caplog.text
