@@ -90,6 +90,7 @@ class ModelSettings(NamedTuple):
     temperature: float = 0.2
     max_cost_usd: float | None = None  # per UTC day, across processes
     max_calls_per_run: int = 50
+    prompts: str = ""  # a directory of prompt templates overriding the shipped ones
 
 
 def model_settings(model: str | None = None,
@@ -105,6 +106,7 @@ def model_settings(model: str | None = None,
         timeout=_number(env, "REFLECT_MODEL_TIMEOUT", float, 30.0),
         max_cost_usd=_number(env, "REFLECT_MAX_COST_USD", float, None),
         max_calls_per_run=_number(env, "REFLECT_MAX_CALLS_PER_RUN", int, 50),
+        prompts=env.get("REFLECT_PROMPTS", ""),
     )
 
 

@@ -6,7 +6,7 @@ import contextlib
 import os
 import threading
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -62,9 +62,6 @@ class Memory:
         self.store_url = store_url_of(store_url)
         self.enabled = config.enabled(env)
         self.offline = config.offline(env)
-        self.clock = settings.clock
-        holdout = settings.holdout
-        self.holdout = holdout if isinstance(holdout, Holdout) else Holdout(p=float(holdout))
         self.scrubber = scrub.for_store(self.home, settings.scrub_patterns)
         self.run = self._run_id(run or config.default_run(env))
         self.benign_exits = benign.rules(self.home)
@@ -230,6 +227,16 @@ class Memory:
         except OSError:
             cwd = Path(".")
         return own_module.own_module(name, cwd, [action, *earlier])
+
+    @property
+    def clock(self) -> Callable[[], float]:
+        return self.settings.clock
+
+    @property
+    def holdout(self) -> Holdout:
+        """The holdout's rule: the settings' share, or its whole rule."""
+        given = self.settings.holdout
+        return given if isinstance(given, Holdout) else Holdout(p=float(given))
 
     @property
     def predictor(self) -> Predictor:

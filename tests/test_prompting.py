@@ -5,6 +5,7 @@ import re
 
 import pytest
 
+from reflect import config
 from reflect.capture.heuristics import CATEGORIES, GUIDANCE_MAX, TRIGGER_MAX
 from reflect.capture.review import KINDS
 from reflect.reflection.prompting import USER_MARKER, load_template, reflection_messages
@@ -47,22 +48,22 @@ def test_a_template_directory_overrides_the_shipped_one(tmp_path, monkeypatch):
         "# my comment\nBe brief. Kinds: $kinds\n=== user ===\nError: $message costs $$5\n"
     )
     monkeypatch.setenv("REFLECT_PROMPTS", str(tmp_path))
-    assert load_template("reflection").startswith("Be brief.")
-    system, user = (m["content"] for m in reflection_messages(FAILURE, [], HEURISTIC))
+    prompts = config.model_settings("openai/gpt-4o-mini").prompts  # read once, as Memory does
+    assert load_template("reflection", prompts).startswith("Be brief.")
+    system, user = (m["content"] for m in reflection_messages(FAILURE, [], HEURISTIC,
+                                                              prompts=prompts))
     assert system == "Be brief. Kinds: " + ", ".join(KINDS)
     assert user == "Error: \"No module named 'yaml'\" costs $5"
 
 
 def test_an_override_directory_without_the_template_falls_back(tmp_path, monkeypatch):
-    monkeypatch.setenv("REFLECT_PROMPTS", str(tmp_path))
-    assert "$message" in load_template("reflection")
+    assert "$message" in load_template("reflection", str(tmp_path))
 
 
 def test_a_broken_override_says_how_to_fix_it(tmp_path, monkeypatch):
     (tmp_path / "reflection.txt").write_text("system\n=== user ===\n$nonsense\n")
-    monkeypatch.setenv("REFLECT_PROMPTS", str(tmp_path))
     with pytest.raises(ValueError, match=r"\$message"):
-        reflection_messages(FAILURE, [], HEURISTIC)
+        reflection_messages(FAILURE, [], HEURISTIC, prompts=str(tmp_path))
 
 
 def test_the_system_message_asks_for_json_with_the_allowed_values():

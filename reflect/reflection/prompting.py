@@ -10,7 +10,6 @@ with ``str.format``. Every value is bounded and inserted as a JSON string litera
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Mapping, Sequence
 from importlib import resources
 from pathlib import Path
@@ -40,12 +39,12 @@ HYPOTHESIS_LIMITS = {"trigger": TRIGGER_MAX, "guidance": GUIDANCE_MAX, "category
 RESOLUTION_LIMIT = 500
 
 
-def load_template(name: str) -> str:
-    """The template ``<name>.txt``: from ``$REFLECT_PROMPTS`` when it holds one, else shipped.
+def load_template(name: str, override: str = "") -> str:
+    """The template ``<name>.txt``: from the directory ``override`` (``REFLECT_PROMPTS``,
+    ``ModelSettings.prompts``) when it holds one, else shipped.
 
     Leading ``#`` comment lines are stripped.
     """
-    override = os.environ.get("REFLECT_PROMPTS", "")
     path = Path(override).expanduser() / f"{name}.txt" if override else None
     if path is not None and path.is_file():
         text = path.read_text(encoding="utf-8")
@@ -59,7 +58,7 @@ def load_template(name: str) -> str:
 
 def reflection_messages(
     failure: Mapping[str, Any], earlier: Sequence[Mapping[str, Any]],
-    heuristic: Mapping[str, Any], resolution: str = ""
+    heuristic: Mapping[str, Any], resolution: str = "", prompts: str = ""
 ) -> list[dict[str, str]]:
     """OpenAI-style system and user messages for one failure.
 
@@ -74,7 +73,7 @@ def reflection_messages(
     values["categories"] = ", ".join(CATEGORIES)
     values["kinds"] = ", ".join(KINDS)
 
-    template = load_template("reflection")
+    template = load_template("reflection", prompts)
     system, marker, user = template.partition(USER_MARKER)
     if not marker:
         raise ValueError(

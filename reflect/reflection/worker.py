@@ -153,7 +153,8 @@ class Worker:
                               Verdict("skipped", "failure no longer stored"))
             return
         try:
-            completion = complete(model.model, self._messages(context), timeout=model.timeout,
+            messages = self._messages(context, model.prompts)
+            completion = complete(model.model, messages, timeout=model.timeout,
                                   max_tokens=model.max_tokens, temperature=model.temperature,
                                   api_base=model.api_base, api_key=model.api_key)
         except ProviderError as e:
@@ -185,7 +186,7 @@ class Worker:
                                DONE, lesson)
 
     @staticmethod
-    def _messages(context: dict[str, Any]) -> list[dict[str, str]]:
+    def _messages(context: dict[str, Any], prompts: str) -> list[dict[str, str]]:
         from reflect.reflection.prompting import reflection_messages
 
         failure, lesson = context["failure"], context["lesson"]
@@ -195,6 +196,7 @@ class Worker:
             context["earlier"],
             {k: lesson.get(k, "") for k in ("trigger", "guidance", "category")},
             context["resolution"],
+            prompts,
         )
 
 
