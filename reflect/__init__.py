@@ -35,7 +35,7 @@ _HOMES = {
 def __getattr__(name: str) -> object:
     if name not in _HOMES:
         raise AttributeError(f"module 'reflect' has no attribute {name!r}")
-    from importlib import import_module
-
-    found: object = getattr(import_module(_HOMES[name]), name)
+    # __import__, as an import statement does (importlib.import_module would hide the
+    # module from `python -X importtime`, by which the hot path is checked).
+    found: object = getattr(__import__(_HOMES[name], fromlist=[name]), name)
     return found

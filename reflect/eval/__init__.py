@@ -23,7 +23,5 @@ _HOMES = {"run_ab": "_ab", "compare": "_compare", "convert": "_convert", "replay
 def __getattr__(name: str) -> object:
     if name not in _HOMES:
         raise AttributeError(f"module 'reflect.eval' has no attribute {name!r}")
-    from importlib import import_module
-
-    found: object = getattr(import_module(f"reflect.eval.{_HOMES[name]}"), name)
+    found: object = getattr(__import__(f"reflect.eval.{_HOMES[name]}", fromlist=[name]), name)
     return found
