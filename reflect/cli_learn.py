@@ -64,7 +64,7 @@ def progress_bar(stream: IO[str]) -> Callable[[int, int], None]:
 def summary(report: LearnReport) -> str:
     s = "" if report.sessions == 1 else "s"
     lines = [f"{report.client}: read {report.sessions} session{s}, "
-             f"{report.learned} with something new"]
+             f"{report.learned} with failures or fixes new to the store"]
     if report.learned:
         lines.append(f"  {report.failures} failures recorded"
                      + (f" (and {report.benign} benign exits)" if report.benign else "")

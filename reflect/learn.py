@@ -37,7 +37,7 @@ KEEP_OPEN = 20  # failed commands a session remembers for a rerun, as the hooks 
 class LearnReport:
     client: str
     sessions: int = 0  # read
-    learned: int = 0  # that added something
+    learned: int = 0  # that added failures or fixes
     failures: int = 0  # captured (benign exits apart)
     benign: int = 0
     resolved: int = 0  # failures a later command resolved
@@ -71,15 +71,16 @@ def learn(mem: Memory, client: str, paths: Iterable[str | os.PathLike[str]] = ()
     found = sessions(client, paths, skipped)
     report = LearnReport(client, sessions=len(found))
     before = _lesson_count(mem)
-    clock, scope = mem.clock, mem._scope
+    clock, here = mem.clock, mem.scope
     try:
         for n, session in enumerate(found, 1):
+            mem.scope = _scope(mem, session.cwd) or here
             if _learn_session(mem, session, skipped, report):
                 report.learned += 1
             if progress is not None:
                 progress(n, len(found))
     finally:
-        mem.clock, mem._scope = clock, scope
+        mem.clock, mem.scope = clock, here
     report.lessons = _lesson_count(mem) - before
     report.house_rules = [item.text for item in house_rules(mem)]
     report.skipped = dict(skipped.most_common())
@@ -91,8 +92,10 @@ def _learn_session(mem: Memory, session: Session, skipped: Skipped,
     """Replay one session's calls; True when it added anything."""
     now = [session.start or 0.0]
     mem.clock = lambda: now[0]
-    mem._scope = _scope(mem, session.cwd)
-    run = mem._run_id(session.run)
+    # A session is a run from its start, failures or not, as its first recall made it live.
+    query = mem.query(run=session.run, goal=session.goal)
+    run = query.run
+    mem.store.register_run(run, query.goal, mem.scope, now[0])
     captured = mem.store.next_iteration(run) - 1  # the steps the store holds already
     reported = len(mem.store.successes_between(run, -1, COUNTED_BELOW))
     open_failures: list[str] = []

@@ -95,7 +95,8 @@ def test_the_command_prints_a_summary_and_json(tmp_path):
     done = run_cli("learn", "claude-code", str(CLAUDE_PROJECT))
     out = done.stdout.decode()
     assert done.returncode == 0, done.stderr
-    assert out.startswith("claude-code: read 2 sessions, 1 with something new\n")
+    assert out.startswith(
+        "claude-code: read 2 sessions, 1 with failures or fixes new to the store\n")
     assert "4 failures recorded, 1 resolved by a later command, 4 new lessons" in out
     assert "house rules a new session of this project is shown first (4):" in out
     assert "1 tool calls the client refused before they ran" in out

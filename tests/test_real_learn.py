@@ -25,13 +25,15 @@ def test_claude_code_sessions_learned_as_they_were_captured(tmp_path):
     project = installed_project(tmp_path)
     claude_session(project, COMMANDS, "Make the weekly report run")
     claude_session(project, ["ls data", "python3 report.py"], "List the data")
+    claude_session(project, ["ls data"], "List the data again")
+    claude_session(project, ["ls"], "List the files")  # a run with no failure counts too
     with Memory() as live:
         captured, live_rules = stored(live), rules(live)
     with Memory(home=tmp_path / "learned") as mem:
         report = mem.learn("claude-code", [tmp_path / "home" / ".claude" / "projects"])
         assert stored(mem) == captured and rules(mem) == live_rules
-    assert len(captured) == 3 and len(live_rules) == 2
-    assert (report.sessions, report.failures, report.resolved) == (2, 3, 2)
+    assert len(captured) == 4 and live_rules  # what 2 of 4 runs hit, at least
+    assert (report.sessions, report.failures, report.resolved) == (4, 4, 2)
     # And learning into the store that captured them live adds nothing.
     with Memory() as live:
         again = live.learn("claude-code", [tmp_path / "home" / ".claude" / "projects"])
