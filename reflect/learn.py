@@ -67,6 +67,9 @@ def sessions(client: str, paths: Iterable[str | os.PathLike[str]] = (),
 
 def learn(mem: Memory, client: str, paths: Iterable[str | os.PathLike[str]] = (),
           progress: Callable[[int, int], None] | None = None) -> LearnReport:
+    if not mem.enabled:
+        raise TranscriptError("failure memory is switched off (REFLECT_FAILURE_MEMORY=0): "
+                              "nothing would be recorded; unset it to learn")
     skipped = Skipped()
     found = sessions(client, paths, skipped)
     report = LearnReport(client, sessions=len(found))

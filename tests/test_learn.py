@@ -153,3 +153,10 @@ def test_eval_convert_writes_a_trace_replay_reads(client, tmp_path):
     assert b"not converted: 1 tool calls interrupted" in done.stderr
     done = run_cli("eval", "replay", str(tmp_path / "t.jsonl"), "--embeddings", "off")
     assert done.returncode == 0 and b"runs / iterations" in done.stdout, done.stderr
+
+
+def test_learning_with_memory_switched_off_says_so_and_records_nothing(own_store, monkeypatch):
+    monkeypatch.setenv("REFLECT_FAILURE_MEMORY", "0")
+    done = run_cli("learn", "codex", str(CODEX_SESSIONS))
+    assert done.returncode == 1 and b"REFLECT_FAILURE_MEMORY=0" in done.stderr
+    assert not (own_store / "reflect.db").exists()

@@ -31,7 +31,8 @@ COPIED = "tool calls a forked session copied from the one it forked"
 
 
 class TranscriptError(ValueError):
-    """Paths that hold no session of the client; the message says where they are."""
+    """Sessions that cannot be read (no such path, no sessions where the client keeps
+    them) or learned; the message says what to do."""
 
 
 @dataclass(frozen=True)
