@@ -39,8 +39,9 @@ def history(root: Path, sessions: int) -> dict[str, Path]:
     return made
 
 
-def learn(home: Path, client: str, where: Path) -> tuple[float, float, str]:
-    """Seconds and peak RSS (MB) of ``reflect learn CLIENT WHERE``, and its first line."""
+def learn(home: Path, client: str, where: Path) -> tuple[float, float, float, str]:
+    """Wall and CPU seconds and peak RSS (MB) of ``reflect learn CLIENT WHERE``, and its
+    first line (the CPU time says what the work costs on a machine others share)."""
     out = home.parent / f"{home.name}.out"
     start = time.perf_counter()
     with open(out, "w") as sink:
@@ -52,7 +53,8 @@ def learn(home: Path, client: str, where: Path) -> tuple[float, float, str]:
     seconds = time.perf_counter() - start
     text = out.read_text()
     assert os.waitstatus_to_exitcode(status) == 0, text
-    return seconds, usage.ru_maxrss / 1024, text.splitlines()[0]
+    return (seconds, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024,
+            text.splitlines()[0])
 
 
 def main() -> None:
@@ -68,18 +70,20 @@ def main() -> None:
             home = Path(tmp) / f"store{sessions}"
             rows = []
             for attempt in ("first", "again"):
-                total, rss, lines = 0.0, 0.0, []
+                total, cpu, rss, lines = 0.0, 0.0, 0.0, []
                 for client, where in made.items():
-                    seconds, peak, line = learn(home, client, where)
-                    total, rss = total + seconds, max(rss, peak)
+                    seconds, busy, peak, line = learn(home, client, where)
+                    total, cpu, rss = total + seconds, cpu + busy, max(rss, peak)
                     lines.append(line)
-                rows.append((attempt, total, rss, lines))
-            figures[str(sessions)] = {a: {"seconds": round(s, 2), "rss_mb": round(r, 1)}
-                                      for a, s, r, _ in rows}
+                rows.append((attempt, total, cpu, rss, lines))
+            figures[str(sessions)] = {a: {"seconds": round(s, 2), "cpu_seconds": round(c, 2),
+                                          "rss_mb": round(r, 1)} for a, s, c, r, _ in rows}
             print(f"{sessions} sessions ({size / 2**20:.0f} MB of transcripts and rollouts):")
-            for attempt, seconds, rss, lines in rows:
-                print(f"  learn {attempt:5}  {seconds:6.1f} s  peak RSS {rss:5.0f} MB   "
-                      + " | ".join(lines))
+            for attempt, seconds, cpu, rss, lines in rows:
+                print(f"  learn {attempt:5}  {seconds:6.1f} s (CPU {cpu:5.1f} s)  peak RSS "
+                      f"{rss:4.0f} MB   " + " | ".join(lines))
+    print(f"load average {' '.join(f'{x:.1f}' for x in os.getloadavg())} on "
+          f"{os.cpu_count()} cores")
     emit(figures)
 
 
