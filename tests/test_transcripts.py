@@ -110,3 +110,38 @@ def test_paths_a_file_a_directory_a_glob_and_a_missing_one(tmp_path):
     assert len(calls_of("codex", [str(CODEX_SESSIONS / "*" / "*" / "*" / "rollout-*")])[0]) == 1
     with pytest.raises(TranscriptError, match="no such file"):
         sessions("codex", [tmp_path / "nowhere"])
+
+
+def test_an_older_codex_rollout_shell_calls_and_exec_command_end(tmp_path):
+    """Written by hand in the form Codex 0.3x wrote (no fixture of a binary that old): the
+    `shell` tool with an argv, its end in `exec_command_end`, or only in its output's
+    header, as the hook reads them too."""
+    def line(kind, payload, ts="2025-09-01T10:00:00.000Z"):
+        return json.dumps({"timestamp": ts, "type": kind, "payload": payload}) + "\n"
+
+    shell = {"command": ["bash", "-lc", "pytest -x"]}
+    path = tmp_path / "rollout-2025-09-01T10-00-00-old.jsonl"
+    path.write_text("".join([
+        line("session_meta", {"id": "old-1", "timestamp": "2025-09-01T10:00:00Z",
+                              "cwd": "/srv/app", "cli_version": "0.36.0"}),
+        line("response_item", {"type": "message", "role": "user",
+                               "content": [{"type": "input_text", "text": "Fix the tests"}]}),
+        line("response_item", {"type": "function_call", "name": "shell", "call_id": "c1",
+                               "arguments": json.dumps(shell)}),
+        line("event_msg", {"type": "exec_command_end", "call_id": "c1", "exit_code": 1,
+                           "aggregated_output": "E   assert 1 == 2\n"}, "2025-09-01T10:00:05Z"),
+        line("response_item", {"type": "function_call_output", "call_id": "c1",
+                               "output": {"output": "E   assert 1 == 2\n",
+                                          "metadata": {"exit_code": 1}}}),
+        line("response_item", {"type": "function_call", "name": "shell", "call_id": "c2",
+                               "arguments": json.dumps(shell)}),
+        line("response_item", {"type": "function_call_output", "call_id": "c2",
+                               "output": "Process exited with code 0\nOutput:\n1 passed\n"},
+             "2025-09-01T10:00:09Z"),
+    ]))
+    found, skipped = calls_of("codex", [path])
+    session, calls = found["old-1"]
+    assert (session.goal, session.cwd) == ("Fix the tests", "/srv/app")
+    assert [(c.action, c.failed, c.exit_code, c.error_text) for c in calls] == [
+        ("pytest -x", True, 1, "E   assert 1 == 2\n"), ("pytest -x", False, 0, "")]
+    assert skipped == {}
