@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from reflect.memory import Memory
     from reflect.records import RecallItem
 
-KEEP_OPEN = 20  # failed commands a session remembers for a rerun, as the hooks keep
+NEW_SESSION = "(a new session)"  # the run a preview of the house rules recalls for; not stored
 
 
 @dataclass
@@ -118,7 +118,7 @@ def _learn_session(mem: Memory, session: Session, skipped: Skipped,
                 else:
                     report.failures += 1
                 added = True
-            open_failures = [*open_failures, action][-KEEP_OPEN:]
+            open_failures = [*open_failures, action][-tool_calls.KEEP_OPEN:]
         elif call.tool == "Bash" and tool_calls.reruns(open_failures, action):
             if reported > 0:
                 reported -= 1
@@ -139,15 +139,14 @@ def _scope(mem: Memory, cwd: str) -> str | None:
 
 
 def _lesson_count(mem: Memory) -> int:
-    return len(mem.store.active_lessons_all()) if hasattr(mem.store, "active_lessons_all") \
-        else len(mem.lessons(limit=1_000_000))
+    return len(mem.lessons(limit=10**9))
 
 
 def house_rules(mem: Memory) -> list[RecallItem]:
     """The lessons a new session of this project is shown first (nothing is logged)."""
     from reflect.recall import block
 
-    query = replace(mem.query(run="", sections=("lessons",)), scope=mem.scope, embed=False)
-    predictor = mem.predictor or block.Predictor()
-    rec = block.build(mem.store, mem.vectors, query, predictor)
+    query = replace(mem.query(run=NEW_SESSION, sections=("lessons",)), scope=mem.scope,
+                    embed=False)
+    rec = block.build(mem.store, mem.vectors, query, mem.predictor, mem.holdout)
     return list(rec.items)

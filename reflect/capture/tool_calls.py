@@ -11,6 +11,7 @@ from typing import Any
 from reflect.capture.numbers import whole_number
 
 TARGET_KEYS = ("file_path", "notebook_path", "path", "url", "pattern", "query")
+KEEP_OPEN = 20  # failed commands a session keeps for a rerun to resolve, newest
 EXIT_LINE = re.compile(r"Exit code:? (-?\d+)")  # Claude Code's first line of a Bash failure
 # The header Codex puts above a call's output for the model: a last resort.
 EXITED = re.compile(r"^Process exited with code (-?\d+)$", re.MULTILINE)

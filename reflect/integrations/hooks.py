@@ -272,8 +272,8 @@ class State:
             fcntl.flock(lock, fcntl.LOCK_EX)
             self.load()
             yield
-            _write(self.path, {"goal": self.goal, "last": self.last, "open": self.open[-20:],
-                               "shown": self.shown})
+            _write(self.path, {"goal": self.goal, "last": self.last,
+                               "open": self.open[-tool_calls.KEEP_OPEN:], "shown": self.shown})
             _write(self.dir / MISSING_FILE, {"programs": sorted(self.missing)})
 
 
