@@ -78,5 +78,5 @@ def summary(report: LearnReport) -> str:
         lines += ["  " + rule.replace("\n", "\n  ") for rule in report.house_rules]
     if report.skipped:
         lines.append("not learned:")
-        lines += [f"  {n} {why}" for why, n in report.skipped.items()]
+        lines += [f"  {why}: {n}" for why, n in report.skipped.items()]
     return "\n".join(lines)

@@ -99,7 +99,8 @@ def test_the_command_prints_a_summary_and_json(tmp_path):
         "claude-code: read 2 sessions, 1 with failures or fixes new to the store\n")
     assert "4 failures recorded, 1 resolved by a later command, 4 new lessons" in out
     assert "house rules a new session of this project is shown first (4):" in out
-    assert "1 tool calls the client refused before they ran" in out
+    assert "tool calls the client refused before they ran (a failed edit), which no hook " \
+        "sees: 1" in out
     assert done.stderr == b""  # no progress bar: stderr is no terminal here
     again = json.loads(run_cli("learn", "claude-code", str(CLAUDE_PROJECT), "--format",
                                "json").stdout)
@@ -150,7 +151,8 @@ def test_eval_convert_writes_a_trace_replay_reads(client, tmp_path):
         ("python3 report.py", False), *read, ("python3 report.py", True), ("ls data", False),
         ("ls", True), ("python3 total.py", False)]
     assert {r["goal"] for r in rows} == {"Make the weekly report run"}
-    assert b"not converted: 1 tool calls interrupted" in done.stderr
+    assert b"not converted: tool calls interrupted or denied, which no hook sees as " \
+        b"failures: 1" in done.stderr
     done = run_cli("eval", "replay", str(tmp_path / "t.jsonl"), "--embeddings", "off")
     assert done.returncode == 0 and b"runs / iterations" in done.stdout, done.stderr
 

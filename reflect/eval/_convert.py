@@ -314,7 +314,7 @@ def _sessions(client: str, paths: Iterable[str | Path]) -> Iterator[TraceRecord]
                 exit_code=call.exit_code, error_text=scrub(call.error_text)[0],
                 success=not call.failed, ts=call.ts, project=scrub(session.cwd)[0])
     for why, n in skipped.most_common():
-        config.warn(f"{client}: not converted: {n} {why}")
+        config.warn(f"{client}: not converted: {why}: {n}")
 
 
 CONVERTERS: dict[str, Callable[[Iterable[str | Path]], Iterator[TraceRecord]]] = dict(

@@ -25,9 +25,9 @@ from reflect.capture.transcripts.lines import Skipped
 __all__ = ["Session", "Skipped", "ToolCall", "TranscriptError", "files_under", "timestamp"]
 
 # Calls no hook sees, as the summary names them.
-REFUSED = "tool calls the client refused before they ran (a failed edit): no hook sees them"
-INTERRUPTED = "tool calls interrupted or denied: no hook sees them as failures"
-COPIED = "tool calls a forked session copied from the one it forked"
+REFUSED = "tool calls the client refused before they ran (a failed edit), which no hook sees"
+INTERRUPTED = "tool calls interrupted or denied, which no hook sees as failures"
+COPIED = "tool calls a forked session copied from the session it forked"
 
 
 class TranscriptError(ValueError):

@@ -17,9 +17,9 @@ MAX_LINE = 32 * 1024 * 1024  # a tool's output of this size is not a failure's m
 CHUNK = 1024 * 1024
 
 # Why a line was not read: the keys of ``Skipped``, as the summary says them.
-MALFORMED = "not JSON (a damaged line)"
-TOO_LONG = "too long for a tool call (read through, not held)"
-UNFINISHED = "unfinished (the session is still being written)"
+MALFORMED = "lines that are not JSON (damaged)"
+TOO_LONG = "lines too long for a tool call (read through, not held)"
+UNFINISHED = "unfinished last lines (a session still being written: read up to them)"
 
 
 class Skipped(Counter[str]):
