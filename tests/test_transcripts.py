@@ -145,3 +145,12 @@ def test_an_older_codex_rollout_shell_calls_and_exec_command_end(tmp_path):
     assert [(c.action, c.failed, c.exit_code, c.error_text) for c in calls] == [
         ("pytest -x", True, 1, "E   assert 1 == 2\n"), ("pytest -x", False, 0, "")]
     assert skipped == {}
+
+
+def test_an_interrupted_call_is_known_by_its_words_without_toolDenialKind(tmp_path):
+    main = synthesize("claude-code", tmp_path)[0]
+    records = [json.loads(line) for line in main.read_text().splitlines()]
+    assert sum(r.pop("toolDenialKind", None) is not None for r in records) == 1
+    main.write_text("".join(json.dumps(r) + "\n" for r in records))
+    _, skipped = calls_of("claude-code", [tmp_path])
+    assert skipped[INTERRUPTED] == 1

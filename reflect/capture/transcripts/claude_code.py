@@ -38,6 +38,9 @@ CLIENT = "claude-code"
 KNOWN_MAJOR_VERSIONS = (1, 2)  # the transcript format read here
 HEADER_RECORDS = 200  # records read for a session's id, directory and first prompt
 REFUSED_TAG = "<tool_use_error>"
+# A result the user stopped, as the client words it (before 2.1 without toolDenialKind).
+STOPPED = ("The user doesn't want to proceed with this tool use",
+           "[Request interrupted by user")
 NOT_A_PROMPT = ("<task-notification>", "<command-", "<local-command-", "[Request interrupted")
 
 
@@ -144,11 +147,11 @@ def _result(rec: dict[str, Any], block: dict[str, Any], tool: str, tool_input: A
     if block.get("is_error") is not True:
         return ToolCall(ts, tool, action, failed=False, exit_code=0 if tool == "Bash" else None)
     decision = rec.get("permissionDecision")
-    if rec.get("toolDenialKind") or (isinstance(decision, dict)
-                                     and decision.get("decision") == "reject"):
+    text = result_text(block.get("content"))
+    if rec.get("toolDenialKind") or text.startswith(STOPPED) or (
+            isinstance(decision, dict) and decision.get("decision") == "reject"):
         skipped[INTERRUPTED] += 1
         return None
-    text = result_text(block.get("content"))
     if text.lstrip().startswith(REFUSED_TAG):
         skipped[REFUSED] += 1
         return None

@@ -159,6 +159,7 @@ class _Rollout:
         self.asked: dict[str, str] = {}  # call id -> command, until it ends
         self.aborted: set[str] = set()  # calls whose output says the user stopped them
         self.aborted_turns: set[str] = set()
+        self.patches: set[str] = set()  # apply_patch calls not yet answered
 
     def item(self, payload: dict[str, Any], rec: dict[str, Any]) -> ToolCall | None:
         kind, call_id = payload.get("type"), str(payload.get("call_id") or "")
@@ -168,9 +169,12 @@ class _Rollout:
             action = payload.get("action")
             command = action.get("command") if isinstance(action, dict) else None
             self.asked[call_id] = command_of("local_shell", {"command": command})
-        elif kind == "custom_tool_call_output" and not codex_output(
-                payload.get("output")).startswith("Exit code: 0"):
-            self.skipped[REFUSED] += 1  # a patch that did not apply
+        elif kind == "custom_tool_call" and payload.get("name") == "apply_patch":
+            self.patches.add(call_id)
+        elif kind == "custom_tool_call_output" and call_id in self.patches:
+            self.patches.discard(call_id)
+            if not codex_output(payload.get("output")).startswith("Exit code: 0"):
+                self.skipped[REFUSED] += 1  # a patch that did not apply
         elif kind == "function_call_output" and call_id in self.asked:
             if codex_output(payload.get("output")).rstrip().endswith(ABORTED):
                 self.aborted.add(call_id)
