@@ -108,6 +108,7 @@ def test_the_command_prints_a_summary_and_json(tmp_path):
 
 
 def test_with_no_path_the_projects_own_sessions(tmp_path, monkeypatch):
+    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)  # the client's: HOME's place
     home = tmp_path / "home"
     project = tmp_path / "work"
     project.mkdir()
