@@ -163,3 +163,22 @@ def test_learning_with_memory_switched_off_says_so_and_records_nothing(own_store
     done = run_cli("learn", "codex", str(CODEX_SESSIONS))
     assert done.returncode == 1 and b"REFLECT_FAILURE_MEMORY=0" in done.stderr
     assert not (own_store / "reflect.db").exists()
+
+
+def test_the_progress_bar_is_drawn_on_a_terminal_only(tmp_path):
+    import os
+    import pty
+    import subprocess
+    import sys
+
+    main, terminal = pty.openpty()
+    done = subprocess.run([sys.executable, "-m", "reflect", "learn", "codex",
+                           str(CODEX_SESSIONS)], stdout=subprocess.PIPE, stderr=terminal,
+                          timeout=60)
+    os.close(terminal)
+    drawn = os.read(main, 65536).decode()
+    os.close(main)
+    assert done.returncode == 0
+    assert "learning [##############################] 1/1 sessions" in drawn
+    quiet = run_cli("learn", "codex", str(CODEX_SESSIONS))  # stderr a pipe: no bar
+    assert quiet.returncode == 0 and quiet.stderr == b""
