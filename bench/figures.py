@@ -94,6 +94,7 @@ STEPS = (
     bench("holdout"),
     bench("replay"),
     bench("predictor"),
+    bench("learn"),
 )
 
 

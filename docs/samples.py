@@ -104,6 +104,19 @@ def recall() -> str:
     return fenced(stable_ids(text))
 
 
+def learn() -> str:
+    """`reflect learn claude-code` on the transcripts the real binary wrote."""
+    from pathlib import Path
+
+    from reflect.cli import main
+
+    here = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "transcripts"
+    with isolated():
+        out = printed(lambda: main(["learn", "claude-code", str(here / "claude-code")]))
+    return fenced(f"$ reflect learn claude-code tests/fixtures/transcripts/claude-code\n"
+                  f"{stable_ids(out)}")
+
+
 def commands() -> Iterator[tuple[str, argparse.ArgumentParser]]:
     """Every command and subcommand of `reflect`, with its parser, in `--help`'s order."""
     from reflect.cli import parser

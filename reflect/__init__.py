@@ -9,6 +9,7 @@ from __future__ import annotations
 TYPE_CHECKING = False  # typing itself costs a hook ~2 ms to import
 if TYPE_CHECKING:
     from reflect.exchange import ImportReport
+    from reflect.learn import LearnReport
     from reflect.memory import Memory
     from reflect.recall.holdout import Effect, Holdout
     from reflect.recall.predict import Predictor
@@ -16,8 +17,8 @@ if TYPE_CHECKING:
     from reflect.settings import Settings
     from reflect.store.health import Finding
 
-__all__ = ["Effect", "ErrorEntry", "Finding", "Holdout", "ImportReport", "Lesson", "Memory",
-           "Predictor", "Recall", "RecallItem", "Settings"]
+__all__ = ["Effect", "ErrorEntry", "Finding", "Holdout", "ImportReport", "LearnReport", "Lesson",
+           "Memory", "Predictor", "Recall", "RecallItem", "Settings"]
 __version__ = "0.1.0"
 
 # Where each name lives: loaded on first use, so a command (a hook) that needs none of the
@@ -28,7 +29,7 @@ _HOMES = {
     "Recall": "reflect.records", "RecallItem": "reflect.records",
     "Predictor": "reflect.recall.predict", "Holdout": "reflect.recall.holdout",
     "Effect": "reflect.recall.holdout", "Finding": "reflect.store.health",
-    "ImportReport": "reflect.exchange",
+    "ImportReport": "reflect.exchange", "LearnReport": "reflect.learn",
 }
 
 

@@ -17,6 +17,7 @@ from typing import Any
 from reflect import config
 from reflect.capture.numbers import bounded, count, number
 from reflect.choices import SEMANTIC_MODES
+from reflect.cli_learn import add_learn
 from reflect.cli_lessons import LESSON_COMMANDS, open_memory
 from reflect.config import DEFAULT_MAX_TOKENS
 from reflect.integrations.clients import CLIENTS, DEFAULT_SCOPE
@@ -429,5 +430,5 @@ COMMANDS = {
     "capture": add_capture, "recall": add_recall, "outcome": add_outcome,
     "worker": add_worker, "status": add_status, "failures": add_failures, "stats": add_stats,
     "clear": add_clear, "hook": add_hook, "install": add_install, "mcp": add_mcp,
-    "run": add_run, **LESSON_COMMANDS, "eval": add_eval,
+    "run": add_run, **LESSON_COMMANDS, "learn": add_learn, "eval": add_eval,
 }

@@ -6,7 +6,7 @@ import contextlib
 import os
 import threading
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -27,6 +27,7 @@ from reflect.text import clip
 if TYPE_CHECKING:
     from reflect.embedding import Vectors
     from reflect.exchange import ImportReport
+    from reflect.learn import LearnReport
     from reflect.recall.block import Query
     from reflect.recall.holdout import Effect
     from reflect.recall.predict import Predictor
@@ -325,6 +326,16 @@ class Memory:
                 config.warn(f"store {self.home} not readable ({e}); recalled "
                             + ("only the failures kept aside" if rec.items else "nothing"))
             return rec
+
+    def learn(self, client: str, paths: Iterable[str | os.PathLike[str]] = (),
+              progress: Callable[[int, int], None] | None = None) -> LearnReport:
+        """Record the failures of the sessions ``client`` ("claude-code", "codex") kept on
+        disk, each session a run as a live capture would have made it; with no ``paths``,
+        the current project's sessions where the client keeps them. Learning a session again
+        adds nothing. ``progress(done, total)`` is called after each session."""
+        from reflect.learn import learn
+
+        return learn(self, client, paths, progress)
 
     # -- background work ---------------------------------------------------------
 

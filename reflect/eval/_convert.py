@@ -273,8 +273,53 @@ def _verdict(judged: dict[str, Any]) -> str:
     return verdict
 
 
+# -- Claude Code and Codex -------------------------------------------------------
+
+
+def claude_code(paths: Iterable[str | Path]) -> Iterator[TraceRecord]:
+    return _sessions("claude-code", paths)
+
+
+def codex(paths: Iterable[str | Path]) -> Iterator[TraceRecord]:
+    return _sessions("codex", paths)
+
+
+def _sessions(client: str, paths: Iterable[str | Path]) -> Iterator[TraceRecord]:
+    """The calls a live capture would have seen (``reflect.capture.transcripts``), each an
+    iteration: every failure, and each shell command that passed. Texts are scrubbed as the
+    store would keep them, so a trace can be shared."""
+    from reflect import config
+    from reflect.capture.scrub import Scrubber
+    from reflect.capture.transcripts import Skipped, TranscriptError
+    from reflect.learn import sessions
+
+    skipped = Skipped()
+    try:
+        found = sessions(client, list(paths), skipped)
+    except TranscriptError as e:
+        raise ConvertError(str(e)) from None
+    if not found:
+        raise ConvertError(f"no {client} sessions under {', '.join(map(str, paths))}; is this "
+                           "the right format?")
+    scrub = Scrubber().scrub
+    for session in found:
+        iteration = 0
+        for call in session.calls(skipped):
+            if not call.failed and call.tool != "Bash":
+                continue  # a look or an edit that worked: no step a harness reports
+            iteration += 1
+            yield TraceRecord(
+                run=session.run, iteration=iteration, goal=scrub(session.goal)[0],
+                phase=call.tool.lower(), action=scrub(call.action)[0],
+                exit_code=call.exit_code, error_text=scrub(call.error_text)[0],
+                success=not call.failed, ts=call.ts, project=scrub(session.cwd)[0])
+    for why, n in skipped.most_common():
+        config.warn(f"{client}: not converted: {why}: {n}")
+
+
 CONVERTERS: dict[str, Callable[[Iterable[str | Path]], Iterator[TraceRecord]]] = dict(
-    zip(TRACE_FORMATS, (mini_swe_agent, reflexion, debugbench), strict=True))
+    zip(TRACE_FORMATS, (mini_swe_agent, reflexion, debugbench, claude_code, codex),
+        strict=True))
 
 
 def convert(kind: str, paths: Iterable[str | Path]) -> list[TraceRecord]:

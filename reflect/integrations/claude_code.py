@@ -8,10 +8,10 @@ then the output) and ``is_interrupt``; a successful one as ``PostToolUse``.
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 
+from reflect.capture.tool_calls import failure_text
 from reflect.integrations.clients import scopes
 from reflect.integrations.hooks import Event, base_event
 
@@ -27,7 +27,6 @@ HOOKS = {
     "PostToolUseFailure": None,
 }
 SCOPES = scopes(CLIENT)  # the project's is committed: a command on PATH
-EXIT_LINE = re.compile(r"Exit code:? (-?\d+)")
 
 
 def parse(raw: dict[str, Any]) -> Event:
@@ -35,10 +34,8 @@ def parse(raw: dict[str, Any]) -> Event:
     if event.name == "PostToolUse":
         return event._replace(failed=False)
     if event.name == "PostToolUseFailure" and not said_yes(raw.get("is_interrupt")):
-        first, _, rest = str(raw.get("error") or "").partition("\n")
-        match = EXIT_LINE.fullmatch(first.strip())
-        return event._replace(failed=True, exit_code=int(match[1]) if match else None,
-                              error_text=rest if match else f"{first}\n{rest}".strip())
+        code, text = failure_text(str(raw.get("error") or ""))
+        return event._replace(failed=True, exit_code=code, error_text=text)
     return event
 
 

@@ -14,12 +14,11 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from reflect.capture.numbers import whole_number
+from reflect.capture.tool_calls import codex_exit_code
 from reflect.integrations.clients import scopes
 from reflect.integrations.hooks import Event, base_event
 
@@ -33,9 +32,6 @@ HOOKS = {
 SCOPES = scopes(CLIENT)
 TAIL_CHUNK = 256 * 1024  # the rollout is read from its end, a chunk at a time
 TAIL_LIMIT = 16 * 1024 * 1024  # and no further back than this
-# The header Codex puts above a call's output for the model, recorded in the rollout once
-# the hooks have run: a last resort.
-EXITED = re.compile(r"^Process exited with code (-?\d+)$", re.MULTILINE)
 
 
 def parse(raw: dict[str, Any]) -> Event:
@@ -63,14 +59,9 @@ def call_result(transcript: object, call_id: str) -> tuple[int | None, str]:
         item = payload["item"] if isinstance(payload.get("item"), dict) else payload
         if call_id not in (item.get("id"), item.get("call_id")):
             continue
-        code = whole_number(item.get("exit_code"))  # 1, and "1" or 1.0 as well
+        code, output = codex_exit_code(payload)
         if code is not None:
-            return code, str(item.get("aggregated_output") or "")
-        if payload.get("type") == "function_call_output":
-            header = str(payload.get("output") or "").partition("\nOutput:\n")[0]
-            match = EXITED.search(header)
-            if match:
-                return int(match[1]), ""
+            return code, output
     return None, ""
 
 

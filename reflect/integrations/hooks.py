@@ -26,6 +26,8 @@ from types import FrameType
 from typing import IO, TYPE_CHECKING, Any, NamedTuple
 
 from reflect import config
+from reflect.capture import tool_calls
+from reflect.capture.tool_calls import action_of
 from reflect.index.atomic import write_atomically
 from reflect.text import clip, format_error
 
@@ -44,7 +46,6 @@ MISSING_FILE = "missing.json"
 LOCK_FILE = ".lock"
 SHOWN_KEPT = 200  # digests of the items a session was shown, newest kept
 STALE_SECONDS = 7 * 86400  # session files unused this long are removed at a session start
-TARGET_KEYS = ("file_path", "notebook_path", "path", "url", "pattern", "query")
 
 
 class Event(NamedTuple):
@@ -70,15 +71,6 @@ def base_event(raw: dict[str, Any], hooks: Collection[str]) -> Event:
     return Event(name, str(raw.get("session_id") or config.default_run()), tool=tool,
                  action=action_of(tool, raw.get("tool_input")),
                  prompt=str(raw.get("prompt") or ""))
-
-
-def action_of(tool: str, tool_input: object) -> str:
-    """A Bash call's command; for other tools their name and target (the file, the URL)."""
-    tool_input = tool_input if isinstance(tool_input, dict) else {}
-    if tool == "Bash":
-        return str(tool_input.get("command") or "")
-    target = next((str(tool_input[k]) for k in TARGET_KEYS if tool_input.get(k)), "")
-    return f"{tool} {target}".strip()
 
 
 def run(parse: Callable[[dict[str, Any]], Event | None], stdin: IO[str] = sys.stdin,
@@ -259,10 +251,8 @@ class State:
         self.last = {"action": action, "error": error}
 
     def reruns(self, command: str) -> bool:
-        """A success is credible as a failure's outcome when every word of a failed
-        command is in it (``pytest tests/`` -> ``python -m pytest tests/``)."""
-        words = set(command.split())
-        return any(set(failed.split()) <= words for failed in self.open if failed.strip())
+        """Whether a success reruns a failed command of the session (``tool_calls.reruns``)."""
+        return tool_calls.reruns(self.open, command)
 
     def prune(self) -> None:
         cutoff = time.time() - STALE_SECONDS
@@ -282,8 +272,8 @@ class State:
             fcntl.flock(lock, fcntl.LOCK_EX)
             self.load()
             yield
-            _write(self.path, {"goal": self.goal, "last": self.last, "open": self.open[-20:],
-                               "shown": self.shown})
+            _write(self.path, {"goal": self.goal, "last": self.last,
+                               "open": self.open[-tool_calls.KEEP_OPEN:], "shown": self.shown})
             _write(self.dir / MISSING_FILE, {"programs": sorted(self.missing)})
 
 

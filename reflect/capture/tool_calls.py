@@ -1,0 +1,63 @@
+"""A client's tool call as memory records it, whether a hook sees it live or a transcript
+is read afterwards: its action, its exit code and output as each client writes them, and
+when a success is a failure's rerun. Light: a hook imports it."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import Any
+
+from reflect.capture.numbers import whole_number
+
+TARGET_KEYS = ("file_path", "notebook_path", "path", "url", "pattern", "query")
+KEEP_OPEN = 20  # failed commands a session keeps for a rerun to resolve, newest
+EXIT_LINE = re.compile(r"Exit code:? (-?\d+)")  # Claude Code's first line of a Bash failure
+# The header Codex puts above a call's output for the model: a last resort.
+EXITED = re.compile(r"^Process exited with code (-?\d+)$", re.MULTILINE)
+
+
+def action_of(tool: str, tool_input: object) -> str:
+    """A Bash call's command; for other tools their name and target (the file, the URL)."""
+    tool_input = tool_input if isinstance(tool_input, dict) else {}
+    if tool == "Bash":
+        return str(tool_input.get("command") or "")
+    target = next((str(tool_input[k]) for k in TARGET_KEYS if tool_input.get(k)), "")
+    return f"{tool} {target}".strip()
+
+
+def reruns(open_failures: Iterable[str], command: str) -> bool:
+    """A success is credible as a failure's outcome when every word of a failed command is
+    in it (``pytest tests/`` -> ``python -m pytest tests/``)."""
+    words = set(command.split())
+    return any(set(failed.split()) <= words for failed in open_failures if failed.strip())
+
+
+def failure_text(error: str) -> tuple[int | None, str]:
+    """A Claude Code failure's exit code and output: Bash's ``Exit code N`` line, then the
+    output; another tool's error whole."""
+    first, _, rest = error.partition("\n")
+    match = EXIT_LINE.fullmatch(first.strip())
+    return (int(match[1]), rest) if match else (None, f"{first}\n{rest}".strip())
+
+
+def codex_exit_code(payload: dict[str, Any]) -> tuple[int | None, str]:
+    """The exit code and output one Codex rollout payload records for a shell call: its
+    ``item_completed`` or ``exec_command_end`` event, else its output's header."""
+    item = payload["item"] if isinstance(payload.get("item"), dict) else payload
+    code = whole_number(item.get("exit_code"))  # 1, and "1" or 1.0 as well
+    if code is not None:
+        return code, str(item.get("aggregated_output") or "")
+    if payload.get("type") == "function_call_output":
+        header = codex_output(payload.get("output")).partition("\nOutput:\n")[0]
+        match = EXITED.search(header)
+        if match:
+            return int(match[1]), ""
+    return None, ""
+
+
+def codex_output(output: object) -> str:
+    """A call's output in a rollout: text, or an older Codex's ``{"output": …}``."""
+    if isinstance(output, dict):
+        return str(output.get("output") or "")
+    return output if isinstance(output, str) else ""

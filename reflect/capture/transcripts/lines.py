@@ -1,0 +1,54 @@
+"""A client's JSONL session file, read a line at a time in bounded memory.
+
+A line that is not a JSON object is skipped and counted; so is a line longer than
+``MAX_LINE`` (read through, never held). A last line without its newline is a line the
+client is still writing: the file is read up to its last complete line.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+MAX_LINE = 32 * 1024 * 1024  # a tool's output of this size is not a failure's message
+CHUNK = 1024 * 1024
+
+# Why a line was not read: the keys of ``Skipped``, as the summary says them.
+MALFORMED = "lines that are not JSON (damaged)"
+TOO_LONG = "lines too long for a tool call (read through, not held)"
+UNFINISHED = "unfinished last lines (a session still being written: read up to them)"
+
+
+class Skipped(Counter[str]):
+    """What was not read, by reason: lines, files and tool calls."""
+
+
+def records(path: Path, skipped: Skipped, max_line: int = MAX_LINE) -> Iterator[dict[str, Any]]:
+    """Each complete line of ``path`` that is a JSON object, in order."""
+    with open(path, "rb") as f:
+        while True:
+            line = f.readline(max_line + 1)
+            if not line:
+                return
+            if not line.endswith(b"\n"):
+                if len(line) <= max_line:  # the end of the file, mid-line
+                    skipped[UNFINISHED] += 1
+                    return
+                while line and not line.endswith(b"\n"):  # read through, keep nothing
+                    line = f.readline(CHUNK)
+                skipped[TOO_LONG] += 1
+                continue
+            if not line.strip():
+                continue
+            try:
+                data = json.loads(line)
+            except (ValueError, RecursionError):
+                skipped[MALFORMED] += 1
+                continue
+            if isinstance(data, dict):
+                yield data
+            else:
+                skipped[MALFORMED] += 1

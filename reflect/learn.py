@@ -1,0 +1,152 @@
+"""Learn from the sessions a client kept on disk, as a live capture would have.
+
+Each session is one run (the session id its hooks carry), its first prompt the goal, its
+project the scope, the time each call finished the clock. Its tool calls go through the
+path the hooks take (``integrations/hooks.py``): a failure is captured (the same scrub,
+benign exits, fingerprint, review and heuristic lesson), a Bash success that reruns an
+open failure is its outcome (so the command that later passed is the resolution).
+
+Learning the same session twice adds nothing, and neither does learning one that was
+captured live: the steps are replayed in order, and those the store already holds for the
+run (its captures, numbered, and its outcomes) are passed over, so a session still being
+written is learned up to its last complete line now and the rest next time.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from reflect.capture import tool_calls
+from reflect.capture.numbers import COUNTED_BELOW
+from reflect.capture.scope import scope_of
+from reflect.capture.transcripts import Session, Skipped, TranscriptError, claude_code, codex
+from reflect.choices import LEARN_CLIENTS
+
+if TYPE_CHECKING:
+    from reflect.memory import Memory
+    from reflect.records import RecallItem
+
+NEW_SESSION = "(a new session)"  # the run a preview of the house rules recalls for; not stored
+
+
+@dataclass
+class LearnReport:
+    client: str
+    sessions: int = 0  # read
+    learned: int = 0  # that added failures or fixes
+    failures: int = 0  # captured (benign exits apart)
+    benign: int = 0
+    resolved: int = 0  # failures a later command resolved
+    lessons: int = 0  # new in the store
+    house_rules: list[str] = field(default_factory=list)  # what a new session is shown first
+    skipped: dict[str, int] = field(default_factory=dict)  # reason -> lines, files or calls
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+
+def sessions(client: str, paths: Iterable[str | os.PathLike[str]] = (),
+             skipped: Skipped | None = None, cwd: Path | None = None) -> list[Session]:
+    """The client's sessions under ``paths``; with none given, those of the project at
+    ``cwd`` in the client's own place."""
+    if client not in LEARN_CLIENTS:
+        raise TranscriptError(f"unknown client {client!r}; choose one of "
+                              f"{', '.join(LEARN_CLIENTS)}")
+    skipped = Skipped() if skipped is None else skipped
+    paths = list(paths)
+    cwd = Path.cwd() if cwd is None else cwd
+    if client == "claude-code":
+        return claude_code.sessions(paths or claude_code.default_paths(cwd), skipped)
+    return codex.sessions(paths or codex.default_paths(), skipped,
+                          within=None if paths else cwd)
+
+
+def learn(mem: Memory, client: str, paths: Iterable[str | os.PathLike[str]] = (),
+          progress: Callable[[int, int], None] | None = None) -> LearnReport:
+    if not mem.enabled:
+        raise TranscriptError("failure memory is switched off (REFLECT_FAILURE_MEMORY=0): "
+                              "nothing would be recorded; unset it to learn")
+    skipped = Skipped()
+    found = sessions(client, paths, skipped)
+    report = LearnReport(client, sessions=len(found))
+    before = _lesson_count(mem)
+    settings, here = mem.settings, mem.scope
+    try:
+        for n, session in enumerate(found, 1):
+            mem.scope = _scope(mem, session.cwd) or here
+            if _learn_session(mem, session, skipped, report):
+                report.learned += 1
+            if progress is not None:
+                progress(n, len(found))
+    finally:
+        mem.settings, mem.scope = settings, here
+    report.lessons = _lesson_count(mem) - before
+    report.house_rules = [item.text for item in house_rules(mem)]
+    report.skipped = dict(skipped.most_common())
+    return report
+
+
+def _learn_session(mem: Memory, session: Session, skipped: Skipped,
+                   report: LearnReport) -> bool:
+    """Replay one session's calls; True when it added anything."""
+    now = [session.start or 0.0]
+    mem.settings = replace(mem.settings, clock=lambda: now[0])  # the session's own times
+    # A session is a run from its start, failures or not, as its first recall made it live.
+    query = mem.query(run=session.run, goal=session.goal)
+    run = query.run
+    mem.store.register_run(run, query.goal, mem.scope, now[0])
+    captured = mem.store.next_iteration(run) - 1  # the steps the store holds already
+    reported = len(mem.store.successes_between(run, -1, COUNTED_BELOW))
+    open_failures: list[str] = []
+    added = False
+    for call in session.calls(skipped):
+        now[0] = max(now[0], call.ts or now[0])
+        action = mem.scrubber.scrub(call.action)[0]
+        if call.failed:
+            if captured > 0:
+                captured -= 1
+            else:
+                entry = mem.capture(run=session.run, goal=session.goal,
+                                    phase=call.tool.lower(), action=call.action,
+                                    exit_code=call.exit_code, error_text=call.error_text)
+                if entry is not None and entry.source == "benign":
+                    report.benign += 1
+                else:
+                    report.failures += 1
+                added = True
+            open_failures = [*open_failures, action][-tool_calls.KEEP_OPEN:]
+        elif call.tool == "Bash" and tool_calls.reruns(open_failures, action):
+            if reported > 0:
+                reported -= 1
+            else:
+                report.resolved += len(mem.outcome(run=session.run, success=True,
+                                                   action=call.action))
+                added = True
+            open_failures = []
+    return added
+
+
+def _scope(mem: Memory, cwd: str) -> str | None:
+    """The scope of the session's project, as its hooks found it; the current one when
+    the directory is gone."""
+    if cwd and Path(cwd).is_dir():
+        return scope_of(Path(cwd), mem.store)
+    return None
+
+
+def _lesson_count(mem: Memory) -> int:
+    return len(mem.lessons(limit=10**9))
+
+
+def house_rules(mem: Memory) -> list[RecallItem]:
+    """The lessons a new session of this project is shown first (nothing is logged)."""
+    from reflect.recall import block
+
+    query = replace(mem.query(run=NEW_SESSION, sections=("lessons",)), scope=mem.scope,
+                    embed=False)
+    rec = block.build(mem.store, mem.vectors, query, mem.predictor, mem.holdout)
+    return list(rec.items)
