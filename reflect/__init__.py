@@ -1,13 +1,15 @@
 """reflect: failure memory for autonomous coding agents.
 
 The public API is what this module exports: ``Memory``, the ``Settings`` it takes with the
-rules a setting may hold (``Predictor``, ``Holdout``), and the records its methods hand out.
+rules a setting may hold (``Predictor``, ``Holdout``), and the records and answers its
+methods hand out.
 Evaluation is ``reflect.eval``'s. Every other module is internal (docs/design.md, "Layout")."""
 
 from __future__ import annotations
 
 TYPE_CHECKING = False  # typing itself costs a hook ~2 ms to import
 if TYPE_CHECKING:
+    from reflect.answers import Consolidation, Injection, LessonDetail, Progress, Stats, Status
     from reflect.exchange import ImportReport
     from reflect.memory import Memory
     from reflect.recall.holdout import Effect, Holdout
@@ -16,8 +18,9 @@ if TYPE_CHECKING:
     from reflect.settings import Settings
     from reflect.store.health import Finding
 
-__all__ = ["Effect", "ErrorEntry", "Finding", "Holdout", "ImportReport", "Lesson", "Memory",
-           "Predictor", "Recall", "RecallItem", "Settings"]
+__all__ = ["Consolidation", "Effect", "ErrorEntry", "Finding", "Holdout", "ImportReport",
+           "Injection", "Lesson", "LessonDetail", "Memory", "Predictor", "Progress", "Recall",
+           "RecallItem", "Settings", "Stats", "Status"]
 __version__ = "0.1.0"
 
 # Where each name lives: loaded on first use, so a command (a hook) that needs none of the
@@ -29,6 +32,9 @@ _HOMES = {
     "Predictor": "reflect.recall.predict", "Holdout": "reflect.recall.holdout",
     "Effect": "reflect.recall.holdout", "Finding": "reflect.store.health",
     "ImportReport": "reflect.exchange",
+    "Status": "reflect.answers", "Stats": "reflect.answers", "Injection": "reflect.answers",
+    "LessonDetail": "reflect.answers", "Consolidation": "reflect.answers",
+    "Progress": "reflect.answers",
 }
 
 

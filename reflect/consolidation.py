@@ -9,8 +9,8 @@ the text).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
+from reflect.answers import Consolidation
 from reflect.config import DEFAULT_MAX_FAILURES
 from reflect.records import Lesson
 from reflect.store.protocol import UpkeepStore
@@ -44,7 +44,7 @@ def effective_confidence(lesson: Lesson, now: float, half_life_days: float) -> f
     return lesson["confidence"] * decay
 
 
-def consolidate(store: UpkeepStore, now: float, rule: Upkeep) -> dict[str, Any]:
+def consolidate(store: UpkeepStore, now: float, rule: Upkeep) -> Consolidation:
     """Lessons and the per-cause counts stay whatever history goes. The space freed is
     given back to the file system."""
     weak = [r for r in store.aging_lessons(now - GRACE_DAYS * DAY)
@@ -52,8 +52,7 @@ def consolidate(store: UpkeepStore, now: float, rule: Upkeep) -> dict[str, Any]:
     failures, injections = store.prune(weak, now, now - rule.retain_days * DAY,
                                        rule.max_failures)
     store.purge()
-    return {"removed_lessons": [r["id"] for r in weak], "deleted_failures": failures,
-            "deleted_injections": injections, "reclaimed_bytes": store.reclaim()}
+    return Consolidation([r["id"] for r in weak], failures, injections, store.reclaim())
 
 
 def due(store: UpkeepStore, now: float) -> bool:

@@ -12,8 +12,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from reflect.answers import LessonDetail, Measured
 from reflect.records import Lesson, new_lesson
-from reflect.store.base import Row
 from reflect.store.protocol import LessonStore
 
 TAUGHT_CONFIDENCE = 0.9
@@ -66,11 +66,12 @@ def search(store: LessonStore, text: str, limit: int = 20, bound: SearchBound = 
     return store.lessons_by_words(list(words)[:bound.words], limit)
 
 
-def detail(store: LessonStore, lesson_id: str) -> Row:
-    """A lesson with its provenance: failures, runs, injections and their outcomes."""
+def detail(store: LessonStore, lesson_id: str, holdout: Measured | None) -> LessonDetail:
+    """A lesson with its provenance (failures, runs, injections and their outcomes) and
+    what the holdout measured of it."""
     lesson = get(store, lesson_id)
-    return {**lesson, **store.lesson_provenance(lesson_id, lesson["fingerprint"],
-                                                PROVENANCE_FAILURES)}
+    return LessonDetail(**lesson, **store.lesson_provenance(
+        lesson_id, lesson["fingerprint"], PROVENANCE_FAILURES), holdout=holdout)
 
 
 def set_pinned(store: LessonStore, lesson_id: str, pinned: bool, now: float) -> None:

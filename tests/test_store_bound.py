@@ -83,7 +83,7 @@ def test_a_store_made_without_incremental_vacuum_is_converted(own_store):
     before = size(own_store)
     with Memory() as mem:
         report = upkeep_bound(mem, 30)
-    assert report["reclaimed_bytes"] > 200_000 and size(own_store) < before - 200_000
+    assert report.reclaimed_bytes > 200_000 and size(own_store) < before - 200_000
     assert pragma(own_store, "auto_vacuum") == 2
 
 

@@ -382,7 +382,7 @@ def test_server_errors_are_retried_until_the_last_attempt(api, mem, clock):
     mem.run_worker(once=True)
     assert api.count == queue.MAX_ATTEMPTS
     assert_heuristic_kept(mem, entry)
-    assert mem.status()["failed_jobs"][0]["reason"] == job["reason"]
+    assert mem.status().failed_jobs[0]["reason"] == job["reason"]
 
 
 def test_bad_key_fails_the_job_at_once(api, mem, clock):
@@ -647,7 +647,7 @@ def test_two_worker_processes_never_run_one_job_twice(monkeypatch):
         assert [(j["state"], j["attempts"]) for j in reflect_jobs(mem)] == [("done", 1)] * n
         for fp in fingerprints:
             assert [lesson["kind"] for lesson in lessons(mem, fp)].count("model") == 1
-        assert mem.status()["workers_alive"] == 0  # both retired on exit
+        assert mem.status().workers_alive == 0  # both retired on exit
 
 
 # -- validation ------------------------------------------------------------------------------
@@ -715,7 +715,7 @@ def test_daily_spend_cap_postpones_reflection_but_not_capture(api, clock, monkey
         assert "daily spend cap" in job["reason"]
         assert job["due"] == next_day(clock())
         status = mem.status()
-        assert status["spend_today_usd"] > 0 and status["max_cost_usd"] == 0.000001
+        assert status.spend_today_usd > 0 and status.max_cost_usd == 0.000001
 
         third = capture(mem, 3)  # capture goes on
         assert third.failure_id and mem.failure(third.failure_id) is not None

@@ -28,6 +28,7 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import RowMaker
 from psycopg_pool import ConnectionPool, PoolTimeout
 
+from reflect.answers import Footprint
 from reflect.records import Lesson
 from reflect.store.base import Args, Cursor, Rejected, StoreUnavailable, lesson_row, marks
 from reflect.store.health import CannotRepair, Finding, Health, disk
@@ -411,7 +412,7 @@ class PostgresStore(SQLStore):
         self._vacuum(*self._tables())
         return before - self._bytes()
 
-    def footprint(self) -> dict[str, Any]:
+    def footprint(self) -> Footprint:
         """The database (its URL without password), its tables' size and how many failures
         it holds."""
         failures = int(self._value("SELECT COUNT(*) FROM failures"))

@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from reflect.answers import Footprint
 from reflect.records import Lesson
 from reflect.store.base import Args, NewerSchema, lesson_row, marks
 from reflect.store.health import CannotRepair, Finding, Health, disk
@@ -230,7 +231,7 @@ class SQLiteStore(SQLStore):
             self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         return before - file_bytes(self.path)
 
-    def footprint(self) -> dict[str, Any]:
+    def footprint(self) -> Footprint:
         """The file (with its WAL), its size and how many failures it holds."""
         failures = int(self._value("SELECT COUNT(*) FROM failures"))
         return {"path": str(self.path), "bytes": file_bytes(self.path), "failures": failures}

@@ -5,8 +5,7 @@ is old, how many failures to keep) are upkeep's, passed in as values."""
 
 from __future__ import annotations
 
-from typing import Any
-
+from reflect.answers import Footprint
 from reflect.records import Lesson
 from reflect.store.base import Backend, Tx, lesson_row, protected, put_meta
 from reflect.store.credit import recount_holdout
@@ -63,7 +62,7 @@ class UpkeepQueries(Backend):
         """Give the space of deleted rows back to the file system; the bytes freed."""
         raise NotImplementedError
 
-    def footprint(self) -> dict[str, Any]:
+    def footprint(self) -> Footprint:
         """Where the store is ("path"), its size on disk ("bytes") and how many failures it
         holds ("failures")."""
         raise NotImplementedError
