@@ -274,7 +274,7 @@ def test_an_answer_read_by_key_as_before_still_answers_with_a_warning(mem):
         assert mem.stats()["by_run"] == {"a": 1}
     with pytest.warns(DeprecationWarning, match=r"read \.store"):
         assert mem.status()["store"]["failures"] == 1
-    with pytest.warns(DeprecationWarning):  # nested answers as the dicts they were
+    with pytest.warns(DeprecationWarning, match=r"read \.runs"):  # nested: dicts, as before
         assert mem.progress()["runs"][0]["run"] == "a"
 
 
