@@ -9,11 +9,14 @@ the text).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from reflect.answers import Consolidation
 from reflect.config import DEFAULT_MAX_FAILURES
 from reflect.records import Lesson
 from reflect.store.protocol import UpkeepStore
+
+if TYPE_CHECKING:
+    from reflect.answers import Consolidation
 
 DAY = 86400.0
 GRACE_DAYS = 14.0  # a new lesson gets this long to prove itself
@@ -52,6 +55,8 @@ def consolidate(store: UpkeepStore, now: float, rule: Upkeep) -> Consolidation:
     failures, injections = store.prune(weak, now, now - rule.retain_days * DAY,
                                        rule.max_failures)
     store.purge()
+    from reflect.answers import Consolidation  # an answer's types: not on capture's path
+
     return Consolidation([r["id"] for r in weak], failures, injections, store.reclaim())
 
 

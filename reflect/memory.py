@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from reflect import config, consolidation, controls
-from reflect.answers import Consolidation, Injection, LessonDetail, Progress, Stats, Status
 from reflect.capture import benign, numbers, own_module, resolution, scrub
 from reflect.capture.entry import MAX_FIELD, Parsed, entry_rows, parse, synthesize
 from reflect.capture.scope import scope_of
@@ -26,6 +25,7 @@ from reflect.store.runs import MAX_GOAL_CHARS
 from reflect.text import clip
 
 if TYPE_CHECKING:
+    from reflect.answers import Consolidation, Injection, LessonDetail, Progress, Stats, Status
     from reflect.embedding import Vectors
     from reflect.exchange import ImportReport
     from reflect.recall.block import Query
@@ -351,6 +351,8 @@ class Memory:
             worker.close()
 
     def status(self) -> Status:
+        from reflect.answers import Status
+
         now = self.clock()
         cost, calls = self.store.spent_today(now)
         return Status(
@@ -418,6 +420,8 @@ class Memory:
         return _entry(row, self.store.active_lessons([row["fingerprint"]]).get(row["fingerprint"]))
 
     def stats(self, run: str | None = None) -> Stats:
+        from reflect.answers import Stats
+
         run = self._only(run)
         by_type = self.store.count_by("error_type", run)
         return Stats(

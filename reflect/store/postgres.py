@@ -18,7 +18,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit
 
 import psycopg
@@ -28,7 +28,6 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import RowMaker
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from reflect.answers import Footprint
 from reflect.records import Lesson
 from reflect.store.base import Args, Cursor, Rejected, StoreUnavailable, lesson_row, marks
 from reflect.store.health import CannotRepair, Finding, Health, disk
@@ -36,6 +35,9 @@ from reflect.store.postgres_migrations import MIGRATIONS, migrate
 from reflect.store.sql import SQLStore
 from reflect.store.sqlite import prepare_home
 from reflect.store.sqlite_migrations import schema_names
+
+if TYPE_CHECKING:
+    from reflect.answers import Footprint
 
 POOL_SIZE = 4  # connections one process keeps: its threads (a worker, recall's log) share them
 # Seconds. A server that accepts connections and never answers (hung, or a network that

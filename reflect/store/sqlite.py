@@ -16,9 +16,8 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from reflect.answers import Footprint
 from reflect.records import Lesson
 from reflect.store.base import Args, NewerSchema, lesson_row, marks
 from reflect.store.health import CannotRepair, Finding, Health, disk
@@ -26,6 +25,9 @@ from reflect.store.sql import SQLStore
 from reflect.store.sqlite_health import EMPTY, check, file_bytes, move_aside, translated
 from reflect.store.sqlite_health import Health as FileHealth
 from reflect.store.sqlite_migrations import MIGRATIONS, migrate, schema_names
+
+if TYPE_CHECKING:
+    from reflect.answers import Footprint
 
 DB_NAME = "reflect.db"
 _INCREMENTAL = 2  # PRAGMA auto_vacuum

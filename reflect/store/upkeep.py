@@ -5,10 +5,14 @@ is old, how many failures to keep) are upkeep's, passed in as values."""
 
 from __future__ import annotations
 
-from reflect.answers import Footprint
+from typing import TYPE_CHECKING
+
 from reflect.records import Lesson
 from reflect.store.base import Backend, Tx, lesson_row, protected, put_meta
 from reflect.store.credit import recount_holdout
+
+if TYPE_CHECKING:
+    from reflect.answers import Footprint
 
 
 class UpkeepQueries(Backend):
