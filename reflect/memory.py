@@ -82,7 +82,8 @@ class Memory:
             from reflect.reflection.worker import start_thread
 
             self._worker = start_thread(self.home, self.store_url, self.model,
-                                        self.embeddings, self.clock, settings.upkeep)
+                                        self.embeddings, self.clock, settings.upkeep,
+                                        settings.retries, settings.worker_poll)
 
     # The store opens on first use, so a Memory can always be constructed;
     # a store that cannot be opened degrades capture and recall, never raises.
@@ -341,7 +342,9 @@ class Memory:
         from reflect.reflection.worker import Worker
 
         worker = Worker(self.home, self.store_url, self.model, self.embeddings,
-                        clock=self.clock)
+                        clock=self.clock, upkeep=self.settings.upkeep,
+                        retries=self.settings.retries,
+                        poll=self.settings.worker_poll)
         try:
             if once:
                 return worker.run_once()

@@ -10,9 +10,11 @@ import threading
 import pytest
 
 from reflect.limits import Limits, next_day, postpone
-from reflect.records import DONE, Verdict
-from reflect.reflection import queue
+from reflect.records import DONE, Job, Verdict
+from reflect.reflection.queue import Retries
 from reflect.store import open_store
+
+RULE = Retries()
 
 
 @pytest.fixture
@@ -27,7 +29,7 @@ def add(store, n=1, now=100.0):
 
 
 def lease(store, owner="w1", now=100.0, seconds=60.0):
-    return store.lease(owner, 1, "host", now, seconds, ("reflect",), queue.MAX_ATTEMPTS)
+    return store.lease(owner, 1, "host", now, seconds, ("reflect",), RULE.max_attempts)
 
 
 def due(store, job) -> float:
@@ -67,29 +69,34 @@ def test_a_renewed_lease_holds_until_the_renewal_runs_out(store):
 def test_retry_backs_off_and_honours_retry_after_then_fails(store):
     add(store)
     job = lease(store, now=100.0)
-    assert store.settle(job, "w1", 100.0, queue.retry(job, 100.0, "rate limited", 30.0))
+    assert store.settle(job, "w1", 100.0, RULE.retry(job, 100.0, "rate limited", 30.0))
     assert lease(store, now=129.0) is None
     now = 131.0
-    for attempt in range(2, queue.MAX_ATTEMPTS + 1):
+    for attempt in range(2, RULE.max_attempts + 1):
         job = lease(store, now=now)
         assert job.attempts == attempt
-        verdict = queue.retry(job, now, "HTTP 503")
+        verdict = RULE.retry(job, now, "HTTP 503")
         store.settle(job, "w1", now, verdict)
-        now += queue.BACKOFF_CAP * 1.5 + 1
+        now += RULE.backoff_cap * 1.5 + 1
     assert verdict.state == "failed"
     (failed,) = store.failed_jobs()
-    assert "HTTP 503" in failed["reason"] and f"{queue.MAX_ATTEMPTS} attempts" in failed["reason"]
+    assert "HTTP 503" in failed["reason"] and f"{RULE.max_attempts} attempts" in failed["reason"]
 
 
-def test_backoff_grows_exponentially_with_jitter(store, monkeypatch):
-    monkeypatch.setattr(queue.random, "uniform", lambda a, b: 1.0)
+def test_backoff_grows_exponentially(store):
     add(store)
     dues = []
     for now in (100.0, 1000.0, 2000.0):
         job = lease(store, now=now)
-        store.settle(job, "w1", now, queue.retry(job, now, "timeout"))
+        store.settle(job, "w1", now, Retries(jitter=0).retry(job, now, "timeout"))
         dues.append(due(store, job) - now)
     assert dues == [2.0, 4.0, 8.0]
+
+
+def test_jitter_spreads_the_backoff_within_its_bounds():
+    job = Job(1, "reflect", "fp", "r", attempts=3)  # 8 s without jitter
+    delays = {RULE.retry(job, 0.0, "timeout").due for _ in range(200)}
+    assert len(delays) > 100 and min(delays) >= 4.0 and max(delays) <= 12.0
 
 
 def test_postponed_jobs_keep_their_attempts(store):
@@ -104,7 +111,7 @@ def test_work_queued_while_a_job_is_leased_folds_into_its_requeue(store):
     add(store)
     job = lease(store, now=100.0)
     assert add(store, now=101.0) == [True]  # the same target again, while it is leased
-    store.settle(job, "w1", 102.0, queue.retry(job, 102.0, "timeout"))
+    store.settle(job, "w1", 102.0, RULE.retry(job, 102.0, "timeout"))
     assert store.job_counts() == {"queued": 1}
     assert lease(store, now=1000.0).id == job.id
 
@@ -115,8 +122,8 @@ _targets = itertools.count()
 
 
 def limits(provider="openai", max_cost_usd=None, max_calls_per_run=50):
-    return Limits(provider, max_cost_usd, max_calls_per_run, queue.BREAKER_THRESHOLD,
-                        queue.BREAKER_COOLDOWN)
+    return Limits(provider, max_cost_usd, max_calls_per_run, RULE.breaker_threshold,
+                        RULE.breaker_cooldown)
 
 
 def leased(store, now, run="r"):
@@ -141,25 +148,25 @@ def may_call(store, now, provider="openai", **limit):
 
 
 def test_breaker_opens_after_consecutive_failures_and_closes_on_success(store):
-    for _ in range(queue.BREAKER_THRESHOLD - 1):
+    for _ in range(RULE.breaker_threshold - 1):
         call(store, False, 100.0)
     assert may_call(store, 100.0) is True
     call(store, False, 100.0)
-    assert may_call(store, 100.0) == 100.0 + queue.BREAKER_COOLDOWN
+    assert may_call(store, 100.0) == 100.0 + RULE.breaker_cooldown
     assert may_call(store, 100.0, provider="anthropic") is True
     # After the cool-down one call goes through; its failure reopens at once.
-    later = 100.0 + queue.BREAKER_COOLDOWN + 1
+    later = 100.0 + RULE.breaker_cooldown + 1
     assert may_call(store, later) is True
     call(store, False, later)
-    assert may_call(store, later) == later + queue.BREAKER_COOLDOWN
+    assert may_call(store, later) == later + RULE.breaker_cooldown
     call(store, True, later)
     assert may_call(store, later) is True
 
 
 def test_after_the_cool_down_one_trial_call_goes_through(store):
-    for _ in range(queue.BREAKER_THRESHOLD):
+    for _ in range(RULE.breaker_threshold):
         call(store, False, 100.0)
-    later = 100.0 + queue.BREAKER_COOLDOWN + 1
+    later = 100.0 + RULE.breaker_cooldown + 1
     assert may_call(store, later) is True  # the trial
     assert may_call(store, later) is not True  # the others wait
 
@@ -180,13 +187,14 @@ OTHER_PROCESS = textwrap.dedent("""
     from pathlib import Path
     from reflect.limits import Limits
     from reflect.records import DONE
-    from reflect.reflection import queue
+    from reflect.reflection.queue import Retries
     from reflect.store import open_store
     store = open_store(Path(sys.argv[1]))
-    limits = Limits("openai", None, 50, queue.BREAKER_THRESHOLD, queue.BREAKER_COOLDOWN)
-    for n in range(queue.BREAKER_THRESHOLD + 1):  # one answered call, then failures
+    rule = Retries()
+    limits = Limits("openai", None, 50, rule.breaker_threshold, rule.breaker_cooldown)
+    for n in range(rule.breaker_threshold + 1):  # one answered call, then failures
         store.enqueue("reflect", f"other{n}", "run-b", 1000.0)
-        job = store.lease("w2", 2, "host", 1000.0, 60.0, ("reflect",), queue.MAX_ATTEMPTS)
+        job = store.lease("w2", 2, "host", 1000.0, 60.0, ("reflect",), rule.max_attempts)
         store.settle_call(job, "w2", 1000.0, limits, 0.75 if n == 0 else None, n == 0,
                           DONE)
     store.close()
@@ -199,14 +207,14 @@ def test_breaker_and_spend_hold_across_processes(store, own_store):
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert may_call(store, 1001.0) is not True
-    assert store.spent_today(1000.0) == (1.25, queue.BREAKER_THRESHOLD + 2)
+    assert store.spent_today(1000.0) == (1.25, RULE.breaker_threshold + 2)
     assert store.spent_today(1000.0 + 86400) == (0, 0)  # a new UTC day starts from zero
 
 
 def test_a_job_whose_worker_keeps_dying_fails_after_the_last_attempt(store):
     add(store)
     now = 100.0
-    for _ in range(queue.MAX_ATTEMPTS):  # each worker dies holding the lease
+    for _ in range(RULE.max_attempts):  # each worker dies holding the lease
         assert lease(store, now=now, seconds=10.0) is not None
         now += 11.0
     assert lease(store, now=now) is None
@@ -225,7 +233,7 @@ def test_workers_on_their_own_connections_never_lease_one_job_twice(store, own_s
         try:
             barrier.wait(10)
             while (job := mine.lease(f"w{i}", i, "host", 100.0, 60.0, ("reflect",),
-                                     queue.MAX_ATTEMPTS)) is not None:
+                                     RULE.max_attempts)) is not None:
                 taken[i].append(job.id)
                 assert mine.settle(job, f"w{i}", 100.0, DONE)
         except Exception as e:  # surfaced below

@@ -109,3 +109,10 @@ def test_status_shows_the_store_and_its_bound(own_store):
     fill(3)
     out = run_cli("status", env={"REFLECT_MAX_FAILURES": "100"})
     assert out.returncode == 0 and b"3 failure(s) of at most 100" in out.stdout, out.stdout
+
+
+def test_a_worker_run_by_a_memory_keeps_the_memory_s_bound(own_store):
+    fill(12)
+    with Memory(settings=Settings(max_failures=5)) as mem:
+        mem.run_worker(idle_exit=0)  # upkeep first: none ran yet
+    assert len(failure_ids()) == 5
