@@ -29,12 +29,8 @@ _LIVE = "SELECT COUNT(*) FROM workers WHERE heartbeat > ?"
 class JobQueries(LessonQueries):  # a finished reflection job writes its lesson
     # -- queueing ----------------------------------------------------------------
 
-    def enqueue(self, kind: str, target: str, run: str, now: float) -> bool:
-        """Queue a job unless the same one is already queued."""
-        with self.write() as tx:
-            return self._enqueue(tx, kind, target, run, now)
-
     def _enqueue(self, tx: Tx, kind: str, target: str, run: str, now: float) -> bool:
+        """Queue a job unless the same one is already queued."""
         # The same lock as a requeue's (``_settle``): on PostgreSQL a job put back while
         # this insert is in flight would otherwise break the one-queued-job index.
         self._lock(tx, f"job:{kind}:{target}")
