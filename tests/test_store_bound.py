@@ -84,17 +84,10 @@ def test_a_store_made_without_incremental_vacuum_is_converted(own_store):
     conn.close()
     fill(300, text="x" * 3000, one_cause=True)
     before = size(own_store)
-    with Memory() as mem:
-        report = upkeep_bound(mem, 30)
+    with Memory(settings=Settings(max_failures=30)) as mem:
+        report = mem.consolidate()
     assert report.reclaimed_bytes > 200_000 and size(own_store) < before - 200_000
     assert pragma(own_store, "auto_vacuum") == 2
-
-
-def upkeep_bound(mem, bound: int) -> dict:
-    from reflect import consolidation
-
-    return consolidation.consolidate(mem.store, mem.clock(),
-                                     consolidation.Upkeep(max_failures=bound))
 
 
 def test_the_bound_is_configurable_with_a_sane_default(caplog):
