@@ -71,7 +71,7 @@ def main() -> int:
             with Memory(home=Path(tmp) / "store-off", embeddings="off") as mem:
                 stats = mem.stats()
             dirs = [Path(tmp) / mode for mode in MODES]
-            print(f"{stats['failures']} failures, {stats['benign']} benign exits")
+            print(f"{stats.failures} failures, {stats.benign} benign exits")
             print()
             print(table(compare(dirs)))
             print()
@@ -84,8 +84,8 @@ def main() -> int:
                     print(f"chart: {CURVES / f'curve-{name}-{key}.png'}")
             print()
             figures["sets"][name] = {"runs": len({r.run for r in records}),
-                                     "iterations": len(records), "failures": stats["failures"],
-                                     "benign": stats["benign"], "modes": per_mode(dirs)}
+                                     "iterations": len(records), "failures": stats.failures,
+                                     "benign": stats.benign, "modes": per_mode(dirs)}
     if slow:
         print(f"SLOW: mode on took over {TARGET_SECONDS} s on mini-swe-agent-dev")
     emit(figures)

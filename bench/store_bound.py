@@ -87,14 +87,14 @@ def main() -> None:
         report, took = consolidate(home, args.bound)
         figures["consolidate"] = {
             "bound": args.bound, "seconds": took, "mb": size(home) / 1e6,
-            "reclaimed_mb": report["reclaimed_bytes"] / 1e6,
-            "deleted_failures": report["deleted_failures"],
-            "deleted_injections": report["deleted_injections"],
+            "reclaimed_mb": report.reclaimed_bytes / 1e6,
+            "deleted_failures": report.deleted_failures,
+            "deleted_injections": report.deleted_injections,
             "failures": count(home, "failures"), "lessons": count(home, "lessons")}
         print(f"consolidate with REFLECT_MAX_FAILURES={args.bound:,} in {took:.2f} s:"
-              f" {report['deleted_failures']:,} failures and {report['deleted_injections']:,}"
+              f" {report.deleted_failures:,} failures and {report.deleted_injections:,}"
               f" injections dropped, {count(home, 'lessons'):,} lessons kept;"
-              f" {size(home) / 1e6:.1f} MB (shrank by {report['reclaimed_bytes'] / 1e6:.1f} MB)")
+              f" {size(home) / 1e6:.1f} MB (shrank by {report.reclaimed_bytes / 1e6:.1f} MB)")
         report, took = consolidate(older, args.bound)
         figures["older"] = {"seconds": took, "mb": size(older) / 1e6,
                             "failures": count(older, "failures")}

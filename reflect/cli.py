@@ -12,7 +12,7 @@ import os
 import sys
 from collections.abc import Iterable
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from reflect import config
 from reflect.capture.numbers import bounded, count, number
@@ -23,6 +23,9 @@ from reflect.config import DEFAULT_MAX_TOKENS
 from reflect.integrations.clients import CLIENTS, DEFAULT_SCOPE
 from reflect.output import Handler, emit, first_line, format_option, when
 from reflect.text import format_error
+
+if TYPE_CHECKING:
+    from reflect.answers import StoreState
 
 LOOP_COMMANDS = {"capture", "recall", "outcome"}
 PER_STEP = {*LOOP_COMMANDS, "hook"}  # a process per agent step or tool call
@@ -344,23 +347,23 @@ def cmd_worker(args: argparse.Namespace) -> int:
 def cmd_status(args: argparse.Namespace) -> int:
     with open_memory() as mem:
         status = mem.status()
-    jobs = status["jobs"]
+    jobs, cap = status.jobs, status.max_cost_usd
     lines = [
-        f"model: {status['model'] or 'none (heuristic lessons only; set REFLECT_MODEL)'}",
-        f"embeddings: {status['embeddings'] or 'on, no vectors yet (the worker makes them)'}",
+        f"model: {status.model or 'none (heuristic lessons only; set REFLECT_MODEL)'}",
+        f"embeddings: {status.embeddings or 'on, no vectors yet (the worker makes them)'}",
         "jobs: " + (", ".join(f"{n} {state}" for state, n in sorted(jobs.items())) or "none"),
-        f"spend today: ${status['spend_today_usd']:.4f} in {status['calls_today']} call(s)"
-        + (f" (cap ${status['max_cost_usd']:.2f})" if status["max_cost_usd"] is not None else ""),
-        f"workers alive: {status['workers_alive']}",
-        store_line(status["store"]),
+        f"spend today: ${status.spend_today_usd:.4f} in {status.calls_today} call(s)"
+        + (f" (cap ${cap:.2f})" if cap is not None else ""),
+        f"workers alive: {status.workers_alive}",
+        store_line(status.store),
     ]
     lines += [f"  job {j['id']} {j['kind']} {j['target']}: {j['reason']}"
-              for j in status["failed_jobs"]]
-    emit(args, status, "\n".join(lines))
+              for j in status.failed_jobs]
+    emit(args, status.to_dict(), "\n".join(lines))
     return 0
 
 
-def store_line(store: dict[str, Any]) -> str:
+def store_line(store: StoreState) -> str:
     bound = store["max_failures"]
     line = (f"store: {store['path']}, {store['bytes'] / 1e6:.1f} MB, {store['failures']:,}"
             f" failure(s)" + (f" of at most {bound:,}" if bound else ""))
@@ -398,14 +401,14 @@ def cmd_failures_show(args: argparse.Namespace) -> int:
 def cmd_stats(args: argparse.Namespace) -> int:
     with open_memory() as mem:
         stats = mem.stats(run=args.run)
-    lines = [f"failures: {stats['failures']}",
-             f"benign exits (not failures): {stats['benign']}",
-             f"most common error: {stats['most_common_error'] or '-'}"]
-    for title, key in (("by category", "by_category"), ("by error type", "by_error_type"),
-                       ("by run", "by_run")):
+    lines = [f"failures: {stats.failures}",
+             f"benign exits (not failures): {stats.benign}",
+             f"most common error: {stats.most_common_error or '-'}"]
+    for title, counts in (("by category", stats.by_category),
+                          ("by error type", stats.by_error_type), ("by run", stats.by_run)):
         lines.append(f"{title}:")
-        lines += [f"  {n:>6}  {name}" for name, n in stats[key].items()]
-    emit(args, stats, "\n".join(lines))
+        lines += [f"  {n:>6}  {name}" for name, n in counts.items()]
+    emit(args, stats.to_dict(), "\n".join(lines))
     return 0
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -15,7 +14,9 @@ from reflect.choices import EXPORT_FORMATS
 from reflect.output import emit, first_line, format_option, when
 
 if TYPE_CHECKING:
+    from reflect.answers import ArmRate, Measured
     from reflect.memory import Memory
+    from reflect.records import Lesson
 
 
 def open_memory(*, model: str | None = None, **settings: Any) -> Memory:
@@ -131,7 +132,7 @@ def tally(credit: float) -> str:
     return f"{round(credit, 1):g}"
 
 
-def line(lesson: Mapping[str, Any]) -> str:
+def line(lesson: Lesson) -> str:
     flags = " [pinned]" if lesson["pinned"] else ""
     return (f"{lesson['id']}  {lesson['kind']:<9} conf {lesson['confidence']:.2f}  "
             f"won {tally(lesson['wins'])} lost {tally(lesson['losses'])}{flags}  "
@@ -165,16 +166,16 @@ def cmd_show(args: argparse.Namespace) -> int:
     return 0
 
 
-def holdout_lines(effect: dict[str, Any]) -> list[str]:
+def holdout_lines(effect: Measured) -> list[str]:
     """What the holdout measured: its family's rate after it became eligible, per arm."""
-    def arm(name: str) -> str:
-        a = effect[name]
+    def arm(a: ArmRate) -> str:
         lo, hi = a["interval"]
         return (f"{100 * a['rate']:.1f}% [{100 * lo:.1f}, {100 * hi:.1f}] in "
                 f"{a['runs']} run(s)")
 
     lo, hi = effect["effect_interval"]
-    return [f"{'shown':>10}: {arm('shown')}", f"{'withheld':>10}: {arm('withheld')}",
+    return [f"{'shown':>10}: {arm(effect['shown'])}",
+            f"{'withheld':>10}: {arm(effect['withheld'])}",
             f"{'predicted':>10}: {100 * effect['predicted']:.1f}%",
             f"{'effect':>10}: {100 * effect['effect']:+.1f} points [{100 * lo:+.1f}, "
             f"{100 * hi:+.1f}]" + (f" {effect['verdict']}" if effect["verdict"] else "")]
@@ -247,10 +248,10 @@ def cmd_injections(args: argparse.Namespace) -> int:
 def cmd_consolidate(args: argparse.Namespace) -> int:
     with open_memory() as mem:
         report = mem.consolidate()
-    emit(args, report, f"removed {len(report['removed_lessons'])} lesson(s), "
-                       f"{report['deleted_failures']} old failure(s), "
-                       f"{report['deleted_injections']} old injection(s); "
-                       f"the file shrank by {report['reclaimed_bytes'] / 1e6:.1f} MB")
+    emit(args, report.to_dict(), f"removed {len(report.removed_lessons)} lesson(s), "
+                                 f"{report.deleted_failures} old failure(s), "
+                                 f"{report.deleted_injections} old injection(s); "
+                                 f"the file shrank by {report.reclaimed_bytes / 1e6:.1f} MB")
     return 0
 
 
@@ -293,7 +294,7 @@ def cmd_progress(args: argparse.Namespace) -> int:
 
     with open_memory() as mem:
         data = mem.progress(min_runs=args.min_runs)
-    emit(args, data, render(data))
+    emit(args, data.to_dict(), render(data))
     return 0
 
 

@@ -9,11 +9,14 @@ the text).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from reflect.config import DEFAULT_MAX_FAILURES
 from reflect.records import Lesson
 from reflect.store.protocol import UpkeepStore
+
+if TYPE_CHECKING:
+    from reflect.answers import Consolidation
 
 DAY = 86400.0
 GRACE_DAYS = 14.0  # a new lesson gets this long to prove itself
@@ -44,7 +47,7 @@ def effective_confidence(lesson: Lesson, now: float, half_life_days: float) -> f
     return lesson["confidence"] * decay
 
 
-def consolidate(store: UpkeepStore, now: float, rule: Upkeep) -> dict[str, Any]:
+def consolidate(store: UpkeepStore, now: float, rule: Upkeep) -> Consolidation:
     """Lessons and the per-cause counts stay whatever history goes. The space freed is
     given back to the file system."""
     weak = [r for r in store.aging_lessons(now - GRACE_DAYS * DAY)
@@ -52,8 +55,9 @@ def consolidate(store: UpkeepStore, now: float, rule: Upkeep) -> dict[str, Any]:
     failures, injections = store.prune(weak, now, now - rule.retain_days * DAY,
                                        rule.max_failures)
     store.purge()
-    return {"removed_lessons": [r["id"] for r in weak], "deleted_failures": failures,
-            "deleted_injections": injections, "reclaimed_bytes": store.reclaim()}
+    from reflect.answers import Consolidation  # an answer's types: not on capture's path
+
+    return Consolidation([r["id"] for r in weak], failures, injections, store.reclaim())
 
 
 def due(store: UpkeepStore, now: float) -> bool:

@@ -11,10 +11,13 @@ import hashlib
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from reflect.records import Lesson, new_lesson
-from reflect.store.base import Row
 from reflect.store.protocol import LessonStore
+
+if TYPE_CHECKING:
+    from reflect.answers import LessonDetail, Measured
 
 TAUGHT_CONFIDENCE = 0.9
 FEEDBACK_WEIGHT = 2  # a person's verdict counts as two outcomes
@@ -66,11 +69,14 @@ def search(store: LessonStore, text: str, limit: int = 20, bound: SearchBound = 
     return store.lessons_by_words(list(words)[:bound.words], limit)
 
 
-def detail(store: LessonStore, lesson_id: str) -> Row:
-    """A lesson with its provenance: failures, runs, injections and their outcomes."""
+def detail(store: LessonStore, lesson_id: str, holdout: Measured | None) -> LessonDetail:
+    """A lesson with its provenance (failures, runs, injections and their outcomes) and
+    what the holdout measured of it."""
+    from reflect.answers import LessonDetail  # an answer's types: not on capture's path
+
     lesson = get(store, lesson_id)
-    return {**lesson, **store.lesson_provenance(lesson_id, lesson["fingerprint"],
-                                                PROVENANCE_FAILURES)}
+    return LessonDetail(**lesson, **store.lesson_provenance(
+        lesson_id, lesson["fingerprint"], PROVENANCE_FAILURES), holdout=holdout)
 
 
 def set_pinned(store: LessonStore, lesson_id: str, pinned: bool, now: float) -> None:

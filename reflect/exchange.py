@@ -33,7 +33,7 @@ import stat
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TextIO, TypeVar, cast
 
 from reflect.capture.heuristics import CATEGORIES, GUIDANCE_MAX, SEVERITIES, TRIGGER_MAX
 from reflect.capture.review import reviewed_texts
@@ -43,6 +43,9 @@ from reflect.records import Lesson, RankedLesson, new_lesson
 from reflect.store.protocol import LessonStore
 from reflect.supersession import KIND_RANK
 from reflect.text import clip, counted, one_line
+
+if TYPE_CHECKING:
+    from reflect.answers import Measured
 
 __all__ = ["FORMATS", "ImportReport", "export_lessons", "import_lessons", "write_atomically"]
 
@@ -57,7 +60,7 @@ _SCOPE = re.compile(r"global|project:[0-9a-f]{12,64}")
 
 
 def export_lessons(store: LessonStore, fmt: str, min_confidence: float = 0.5,
-                   verdicts: dict[str, dict[str, Any]] | None = None) -> str:
+                   verdicts: dict[str, Measured] | None = None) -> str:
     """The active lessons with confidence >= ``min_confidence``, plus every pinned or
     taught one, best first; the same store always gives the same text. ``verdicts``
     (lesson id -> ``holdout.Effect.to_dict``): the holdout's promoted lessons are the
@@ -68,7 +71,7 @@ def export_lessons(store: LessonStore, fmt: str, min_confidence: float = 0.5,
     verdicts = verdicts or {}
     proven = {i: v for i, v in verdicts.items() if v["verdict"] == "promoted"}
     rows = [r for r in store.confident_lessons(min_confidence, sorted(proven))
-            if verdicts.get(r["id"], {}).get("verdict") != "demoted"]
+            if r["id"] not in verdicts or verdicts[r["id"]]["verdict"] != "demoted"]
     if fmt != "markdown":
         return "".join(_json_line(r) for r in rows)
     return _markdown([r for r in rows if r["id"] not in proven],
@@ -86,7 +89,7 @@ def _json_line(row: Lesson) -> str:
 
 
 def _markdown(rows: list[RankedLesson],
-              proven: list[tuple[RankedLesson, dict[str, Any]]] | None = None) -> str:
+              proven: list[tuple[RankedLesson, Measured]] | None = None) -> str:
     out = ["# Lessons from failures", "",
            "Exported by reflect: what coding agents learnt from their own failures, "
            "best first.", ""]

@@ -19,12 +19,13 @@ from reflect.recall.holdout import Holdout
 from reflect.records import ErrorEntry, Failure, Lesson, Recall
 from reflect.reflection import queue
 from reflect.settings import Settings
-from reflect.store import Rejected, Row, Store, StoreUnavailable, open_store, pending
+from reflect.store import Rejected, Store, StoreUnavailable, open_store, pending
 from reflect.store import store_url as store_url_of
 from reflect.store.runs import MAX_GOAL_CHARS
 from reflect.text import clip
 
 if TYPE_CHECKING:
+    from reflect.answers import Consolidation, Injection, LessonDetail, Progress, Stats, Status
     from reflect.embedding import Vectors
     from reflect.exchange import ImportReport
     from reflect.learn import LearnReport
@@ -79,7 +80,8 @@ class Memory:
             from reflect.reflection.worker import start_thread
 
             self._worker = start_thread(self.home, self.store_url, self.model,
-                                        self.embeddings, self.clock, settings.upkeep)
+                                        self.embeddings, self.clock, settings.upkeep,
+                                        settings.retries, settings.worker_poll)
 
     # The store opens on first use, so a Memory can always be constructed;
     # a store that cannot be opened degrades capture and recall, never raises.
@@ -358,7 +360,9 @@ class Memory:
         from reflect.reflection.worker import Worker
 
         worker = Worker(self.home, self.store_url, self.model, self.embeddings,
-                        clock=self.clock)
+                        clock=self.clock, upkeep=self.settings.upkeep,
+                        retries=self.settings.retries,
+                        poll=self.settings.worker_poll)
         try:
             if once:
                 return worker.run_once()
@@ -367,21 +371,23 @@ class Memory:
         finally:
             worker.close()
 
-    def status(self) -> dict[str, Any]:
+    def status(self) -> Status:
+        from reflect.answers import Status
+
         now = self.clock()
         cost, calls = self.store.spent_today(now)
-        return {
-            "model": self.model.model if self.model else None,
-            "embeddings": self.vectors.model_name() if self.embeddings is not None else "off",
-            "jobs": self.store.job_counts(),
-            "failed_jobs": self.store.failed_jobs(),
-            "spend_today_usd": round(cost, 6),
-            "calls_today": calls,
-            "max_cost_usd": self.model.max_cost_usd if self.model else None,
-            "workers_alive": self.store.live_workers(now, queue.HEARTBEAT_STALE),
-            "store": {**self.store.footprint(), "max_failures": self.settings.upkeep.max_failures,
-                      "kept_aside": pending.waiting(self.home)[0]},
-        }
+        return Status(
+            model=self.model.model if self.model else None,
+            embeddings=self.vectors.model_name() if self.embeddings is not None else "off",
+            jobs=self.store.job_counts(),
+            failed_jobs=self.store.failed_jobs(),
+            spend_today_usd=round(cost, 6),
+            calls_today=calls,
+            max_cost_usd=self.model.max_cost_usd if self.model else None,
+            workers_alive=self.store.live_workers(now, queue.HEARTBEAT_STALE),
+            store={**self.store.footprint(), "max_failures": self.settings.upkeep.max_failures,
+                   "kept_aside": pending.waiting(self.home)[0]},
+        )
 
     # -- outcome and inspection --------------------------------------------------
 
@@ -434,19 +440,21 @@ class Memory:
             return None
         return _entry(row, self.store.active_lessons([row["fingerprint"]]).get(row["fingerprint"]))
 
-    def stats(self, run: str | None = None) -> dict[str, Any]:
+    def stats(self, run: str | None = None) -> Stats:
+        from reflect.answers import Stats
+
         run = self._only(run)
         by_type = self.store.count_by("error_type", run)
-        return {
-            "failures": sum(n for _, n in by_type),
-            "by_category": dict(self.store.count_by("category", run)),
-            "by_error_type": dict(by_type),
-            "most_common_error": by_type[0][0] if by_type else None,
-            "by_run": dict(self.store.count_by("run", run)),
-            "benign": self.store.benign_count(run),  # exits that answered a question
-        }
+        return Stats(
+            failures=sum(n for _, n in by_type),
+            by_category=dict(self.store.count_by("category", run)),
+            by_error_type=dict(by_type),
+            most_common_error=by_type[0][0] if by_type else None,
+            by_run=dict(self.store.count_by("run", run)),
+            benign=self.store.benign_count(run),
+        )
 
-    def injections(self, run: str | None = None, limit: int = 50) -> list[Row]:
+    def injections(self, run: str | None = None, limit: int = 50) -> list[Injection]:
         """What recall put into prompts, newest first, with rank, score and outcome."""
         return self.store.injections(self._only(run), limit)
 
@@ -462,12 +470,12 @@ class Memory:
         return controls.listing(self.store, status=status, ineffective_after=after,
                                 limit=limit)
 
-    def lesson(self, lesson_id: str) -> dict[str, Any]:
+    def lesson(self, lesson_id: str) -> LessonDetail:
         """One lesson with its provenance and (``holdout``) its measured effect, if it was
         ever eligible; raises ``controls.UnknownLesson``."""
-        lesson = controls.detail(self.store, lesson_id)
         found = self.effects([lesson_id])
-        return {**lesson, "holdout": found[0].to_dict(self.holdout) if found else None}
+        return controls.detail(self.store, lesson_id,
+                               found[0].to_dict(self.holdout) if found else None)
 
     def effects(self, lesson_ids: list[str] | None = None) -> list[Effect]:
         """What showing each lesson changes, measured by the holdout (``holdout.Effect``
@@ -498,7 +506,7 @@ class Memory:
         """``"when <trigger>: <guidance>"``: a pinned, confident lesson; returns its id."""
         return controls.teach(self.store, text, self.scope, self.scrubber.scrub, self.clock())
 
-    def consolidate(self) -> dict[str, Any]:
+    def consolidate(self) -> Consolidation:
         return consolidation.consolidate(self.store, self.clock(), self.settings.upkeep)
 
     # -- sharing lessons, and whether memory helps ----------------------------------------
@@ -519,7 +527,7 @@ class Memory:
 
         return import_lessons(self.store, Path(path), self.scrubber.scrub, self.clock())
 
-    def progress(self, min_runs: int = 5) -> dict[str, Any]:
+    def progress(self, min_runs: int = 5) -> Progress:
         """Repeat rates run by run, early runs against recent ones once there are
         ``min_runs``; ``reflect.repeat_rates.render`` writes it for people."""
         from reflect import repeat_rates

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
 
 from reflect.choices import OUTPUT_FORMATS
 from reflect.text import clip
@@ -19,7 +18,7 @@ def format_option(c: argparse.ArgumentParser) -> None:
                    help="text for a person (default), or json: one JSON object")
 
 
-def emit(args: argparse.Namespace, data: dict[str, Any], text: str) -> None:
+def emit(args: argparse.Namespace, data: Mapping[str, object], text: str) -> None:
     if args.format == "json":
         print(json.dumps(data, ensure_ascii=False))
     elif text:

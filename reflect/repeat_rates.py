@@ -9,8 +9,7 @@ failures cannot swing them.
 
 from __future__ import annotations
 
-from typing import Any
-
+from reflect.answers import Pooled, Progress, RunRepeats
 from reflect.store.protocol import ProgressStore
 from reflect.text import counted
 
@@ -19,63 +18,55 @@ __all__ = ["render", "report"]
 SPARKS = "▁▂▃▄▅▆▇█"
 
 
-def report(store: ProgressStore, min_runs: int = 5) -> dict[str, Any]:
-    runs: dict[str, dict[str, Any]] = {
-        run: {"run": run, "first_ts": first, "failures": 0, "repeats": 0,
-              "lessons_injected": 0, "tokens_injected": 0}
-        for run, first in store.runs_by_first_activity()}
+def report(store: ProgressStore, min_runs: int = 5) -> Progress:
     failures: dict[str, list[str]] = {}
     for run, fingerprint in store.failure_fingerprints():
         failures.setdefault(run, []).append(fingerprint)
+    injected = store.injected_by_run()
     seen: set[str] = set()
-    for run, row in runs.items():
-        for fingerprint in failures.get(run, []):
-            row["failures"] += 1
-            row["repeats"] += fingerprint in seen
+    rows = []
+    for run, first in store.runs_by_first_activity():
+        mine, repeats = failures.get(run, []), 0
+        for fingerprint in mine:
+            repeats += fingerprint in seen
             seen.add(fingerprint)
-        row["repeat_rate"] = _rate(row["repeats"], row["failures"])
-    for run, (lessons, tokens) in store.injected_by_run().items():
-        runs[run]["lessons_injected"] = lessons
-        runs[run]["tokens_injected"] = tokens
-    rows = list(runs.values())
+        n, (lessons, tokens) = len(mine), injected.get(run, (0, 0))
+        rows.append(RunRepeats(run, first, n, repeats, lessons, tokens, _rate(repeats, n)))
     enough = len(rows) >= min_runs
     third = max(1, len(rows) // 3)
-    return {
-        "runs": rows,
-        "min_runs": min_runs,
-        "enough_data": enough,
-        **_pooled(rows),
-        "lessons_injected": sum(r["lessons_injected"] for r in rows),
-        "tokens_injected": sum(r["tokens_injected"] for r in rows),
+    total = _pooled(rows, len(rows))
+    return Progress(
+        rows, min_runs, enough, total.failures, total.repeats, total.repeat_rate,
+        lessons_injected=sum(r.lessons_injected for r in rows),
+        tokens_injected=sum(r.tokens_injected for r in rows),
         # The first and last third of the runs; None until there are enough of them.
-        "early": (_pooled(rows[:third]) | {"runs": third}) if enough else None,
-        "recent": (_pooled(rows[-third:]) | {"runs": third}) if enough else None,
-    }
+        early=_pooled(rows[:third], third) if enough else None,
+        recent=_pooled(rows[-third:], third) if enough else None)
 
 
-def render(report: dict[str, Any]) -> str:
-    rows, n = report["runs"], len(report["runs"])
+def render(report: Progress) -> str:
+    rows, n = report.runs, len(report.runs)
     if not rows:
-        return (f"No runs recorded yet: at least {report['min_runs']} runs are needed "
+        return (f"No runs recorded yet: at least {report.min_runs} runs are needed "
                 "to tell whether memory helps.")
     lines = [
-        f"{counted(n, 'run')}, {counted(report['failures'], 'failure')}, "
-        f"{counted(report['repeats'], 'repeat')} ({_pct(report['repeat_rate'])})",
-        f"repeat rate  {sparkline([r['repeat_rate'] for r in rows], top=1.0)}",
-        f"failures     {sparkline([r['failures'] for r in rows])}",
+        f"{counted(n, 'run')}, {counted(report.failures, 'failure')}, "
+        f"{counted(report.repeats, 'repeat')} ({_pct(report.repeat_rate)})",
+        f"repeat rate  {sparkline([r.repeat_rate for r in rows], top=1.0)}",
+        f"failures     {sparkline([r.failures for r in rows])}",
     ]
-    if report["enough_data"]:
-        k = report["early"]["runs"]
-        for label, group in ((f"early  (runs 1-{k})", report["early"]),
-                             (f"recent (runs {n - k + 1}-{n})", report["recent"])):
-            lines.append(f"{label}: repeat rate {_pct(group['repeat_rate'])}"
-                         f" ({group['repeats']}/{group['failures']})")
+    if report.early is not None and report.recent is not None:
+        k = report.early.runs
+        for label, group in ((f"early  (runs 1-{k})", report.early),
+                             (f"recent (runs {n - k + 1}-{n})", report.recent)):
+            lines.append(f"{label}: repeat rate {_pct(group.repeat_rate)}"
+                         f" ({group.repeats}/{group.failures})")
     else:
-        need = report["min_runs"] - n
-        lines.append(f"Not enough data yet: {n} of the {report['min_runs']} runs needed to "
+        need = report.min_runs - n
+        lines.append(f"Not enough data yet: {n} of the {report.min_runs} runs needed to "
                      f"tell whether memory helps ({need} more).")
-    lines.append(f"injected     {counted(report['lessons_injected'], 'lesson')}, "
-                 f"{counted(report['tokens_injected'], 'token')}")
+    lines.append(f"injected     {counted(report.lessons_injected, 'lesson')}, "
+                 f"{counted(report.tokens_injected, 'token')}")
     return "\n".join(lines)
 
 
@@ -91,10 +82,10 @@ def sparkline(values: list[float], top: float | None = None, width: int = 60) ->
                    for v in values)
 
 
-def _pooled(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    failures = sum(r["failures"] for r in rows)
-    repeats = sum(r["repeats"] for r in rows)
-    return {"failures": failures, "repeats": repeats, "repeat_rate": _rate(repeats, failures)}
+def _pooled(rows: list[RunRepeats], runs: int) -> Pooled:
+    failures = sum(r.failures for r in rows)
+    repeats = sum(r.repeats for r in rows)
+    return Pooled(failures, repeats, _rate(repeats, failures), runs)
 
 
 def _rate(repeats: int, failures: int) -> float:

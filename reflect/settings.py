@@ -7,12 +7,13 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any
 
 from reflect import config
 from reflect.consolidation import Upkeep
 from reflect.recall.holdout import Holdout
+from reflect.reflection.queue import POLL, Retries
 
 if TYPE_CHECKING:
     from reflect.recall.predict import Predictor
@@ -50,6 +51,9 @@ class Settings:
     # Failures the store keeps, the newest (REFLECT_MAX_FAILURES; 0: no bound).
     max_failures: int = config.DEFAULT_MAX_FAILURES
     start_worker: bool = True  # capture may start a detached worker (REFLECT_WORKER=off)
+    # A job's attempts and backoff, a provider's breaker.
+    retries: Retries = field(default_factory=Retries)
+    worker_poll: float = POLL  # seconds a worker waits before it looks at the queue again
 
     def __post_init__(self) -> None:
         for name, (_, _, valid, meaning) in ENVIRONMENT.items():

@@ -31,11 +31,11 @@ def test_greps_that_matched_nothing_are_benign_and_nothing_else_is(data_dir):
                                    exit_code=r.exit_code, error_text=r.error_text or None))
                    for r in records]
         benign = [r for r, e in entries if e.source == "benign"]
-        assert len(benign) == 17 and mem.stats()["benign"] == 17
+        assert len(benign) == 17 and mem.stats().benign == 17
         assert all(not r.error_text.strip() and "grep" in r.action for r in benign)
         # A failure that printed something is never benign, whatever its program.
         assert all(e.source != "benign" for r, e in entries if r.error_text.strip())
-        assert mem.stats()["failures"] == len(records) - 17
+        assert mem.stats().failures == len(records) - 17
 
 
 def test_pylints_findings_are_benign_and_its_crash_is_a_failure(data_dir):

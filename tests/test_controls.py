@@ -99,8 +99,8 @@ def test_confidence_decays_and_upkeep_removes_weak_lessons(mem, clock):
     taught = mem.teach("when running the tests: use `python -m pytest -x`")
     clock.now += 365 * DAY  # a year unused: 0.5 halves four times
     report = mem.consolidate()
-    assert report["removed_lessons"] == [weak.lesson_id]
-    assert report["deleted_failures"] == 2  # older than the retention period
+    assert report.removed_lessons == [weak.lesson_id]
+    assert report.deleted_failures == 2  # older than the retention period
     ids = {r["id"] for r in mem.lessons()}
     assert pinned.lesson_id in ids and taught in ids and weak.lesson_id not in ids
     removals = mem.store._rows("SELECT lesson_id, reason FROM removals")

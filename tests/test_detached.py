@@ -147,7 +147,7 @@ def test_a_worker_exits_by_itself_once_idle(provider, own_store, no_stray_proces
         lesson = mem.failure(entry.failure_id)
         assert lesson.hint == mem.store.active_lessons([entry.fingerprint])[
             entry.fingerprint]["guidance"]
-        assert mem.status()["workers_alive"] == 0  # it retired on its way out
+        assert mem.status().workers_alive == 0  # it retired on its way out
     assert query(own_store, "SELECT kind FROM lessons WHERE fingerprint = ? AND status = 'active'",
                  entry.fingerprint) == [("model",)]
 

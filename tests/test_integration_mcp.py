@@ -110,7 +110,7 @@ def test_the_first_recall_embeds_nothing_in_the_server():
     assert not session(calls).is_error
     with Memory() as mem:  # not computed in the server: queued
         assert mem.store.text_vector(text_key(goal), mem.vectors.model_name()) is None
-        assert mem.status()["jobs"]
+        assert mem.status().jobs
 
 
 def test_a_failed_outcome_says_what_to_do():

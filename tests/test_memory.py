@@ -248,9 +248,10 @@ def test_a_capture_kept_by_an_older_version_replays_with_its_cause(own_store):
     pending.write_text(json.dumps(record) + "\n")
     with Memory() as m:
         m.capture(run="s", exit_code=1, error_text="ValueError: while locked")
-        assert m.failure(kept.failure_id) is not None
-        cause = m.store.failure(kept.failure_id)["cause"]
-        assert m.store.cause_runs([cause]) == {cause: 2}
+        replayed = m.failure(kept.failure_id)
+        assert replayed is not None
+        # Its cause is counted: the export says in how many runs it failed.
+        assert f"`{replayed.lesson_id}` · seen in 2 runs" in m.export(min_confidence=0)
     assert not pending.exists()
 
 
@@ -259,13 +260,35 @@ def test_stats_and_clear(mem):
     mem.capture(run="a", exit_code=1, error_text=TRACEBACK)
     mem.capture(run="b", exit_code=1, error_text="AssertionError: 1 != 2")
     stats = mem.stats()
-    assert stats["failures"] == 3
-    assert stats["most_common_error"] == "ModuleNotFoundError"
-    assert stats["by_run"] == {"a": 2, "b": 1}
-    assert stats["by_category"]["import"] == 2
+    assert stats.failures == 3
+    assert stats.most_common_error == "ModuleNotFoundError"
+    assert stats.by_run == {"a": 2, "b": 1}
+    assert stats.by_category["import"] == 2
     assert mem.clear(run="a") == 2
-    assert mem.stats()["failures"] == 1
+    assert mem.stats().failures == 1
     assert mem.clear() == 1
+
+
+def test_an_answer_read_by_key_as_before_still_answers_with_a_warning(mem):
+    mem.capture(run="a", exit_code=1, error_text=TRACEBACK)
+    with pytest.warns(DeprecationWarning, match=r"Stats\['by_run'\] is deprecated: read .by_run"):
+        assert mem.stats()["by_run"] == {"a": 1}
+    with pytest.warns(DeprecationWarning, match=r"read \.store"):
+        assert mem.status()["store"]["failures"] == 1
+    with pytest.warns(DeprecationWarning, match=r"read \.runs"):  # nested: dicts, as before
+        assert mem.progress()["runs"][0]["run"] == "a"
+
+
+def test_every_public_name_is_exported_from_reflect():
+    import reflect
+    from reflect.answers import Answer
+
+    found = {name: getattr(reflect, name) for name in reflect.__all__}
+    assert {name for name, value in found.items()
+            if isinstance(value, type) and issubclass(value, Answer)} == {
+        "Consolidation", "Progress", "Stats", "Status"}
+    with pytest.raises(AttributeError):
+        reflect.Answer  # noqa: B018 - internal: not exported
 
 
 def test_a_store_already_holding_a_huge_iteration_still_numbers_the_next(mem):

@@ -1,5 +1,5 @@
 """The durable queue, breaker and spend ledger on a real store, through the store's
-methods as workers call them."""
+methods as workers call them; jobs are queued as capture queues them."""
 
 import itertools
 import subprocess
@@ -9,10 +9,15 @@ import threading
 
 import pytest
 
+from reflect import Memory, Settings
 from reflect.limits import Limits, next_day, postpone
-from reflect.records import DONE, Verdict
-from reflect.reflection import queue
+from reflect.records import DONE, Job, Verdict
+from reflect.reflection.queue import Retries
 from reflect.store import open_store
+
+RULE = Retries()
+MODEL = "openai/test-model"  # with a model each new failure queues a job; none is called
+_causes = itertools.count()
 
 
 @pytest.fixture
@@ -22,12 +27,18 @@ def store(own_store):
     s.close()
 
 
-def add(store, n=1, now=100.0):
-    return [store.enqueue("reflect", f"fp{i}", "r", now) for i in range(n)]
+def add(n=1, now=100.0, run="r", module=None):
+    """``n`` failures captured at ``now``, each of a new cause (or all of ``module``'s):
+    a job to reflect on each."""
+    with Memory(model=MODEL, embeddings="off", settings=Settings(clock=lambda: now)) as mem:
+        for _ in range(n):
+            name = module or f"m{next(_causes)}"
+            mem.capture(run=run, exit_code=1,
+                        error_text=f"ModuleNotFoundError: No module named '{name}'")
 
 
 def lease(store, owner="w1", now=100.0, seconds=60.0):
-    return store.lease(owner, 1, "host", now, seconds, ("reflect",), queue.MAX_ATTEMPTS)
+    return store.lease(owner, 1, "host", now, seconds, ("reflect",), RULE.max_attempts)
 
 
 def due(store, job) -> float:
@@ -35,13 +46,14 @@ def due(store, job) -> float:
 
 
 def test_a_pending_job_is_queued_once(store):
-    assert add(store) == [True]
-    assert add(store) == [False]
+    add(module="yaml")
+    assert store.job_counts() == {"queued": 1}
+    add(module="yaml")  # the same cause again
     assert store.job_counts() == {"queued": 1}
 
 
 def test_a_leased_job_is_not_leased_again_until_its_lease_runs_out(store):
-    add(store)
+    add()
     job = lease(store, "w1", now=100.0, seconds=60.0)
     assert job.attempts == 1
     assert lease(store, "w2", now=150.0) is None
@@ -53,7 +65,7 @@ def test_a_leased_job_is_not_leased_again_until_its_lease_runs_out(store):
 
 
 def test_a_renewed_lease_holds_until_the_renewal_runs_out(store):
-    add(store)
+    add()
     job = lease(store, "w1", now=100.0, seconds=60.0)
     assert store.renew_lease(job, "w1", 150.0, 210.0)
     assert lease(store, "w2", now=170.0) is None  # past the first lease, within the renewal
@@ -65,35 +77,40 @@ def test_a_renewed_lease_holds_until_the_renewal_runs_out(store):
 
 
 def test_retry_backs_off_and_honours_retry_after_then_fails(store):
-    add(store)
+    add()
     job = lease(store, now=100.0)
-    assert store.settle(job, "w1", 100.0, queue.retry(job, 100.0, "rate limited", 30.0))
+    assert store.settle(job, "w1", 100.0, RULE.retry(job, 100.0, "rate limited", 30.0))
     assert lease(store, now=129.0) is None
     now = 131.0
-    for attempt in range(2, queue.MAX_ATTEMPTS + 1):
+    for attempt in range(2, RULE.max_attempts + 1):
         job = lease(store, now=now)
         assert job.attempts == attempt
-        verdict = queue.retry(job, now, "HTTP 503")
+        verdict = RULE.retry(job, now, "HTTP 503")
         store.settle(job, "w1", now, verdict)
-        now += queue.BACKOFF_CAP * 1.5 + 1
+        now += RULE.backoff_cap * 1.5 + 1
     assert verdict.state == "failed"
     (failed,) = store.failed_jobs()
-    assert "HTTP 503" in failed["reason"] and f"{queue.MAX_ATTEMPTS} attempts" in failed["reason"]
+    assert "HTTP 503" in failed["reason"] and f"{RULE.max_attempts} attempts" in failed["reason"]
 
 
-def test_backoff_grows_exponentially_with_jitter(store, monkeypatch):
-    monkeypatch.setattr(queue.random, "uniform", lambda a, b: 1.0)
-    add(store)
+def test_backoff_grows_exponentially(store):
+    add()
     dues = []
     for now in (100.0, 1000.0, 2000.0):
         job = lease(store, now=now)
-        store.settle(job, "w1", now, queue.retry(job, now, "timeout"))
+        store.settle(job, "w1", now, Retries(jitter=0).retry(job, now, "timeout"))
         dues.append(due(store, job) - now)
     assert dues == [2.0, 4.0, 8.0]
 
 
+def test_jitter_spreads_the_backoff_within_its_bounds():
+    job = Job(1, "reflect", "fp", "r", attempts=3)  # 8 s without jitter
+    delays = {RULE.retry(job, 0.0, "timeout").due for _ in range(200)}
+    assert len(delays) > 100 and min(delays) >= 4.0 and max(delays) <= 12.0
+
+
 def test_postponed_jobs_keep_their_attempts(store):
-    add(store)
+    add()
     job = lease(store, now=100.0)
     store.settle(job, "w1", 100.0, postpone(500.0, "circuit open"))
     assert lease(store, now=499.0) is None
@@ -101,27 +118,25 @@ def test_postponed_jobs_keep_their_attempts(store):
 
 
 def test_work_queued_while_a_job_is_leased_folds_into_its_requeue(store):
-    add(store)
+    add(module="yaml")
     job = lease(store, now=100.0)
-    assert add(store, now=101.0) == [True]  # the same target again, while it is leased
-    store.settle(job, "w1", 102.0, queue.retry(job, 102.0, "timeout"))
+    add(now=101.0, module="yaml")  # the same cause again, while its job is leased
+    assert store.job_counts() == {"leased": 1, "queued": 1}
+    store.settle(job, "w1", 102.0, RULE.retry(job, 102.0, "timeout"))
     assert store.job_counts() == {"queued": 1}
     assert lease(store, now=1000.0).id == job.id
 
 
 # -- the breaker and the spend, as model calls meet them ---------------------------------
 
-_targets = itertools.count()
-
-
 def limits(provider="openai", max_cost_usd=None, max_calls_per_run=50):
-    return Limits(provider, max_cost_usd, max_calls_per_run, queue.BREAKER_THRESHOLD,
-                        queue.BREAKER_COOLDOWN)
+    return Limits(provider, max_cost_usd, max_calls_per_run, RULE.breaker_threshold,
+                        RULE.breaker_cooldown)
 
 
 def leased(store, now, run="r"):
     """A job leased by w1 (one of its own was queued; an older due one may come first)."""
-    store.enqueue("reflect", f"call{next(_targets)}", run, now)
+    add(now=now, run=run)
     return lease(store, now=now)
 
 
@@ -141,25 +156,25 @@ def may_call(store, now, provider="openai", **limit):
 
 
 def test_breaker_opens_after_consecutive_failures_and_closes_on_success(store):
-    for _ in range(queue.BREAKER_THRESHOLD - 1):
+    for _ in range(RULE.breaker_threshold - 1):
         call(store, False, 100.0)
     assert may_call(store, 100.0) is True
     call(store, False, 100.0)
-    assert may_call(store, 100.0) == 100.0 + queue.BREAKER_COOLDOWN
+    assert may_call(store, 100.0) == 100.0 + RULE.breaker_cooldown
     assert may_call(store, 100.0, provider="anthropic") is True
     # After the cool-down one call goes through; its failure reopens at once.
-    later = 100.0 + queue.BREAKER_COOLDOWN + 1
+    later = 100.0 + RULE.breaker_cooldown + 1
     assert may_call(store, later) is True
     call(store, False, later)
-    assert may_call(store, later) == later + queue.BREAKER_COOLDOWN
+    assert may_call(store, later) == later + RULE.breaker_cooldown
     call(store, True, later)
     assert may_call(store, later) is True
 
 
 def test_after_the_cool_down_one_trial_call_goes_through(store):
-    for _ in range(queue.BREAKER_THRESHOLD):
+    for _ in range(RULE.breaker_threshold):
         call(store, False, 100.0)
-    later = 100.0 + queue.BREAKER_COOLDOWN + 1
+    later = 100.0 + RULE.breaker_cooldown + 1
     assert may_call(store, later) is True  # the trial
     assert may_call(store, later) is not True  # the others wait
 
@@ -178,18 +193,24 @@ def test_the_spend_cap_and_the_runs_cap_hold_a_call_back(store):
 OTHER_PROCESS = textwrap.dedent("""
     import sys
     from pathlib import Path
+    from reflect import Memory, Settings
     from reflect.limits import Limits
     from reflect.records import DONE
-    from reflect.reflection import queue
+    from reflect.reflection.queue import Retries
     from reflect.store import open_store
     store = open_store(Path(sys.argv[1]))
-    limits = Limits("openai", None, 50, queue.BREAKER_THRESHOLD, queue.BREAKER_COOLDOWN)
-    for n in range(queue.BREAKER_THRESHOLD + 1):  # one answered call, then failures
-        store.enqueue("reflect", f"other{n}", "run-b", 1000.0)
-        job = store.lease("w2", 2, "host", 1000.0, 60.0, ("reflect",), queue.MAX_ATTEMPTS)
+    mem = Memory(Path(sys.argv[1]), model="openai/test-model", embeddings="off",
+                 settings=Settings(clock=lambda: 1000.0))
+    rule = Retries()
+    limits = Limits("openai", None, 50, rule.breaker_threshold, rule.breaker_cooldown)
+    for n in range(rule.breaker_threshold + 1):  # one answered call, then failures
+        mem.capture(run="run-b", exit_code=1,
+                    error_text=f"ModuleNotFoundError: No module named 'other{n}'")
+        job = store.lease("w2", 2, "host", 1000.0, 60.0, ("reflect",), rule.max_attempts)
         store.settle_call(job, "w2", 1000.0, limits, 0.75 if n == 0 else None, n == 0,
                           DONE)
     store.close()
+    mem.close()
 """)
 
 
@@ -199,14 +220,14 @@ def test_breaker_and_spend_hold_across_processes(store, own_store):
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert may_call(store, 1001.0) is not True
-    assert store.spent_today(1000.0) == (1.25, queue.BREAKER_THRESHOLD + 2)
+    assert store.spent_today(1000.0) == (1.25, RULE.breaker_threshold + 2)
     assert store.spent_today(1000.0 + 86400) == (0, 0)  # a new UTC day starts from zero
 
 
 def test_a_job_whose_worker_keeps_dying_fails_after_the_last_attempt(store):
-    add(store)
+    add()
     now = 100.0
-    for _ in range(queue.MAX_ATTEMPTS):  # each worker dies holding the lease
+    for _ in range(RULE.max_attempts):  # each worker dies holding the lease
         assert lease(store, now=now, seconds=10.0) is not None
         now += 11.0
     assert lease(store, now=now) is None
@@ -216,7 +237,7 @@ def test_a_job_whose_worker_keeps_dying_fails_after_the_last_attempt(store):
 
 def test_workers_on_their_own_connections_never_lease_one_job_twice(store, own_store):
     n, workers = 40, 4
-    add(store, n)
+    add(n)
     taken: list[list[int]] = [[] for _ in range(workers)]
     barrier, errors = threading.Barrier(workers), []
 
@@ -225,7 +246,7 @@ def test_workers_on_their_own_connections_never_lease_one_job_twice(store, own_s
         try:
             barrier.wait(10)
             while (job := mine.lease(f"w{i}", i, "host", 100.0, 60.0, ("reflect",),
-                                     queue.MAX_ATTEMPTS)) is not None:
+                                     RULE.max_attempts)) is not None:
                 taken[i].append(job.id)
                 assert mine.settle(job, f"w{i}", 100.0, DONE)
         except Exception as e:  # surfaced below

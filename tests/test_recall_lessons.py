@@ -212,8 +212,8 @@ def test_benign_exits_are_kept_counted_and_never_recalled(mem):
     entry = mem.capture(run="r", action='cd /repo && grep -n "def foo" src/app.py',
                         exit_code=1, error_text="")
     assert entry.source == "benign" and entry.lesson_id == ""
-    assert mem.recall(run="r").text == "" and mem.stats()["benign"] == 1
-    assert mem.stats()["failures"] == 0 and mem.store.job_counts() == {}
+    assert mem.recall(run="r").text == "" and mem.stats().benign == 1
+    assert mem.stats().failures == 0 and mem.store.job_counts() == {}
     # With output it is a real error; so is another program's exit 1.
     assert mem.capture(run="r", action="grep x f", exit_code=2,
                        error_text="grep: f: No such file or directory").source == "text"
@@ -265,7 +265,7 @@ def test_a_linters_findings_exit_is_benign_and_its_crash_a_failure(own_store):
                                    ("flake8 src", 2, "flake8: error: no such option: -z")]:
             assert m.capture(run="r", action=action, exit_code=code,
                              error_text=text).source == "text", (action, code)
-        assert m.stats()["benign"] == 4 and "rated" not in m.recall(run="r").text
+        assert m.stats().benign == 4 and "rated" not in m.recall(run="r").text
 
 
 def test_newlines_in_fields_cannot_write_the_blocks_structure(mem):

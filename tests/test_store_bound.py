@@ -45,7 +45,7 @@ def test_the_oldest_failures_go_first_and_every_lesson_stays(own_store):
     with Memory() as mem:
         mem.teach("when the tests need a database: run make db first")
         lessons = sorted(lesson["id"] for lesson in mem.lessons(status=None, limit=100))
-        causes = {f["cause"] for f in mem.store.failures(None, 100)}
+        learnt = [e.lesson_id for e in mem.failures(limit=100)]
     newest = failure_ids(10)
     out = run_cli("consolidate", "--format", "json", env={"REFLECT_MAX_FAILURES": "10"})
     assert out.returncode == 0, out.stderr
@@ -53,8 +53,11 @@ def test_the_oldest_failures_go_first_and_every_lesson_stays(own_store):
     with Memory() as mem:
         assert sorted(lesson["id"] for lesson in mem.lessons(status=None, limit=100)) == lessons
         assert len(mem.injections(limit=100)) <= 10
-        # What the store learnt of each cause stays: the run counts the predictor uses.
-        assert len(causes) == 30 and mem.store.cause_runs(list(causes)) == dict.fromkeys(causes, 1)
+        # What the store learnt of each cause stays: the runs it failed in, as the export
+        # says of each lesson.
+        exported = mem.export(min_confidence=0)
+        assert len(set(learnt)) == 30
+        assert [i for i in learnt if f"`{i}` · seen in 1 run ·" not in exported] == []
 
 
 @pytest.mark.sqlite_only
@@ -81,17 +84,10 @@ def test_a_store_made_without_incremental_vacuum_is_converted(own_store):
     conn.close()
     fill(300, text="x" * 3000, one_cause=True)
     before = size(own_store)
-    with Memory() as mem:
-        report = upkeep_bound(mem, 30)
-    assert report["reclaimed_bytes"] > 200_000 and size(own_store) < before - 200_000
+    with Memory(settings=Settings(max_failures=30)) as mem:
+        report = mem.consolidate()
+    assert report.reclaimed_bytes > 200_000 and size(own_store) < before - 200_000
     assert pragma(own_store, "auto_vacuum") == 2
-
-
-def upkeep_bound(mem, bound: int) -> dict:
-    from reflect import consolidation
-
-    return consolidation.consolidate(mem.store, mem.clock(),
-                                     consolidation.Upkeep(max_failures=bound))
 
 
 def test_the_bound_is_configurable_with_a_sane_default(caplog):
@@ -109,3 +105,10 @@ def test_status_shows_the_store_and_its_bound(own_store):
     fill(3)
     out = run_cli("status", env={"REFLECT_MAX_FAILURES": "100"})
     assert out.returncode == 0 and b"3 failure(s) of at most 100" in out.stdout, out.stdout
+
+
+def test_a_worker_run_by_a_memory_keeps_the_memory_s_bound(own_store):
+    fill(12)
+    with Memory(settings=Settings(max_failures=5)) as mem:
+        mem.run_worker(idle_exit=0)  # upkeep first: none ran yet
+    assert len(failure_ids()) == 5

@@ -24,7 +24,7 @@ from conftest import store_dump
 from reflect import Memory, Settings, config
 from reflect.limits import next_day
 from reflect.records import DONE
-from reflect.reflection import queue, worker
+from reflect.reflection.queue import Retries
 from reflect.reflection.worker import Worker
 
 BASE = "http://127.0.0.1:8765/v1"  # respx answers here; nothing listens
@@ -231,8 +231,14 @@ def clock():
 
 
 @pytest.fixture
-def mem(clock):
-    with Memory(model=MODEL, settings=Settings(clock=clock)) as m:
+def retries():
+    """The rule of retries a test's ``mem`` works by: parametrize ``retries`` to change it."""
+    return Retries()
+
+
+@pytest.fixture
+def mem(clock, retries):
+    with Memory(model=MODEL, settings=Settings(clock=clock, retries=retries)) as m:
         yield m
 
 
@@ -309,9 +315,8 @@ def test_a_model_lesson_supersedes_the_heuristic_and_is_recalled(api, tmp_path, 
 # -- answers that are no lesson, provider errors ---------------------------------------------
 
 
-def test_malformed_and_truncated_answers_are_retried_then_the_job_fails(api, mem, clock,
-                                                                        monkeypatch):
-    monkeypatch.setattr(queue, "MAX_ATTEMPTS", 3)
+@pytest.mark.parametrize("retries", [Retries(max_attempts=3)])
+def test_malformed_and_truncated_answers_are_retried_then_the_job_fails(api, mem, clock):
     api.script(
         reply("You should install pyyaml, I think."),
         reply('{"trigger": "pytest fails on import yaml", "guidance": "Install py'),
@@ -369,20 +374,20 @@ def test_rate_limit_waits_for_retry_after(api, mem, clock):
     assert active_lesson(mem, entry.fingerprint)["guidance"] == GUIDANCE
 
 
-def test_server_errors_are_retried_until_the_last_attempt(api, mem, clock):
+def test_server_errors_are_retried_until_the_last_attempt(api, mem, clock, retries):
     api.script(then=error(503, "The server is overloaded"))
     entry = capture(mem)
-    for _ in range(queue.MAX_ATTEMPTS):
+    for _ in range(retries.max_attempts):
         mem.run_worker(once=True)
-        clock.advance(queue.BACKOFF_CAP * 1.5 + queue.BREAKER_COOLDOWN)
-    assert api.count == queue.MAX_ATTEMPTS
+        clock.advance(retries.backoff_cap * 1.5 + retries.breaker_cooldown)
+    assert api.count == retries.max_attempts
     (job,) = reflect_jobs(mem)
-    assert (job["state"], job["attempts"]) == ("failed", queue.MAX_ATTEMPTS)
-    assert "503" in job["reason"] and f"after {queue.MAX_ATTEMPTS} attempts" in job["reason"]
+    assert (job["state"], job["attempts"]) == ("failed", retries.max_attempts)
+    assert "503" in job["reason"] and f"after {retries.max_attempts} attempts" in job["reason"]
     mem.run_worker(once=True)
-    assert api.count == queue.MAX_ATTEMPTS
+    assert api.count == retries.max_attempts
     assert_heuristic_kept(mem, entry)
-    assert mem.status()["failed_jobs"][0]["reason"] == job["reason"]
+    assert mem.status().failed_jobs[0]["reason"] == job["reason"]
 
 
 def test_bad_key_fails_the_job_at_once(api, mem, clock):
@@ -401,8 +406,7 @@ def test_bad_key_fails_the_job_at_once(api, mem, clock):
     assert_heuristic_kept(mem, entry)
 
 
-def test_a_hung_provider_neither_slows_capture_nor_holds_close(api, monkeypatch):
-    monkeypatch.setattr(worker, "POLL", 0.02)
+def test_a_hung_provider_neither_slows_capture_nor_holds_close(api):
     started, release = threading.Event(), threading.Event()
 
     def hang(request):
@@ -411,7 +415,8 @@ def test_a_hung_provider_neither_slows_capture_nor_holds_close(api, monkeypatch)
         raise httpx.ReadTimeout("the provider did not answer", request=request)
 
     api.script(then=hang)
-    mem = Memory(model=MODEL, settings=Settings(worker_thread=True, close_timeout=0.5))
+    mem = Memory(model=MODEL, settings=Settings(worker_thread=True, close_timeout=0.5,
+                                                worker_poll=0.02))
     try:
         first = capture(mem, 1)
         assert started.wait(20), "the worker thread never called the model"
@@ -490,12 +495,12 @@ def test_no_planted_secret_reaches_the_provider(api, mem):
 # -- leases and several workers --------------------------------------------------------------
 
 
-def test_a_dead_workers_job_is_taken_over_after_its_lease(api, mem, clock):
+def test_a_dead_workers_job_is_taken_over_after_its_lease(api, mem, clock, retries):
     api.script(then=reply())
     entry = capture(mem)
     # A worker that leased the job and was killed.
     dead = mem.store.lease("host:999999:dead", 999999, "host", clock(), 90.0, ("reflect",),
-                           queue.MAX_ATTEMPTS)
+                           retries.max_attempts)
     other = Worker(mem.home, mem.store_url, mem.model, None, clock=clock)
     try:
         clock.advance(60)
@@ -512,12 +517,10 @@ def test_a_dead_workers_job_is_taken_over_after_its_lease(api, mem, clock):
     assert active_lesson(mem, entry.fingerprint)["kind"] == "model"
 
 
-def test_a_call_that_outlasts_its_lease_keeps_the_job_while_the_worker_renews(
-        api, mem, clock, monkeypatch):
-    monkeypatch.setattr(worker, "POLL", 0.01)
+def test_a_call_that_outlasts_its_lease_keeps_the_job_while_the_worker_renews(api, mem, clock):
     entry = capture(mem)
-    first = Worker(mem.home, mem.store_url, mem.model, None, clock=clock)
-    second = Worker(mem.home, mem.store_url, mem.model, None, clock=clock)
+    first = Worker(mem.home, mem.store_url, mem.model, None, clock=clock, poll=0.01)
+    second = Worker(mem.home, mem.store_url, mem.model, None, clock=clock, poll=0.01)
     seconds = first._lease_seconds()
     taken = []
 
@@ -647,7 +650,7 @@ def test_two_worker_processes_never_run_one_job_twice(monkeypatch):
         assert [(j["state"], j["attempts"]) for j in reflect_jobs(mem)] == [("done", 1)] * n
         for fp in fingerprints:
             assert [lesson["kind"] for lesson in lessons(mem, fp)].count("model") == 1
-        assert mem.status()["workers_alive"] == 0  # both retired on exit
+        assert mem.status().workers_alive == 0  # both retired on exit
 
 
 # -- validation ------------------------------------------------------------------------------
@@ -676,8 +679,8 @@ def test_a_lesson_that_runs_a_remote_script_is_quarantined_and_never_recalled(ap
 # -- breaker and spend -----------------------------------------------------------------------
 
 
-def test_breaker_opens_after_repeated_server_errors(api, mem, clock, monkeypatch):
-    monkeypatch.setattr(queue, "BREAKER_THRESHOLD", 2)
+@pytest.mark.parametrize("retries", [Retries(breaker_threshold=2)])
+def test_breaker_opens_after_repeated_server_errors(api, mem, clock, retries):
     api.script(then=error(502, "Bad gateway"))
     entries = [capture(mem, i) for i in range(3)]
     mem.run_worker(once=True)
@@ -685,16 +688,16 @@ def test_breaker_opens_after_repeated_server_errors(api, mem, clock, monkeypatch
     third = {j["target"]: j for j in reflect_jobs(mem)}[entries[2].fingerprint]
     assert (third["state"], third["attempts"]) == ("queued", 0)
     assert "circuit open" in third["reason"]
-    assert third["due"] == pytest.approx(clock() + queue.BREAKER_COOLDOWN)
+    assert third["due"] == pytest.approx(clock() + retries.breaker_cooldown)
     (breaker,) = rows(mem, "SELECT * FROM breaker")
     assert breaker["provider"] == f"openai@{BASE}" and breaker["failures"] == 2
 
-    clock.advance(queue.BREAKER_COOLDOWN / 2)
+    clock.advance(retries.breaker_cooldown / 2)
     mem.run_worker(once=True)
     assert api.count == 2  # still cooling down: no call at all
 
     api.script(then=reply())
-    clock.advance(queue.BREAKER_COOLDOWN)
+    clock.advance(retries.breaker_cooldown)
     mem.run_worker(once=True)  # one call goes through, succeeds, and closes the breaker
     assert api.count == 5
     assert [j["state"] for j in reflect_jobs(mem)] == ["done"] * 3
@@ -715,7 +718,7 @@ def test_daily_spend_cap_postpones_reflection_but_not_capture(api, clock, monkey
         assert "daily spend cap" in job["reason"]
         assert job["due"] == next_day(clock())
         status = mem.status()
-        assert status["spend_today_usd"] > 0 and status["max_cost_usd"] == 0.000001
+        assert status.spend_today_usd > 0 and status.max_cost_usd == 0.000001
 
         third = capture(mem, 3)  # capture goes on
         assert third.failure_id and mem.failure(third.failure_id) is not None

@@ -53,30 +53,39 @@ from reflect.capture.scrub_rules import (
 )
 from reflect.capture.scrub_views import View, Wraps, percent_decoded, unwrapped
 
-__all__ = ["Scrubber", "Wraps", "scrub_text"]
+__all__ = ["Rules", "Scrubber", "Wraps", "scrub_text"]
 
-# The rules compiled so far and their pattern, replaced as one value: threads that
-# race compile twice, and each scans with a pattern that holds what its text needs.
-_compiled: tuple[frozenset[str], re.Pattern[str] | None] = (ALL_RULES - set(GATES), None)
+class Rules:
+    """The built-in rules as one pattern. ``gated``: a rule with a gate (``GATES``) joins
+    the pattern once a text opens its gate, so a capture compiles only the rules its
+    texts could trigger; without, every rule is compiled at once."""
+
+    def __init__(self, gated: bool = True):
+        # The rules compiled so far and their pattern, replaced as one value: threads
+        # that race compile twice, and each scans with a pattern that holds what its
+        # text needs.
+        self._compiled: tuple[frozenset[str], re.Pattern[str] | None] = (
+            ALL_RULES - set(GATES) if gated else ALL_RULES, None)
+
+    def pattern(self, text: str) -> re.Pattern[str]:
+        """Every rule that could match in ``text``: the rules compiled so far, and those
+        whose gates ``text`` opens."""
+        names, pattern = self._compiled
+        opened = {name for name, gate in GATES.items() if name not in names and gate(text)}
+        if opened or pattern is None:
+            names = names | opened
+            pattern = re.compile(alternation(names))
+            self._compiled = (names, pattern)
+        return pattern
 
 
-def _rules(text: str) -> re.Pattern[str]:
-    """The built-in rules as one pattern that holds every rule that could match in
-    ``text``: the rules compiled so far, and those whose gates ``text`` opens."""
-    global _compiled
-    names, pattern = _compiled
-    opened = {name for name, gate in GATES.items() if name not in names and gate(text)}
-    if opened or pattern is None:
-        names = names | opened
-        pattern = re.compile(alternation(names))
-        _compiled = (names, pattern)
-    return pattern
+_SHARED = Rules()  # every scrubber's, so a process compiles each rule once
 
 
 _PLACEHOLDER = lazy.compile(r"(\[(?:REDACTED(?::[a-z_]+)?|USER|REPO)\])")
 
 
-def _encoded(text: str, wraps: Wraps) -> bool:
+def _encoded(text: str, wraps: Wraps, rules: Rules) -> bool:
     """Base64 of text holding a secret, or a bare AWS-style secret."""
     try:
         plain = base64.b64decode(text + "=" * (-len(text) % 4), validate=True).decode("ascii")
@@ -84,7 +93,7 @@ def _encoded(text: str, wraps: Wraps) -> bool:
         plain = ""
     # a decoded PEM block or config file keeps its line breaks
     if plain and all(c.isprintable() or c in "\r\n\t" for c in plain) and (
-            _builtin_pass(plain, wraps)[1]):
+            _builtin_pass(plain, wraps, rules)[1]):
         return True
     kinds = (str.isupper, str.islower, str.isdigit)
     return (len(text) == 40 and all(any(map(kind, text)) for kind in kinds)
@@ -122,27 +131,27 @@ _KEY_TAIL = lazy.compile(r"(?:\\?\r?\n[ \t]*(?:[A-Za-z0-9+/=]{8,}"
 Finding = tuple[int, int, str]
 
 
-def _raw_findings(text: str) -> list[Finding]:
+def _raw_findings(text: str, rules: Rules) -> list[Finding]:
     found = []
-    for m in _rules(text).finditer(text):
+    for m in rules.pattern(text).finditer(text):
         if _redacts(m):
             keep = _keep_from(m)
             found.append((keep, m.end(), LABEL[m.lastgroup or ""]))
             if m.lastgroup == "cli_password":  # the command line before the flag may hold others
                 found += [(m.start() + a, m.start() + b, label)
-                          for a, b, label in _raw_findings(text[m.start():keep])]
+                          for a, b, label in _raw_findings(text[m.start():keep], rules)]
     return found
 
 
-def _view_findings(view: View, wraps: Wraps) -> list[Finding]:
+def _view_findings(view: View, wraps: Wraps, rules: Rules) -> list[Finding]:
     """What the rules find in the view where it reads the text otherwise (across a
     wrap, through an escape), the character either side included (a rule's lookaround
     reads them), as spans of the text."""
     seen = view.joined()
     found = [(m.start(), _keep_from(m), m.end(), LABEL[m.lastgroup or ""])
-             for m in _rules(seen).finditer(seen) if _redacts(m)]
+             for m in rules.pattern(seen).finditer(seen) if _redacts(m)]
     found += [(m.start(), m.start(), m.end(), LABEL["encoded"])
-              for m in ENCODED.finditer(seen) if _encoded(m[0], wraps)]
+              for m in ENCODED.finditer(seen) if _encoded(m[0], wraps, rules)]
     spans = []
     for start, keep, end, label in found:
         if view.span(max(0, start - 1), min(view.size, end + 1))[2]:
@@ -175,17 +184,17 @@ def _apply(text: str, found: list[Finding]) -> tuple[str, int]:
     return "".join(out) + text[done:], len(chosen)
 
 
-def _builtin_pass(text: str, wraps: Wraps) -> tuple[str, int]:
+def _builtin_pass(text: str, wraps: Wraps, rules: Rules) -> tuple[str, int]:
     """The built-in rules over the text as it is, its wrapped lines joined and its
     escapes decoded; then the base64 runs that are left (a run that decodes to no
     secret is still read by every other rule first)."""
-    found = _raw_findings(text)
+    found = _raw_findings(text, rules)
     for view in (unwrapped(text, wraps), percent_decoded(text)):
         if view is not None:
-            found += _view_findings(view, wraps)
+            found += _view_findings(view, wraps, rules)
     text, n = _apply(text, found)
-    text, m = _subn(ENCODED, lambda m: LABEL["encoded"] if _encoded(m[0], wraps) else m[0],
-                    text)
+    text, m = _subn(ENCODED, lambda m: (LABEL["encoded"] if _encoded(m[0], wraps, rules)
+                                        else m[0]), text)
     return text, n + m
 
 
@@ -212,9 +221,12 @@ class Scrubber:
 
     def __init__(
         self, extra_patterns: Iterable[str] = (), repo: tuple[str, str] | None = None,
-        wraps: Wraps | None = None,
+        wraps: Wraps | None = None, rules: Rules | None = None,
     ):
+        """``rules``: the compiled rules it scans with (None: those every scrubber of the
+        process shares)."""
         self._wraps = wraps or Wraps()
+        self._rules = rules or _SHARED
         if isinstance(extra_patterns, str):
             extra_patterns = (extra_patterns,)
         self._extras = [_compile_extra(p) for p in extra_patterns]
@@ -241,7 +253,7 @@ class Scrubber:
                     parts[i], n = _subn(pattern, _extra, parts[i])
                     total += n
             text = "".join(parts)
-        text, n = _builtin_pass(text, self._wraps)
+        text, n = _builtin_pass(text, self._wraps, self._rules)
         total += n
         # The substring test spares a regex pass over text that cannot match.
         if self._repo and self._repo_key in text.lower():

@@ -132,7 +132,7 @@ class Injector:
         degrades instead of raising, and recall from such a store would understate
         every figure."""
         stats = self.mem.stats()
-        stored = stats["failures"] + stats["benign"]
+        stored = stats.failures + stats.benign
         if stored != len(self.signatures):
             raise ReplayError(f"the store at {self.mem.home} holds {stored} of the "
                               f"{len(self.signatures)} failures captured (see the warnings "

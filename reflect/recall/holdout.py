@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from reflect.answers import Measured
     from reflect.store.protocol import InjectionLog
 
 SHOWN, WITHHELD, PROMOTED, DEMOTED = "shown", "withheld", "promoted", "demoted"
@@ -104,7 +105,7 @@ class Effect:
             return DEMOTED
         return ""
 
-    def to_dict(self, rule: Holdout) -> dict[str, Any]:
+    def to_dict(self, rule: Holdout) -> Measured:
         shown, held = self.rates()
         lo, hi = self.interval(rule.z)
         return {"lesson_id": self.lesson_id, "family": self.family, "verdict": self.verdict,

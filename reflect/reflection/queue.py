@@ -9,24 +9,39 @@ store applies it in one transaction.
 from __future__ import annotations
 
 import random
+from dataclasses import dataclass
 
 from reflect.records import Job, Verdict
 
-MAX_ATTEMPTS = 5
-BACKOFF_BASE = 2.0  # seconds; doubles with each attempt, with jitter
-BACKOFF_CAP = 600.0
-RETRY_AFTER_CAP = 3600.0
-BREAKER_THRESHOLD = 5  # consecutive retryable failures that open the breaker
-BREAKER_COOLDOWN = 120.0
 HEARTBEAT_STALE = 30.0  # a worker silent this long is taken for dead
+POLL = 1.0  # seconds between a worker's looks at an empty queue, and at a running job's lease
 
 
-def retry(job: Job, now: float, reason: str, retry_after: float | None = None) -> Verdict:
-    """After a retryable failure: again after an exponential backoff with jitter (or the
-    provider's Retry-After); after the last attempt the job fails with its reason."""
-    if job.attempts >= MAX_ATTEMPTS:
-        return Verdict("failed", f"{reason} (after {job.attempts} attempts)")
-    delay = min(BACKOFF_CAP, BACKOFF_BASE * 2 ** (job.attempts - 1)) * random.uniform(0.5, 1.5)
-    if retry_after is not None:  # a far-future Retry-After date must not park a job for days
-        delay = max(delay, min(retry_after, RETRY_AFTER_CAP))
-    return Verdict("queued", reason, now + delay)
+@dataclass(frozen=True)
+class Retries:
+    """The rule of retries. A job is tried ``max_attempts`` times; after a retryable
+    failure it waits a backoff that doubles from ``backoff_base`` seconds up to
+    ``backoff_cap``, scaled by a factor drawn from 1 ± ``jitter`` (workers that failed
+    together do not retry together), or the provider's Retry-After, up to
+    ``retry_after_cap``. ``breaker_threshold`` retryable failures in a row open a
+    provider's circuit breaker for ``breaker_cooldown`` seconds."""
+
+    max_attempts: int = 5
+    backoff_base: float = 2.0
+    backoff_cap: float = 600.0
+    retry_after_cap: float = 3600.0
+    jitter: float = 0.5
+    breaker_threshold: int = 5
+    breaker_cooldown: float = 120.0
+
+    def retry(self, job: Job, now: float, reason: str,
+              retry_after: float | None = None) -> Verdict:
+        """After a retryable failure: again after the backoff (or the provider's
+        Retry-After); after the last attempt the job fails with its reason."""
+        if job.attempts >= self.max_attempts:
+            return Verdict("failed", f"{reason} (after {job.attempts} attempts)")
+        delay = min(self.backoff_cap, self.backoff_base * 2 ** (job.attempts - 1))
+        delay *= random.uniform(1 - self.jitter, 1 + self.jitter)
+        if retry_after is not None:  # a far-future Retry-After date must not park a job for days
+            delay = max(delay, min(retry_after, self.retry_after_cap))
+        return Verdict("queued", reason, now + delay)

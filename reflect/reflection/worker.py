@@ -25,27 +25,29 @@ from reflect.config import ModelSettings
 from reflect.consolidation import Upkeep
 from reflect.limits import Limits
 from reflect.records import DONE, Job, Verdict
-from reflect.reflection import queue
+from reflect.reflection.queue import POLL, Retries
 from reflect.store import StoreUnavailable, open_store
 
-POLL = 1.0  # seconds between looks at an empty queue, and at a running job's lease
 EARLIER_FAILURES = 5
 CHECKED_FAILURES = 20  # latest failures of a fingerprint a model lesson must hold for
 WORKER_LOG = "worker.log"
 DEFAULT_UPKEEP = Upkeep()
+DEFAULT_RETRIES = Retries()
 
 
 class Worker:
     def __init__(self, home: Path, url: str, model: ModelSettings | None,
                  embeddings: str | None, *, clock: Callable[[], float] = time.time,
-                 busy_timeout: float = 30.0, upkeep: Upkeep = DEFAULT_UPKEEP):
+                 busy_timeout: float = 30.0, upkeep: Upkeep = DEFAULT_UPKEEP,
+                 retries: Retries = DEFAULT_RETRIES, poll: float = POLL):
         """``url``: the store (open_store's); ``model`` writes lessons (None: no reflection
         jobs are taken); ``embeddings`` is the REFLECT_EMBEDDINGS spec (None: no embedding
-        jobs are taken)."""
+        jobs are taken); ``poll``: seconds between looks at an empty queue, and at a
+        running job's lease."""
         self.store = open_store(home, url, busy_timeout)
         self.model = model
         self.clock = clock
-        self.upkeep = upkeep
+        self.upkeep, self.retries, self.poll = upkeep, retries, poll
         self.scrubber = scrub.for_store(home)
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         from reflect.embedding import Vectors  # numpy: only in the worker, not on capture
@@ -67,7 +69,7 @@ class Worker:
         while self.handlers and not (stop is not None and stop.is_set()):
             job = self.store.lease(self.owner, os.getpid(), socket.gethostname(), self.clock(),
                                    self._lease_seconds(), tuple(self.handlers),
-                                   queue.MAX_ATTEMPTS)
+                                   self.retries.max_attempts)
             if job is None:
                 break
             with self._renewing(job):
@@ -77,7 +79,7 @@ class Worker:
                     config.warn(f"job {job.id} ({job.kind}) failed: {e!r}")
                     now = self.clock()
                     self.store.settle(job, self.owner, now,
-                                      queue.retry(job, now, f"{e!r}"[:200]))
+                                      self.retries.retry(job, now, f"{e!r}"[:200]))
             done += 1
         return done
 
@@ -91,7 +93,7 @@ class Worker:
                 idle_since = time.monotonic()
             elif idle_exit is not None and time.monotonic() - idle_since >= idle_exit:
                 return
-            stop.wait(POLL)
+            stop.wait(self.poll)
 
     def _lease_seconds(self) -> float:
         # Longer than one model call or a model load, so a live worker keeps its job.
@@ -101,12 +103,12 @@ class Worker:
     def _renewing(self, job: Job) -> Iterator[None]:
         """Keep the lease on ``job`` while its work runs, however long a call or a model
         load takes: renewed by a thread each time a third of it has passed on the
-        worker's clock (looked at every POLL seconds), until another worker holds it."""
+        worker's clock (looked at every ``poll`` seconds), until another worker holds it."""
         seconds, done = self._lease_seconds(), threading.Event()
 
         def renew() -> None:
             renewed = self.clock()
-            while not done.wait(POLL):
+            while not done.wait(self.poll):
                 now = self.clock()
                 if now - renewed < seconds / 3:
                     continue
@@ -143,7 +145,7 @@ class Worker:
         provider = provider_of(model.model) + (f"@{endpoint(model.api_base)}"
                                                if model.api_base else "")
         limits = Limits(provider, model.max_cost_usd, model.max_calls_per_run,
-                              queue.BREAKER_THRESHOLD, queue.BREAKER_COOLDOWN)
+                        self.retries.breaker_threshold, self.retries.breaker_cooldown)
         if not self.store.gate_job(job, self.owner, self.clock(), limits):
             return  # put back (breaker open, spend cap) or skipped (the run's cap)
         context = self.store.reflection_context(job.target, EARLIER_FAILURES,
@@ -161,7 +163,7 @@ class Worker:
             now = self.clock()
             if e.retryable:  # an outage counts toward the breaker; a bad key does not
                 self.store.settle_call(job, self.owner, now, limits, None, False,
-                                       queue.retry(job, now, e.reason, e.retry_after))
+                                       self.retries.retry(job, now, e.reason, e.retry_after))
             else:
                 self.store.settle_call(job, self.owner, now, limits, None, None,
                                        Verdict("failed", e.reason))
@@ -171,7 +173,7 @@ class Worker:
             reviewed = review(completion.text, self.scrubber.scrub, context["failures"])
         except MalformedLesson as e:
             self.store.settle_call(job, self.owner, now, limits, completion.cost_usd, True,
-                                   queue.retry(job, now, f"malformed lesson: {e}"))
+                                   self.retries.retry(job, now, f"malformed lesson: {e}"))
             return
         lesson = {
             "trigger": reviewed.trigger, "guidance": reviewed.guidance,
@@ -216,13 +218,14 @@ def start_detached(home: Path, url: str, model: ModelSettings | None,
 
 
 def start_thread(home: Path, url: str, model: ModelSettings | None, embeddings: str | None,
-                 clock: Callable[[], float],
-                 upkeep: Upkeep) -> tuple[threading.Thread, threading.Event]:
+                 clock: Callable[[], float], upkeep: Upkeep, retries: Retries,
+                 poll: float) -> tuple[threading.Thread, threading.Event]:
     """A daemon worker thread: it never keeps the agent's process alive."""
     stop = threading.Event()
 
     def work() -> None:
-        worker = Worker(home, url, model, embeddings, clock=clock, upkeep=upkeep)
+        worker = Worker(home, url, model, embeddings, clock=clock, upkeep=upkeep,
+                        retries=retries, poll=poll)
         try:
             worker.run(stop)
         except Exception as e:  # the agent goes on; the job's lease runs out and it is retried

@@ -3,7 +3,7 @@ clearing a run. Shared by both backends (a mixin of ``SQLStore``)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from reflect.records import Failure, Lesson, RecallItem
 from reflect.store.base import Row, Tx, failure_row, insert, lesson_row, marks, protected
@@ -14,6 +14,7 @@ from reflect.store.vectors import drop_failure_texts, error_query
 from reflect.text import clip, text_key
 
 if TYPE_CHECKING:
+    from reflect.answers import Injection
     from reflect.records import Eligible
 
 EMBED_TARGET = "pending"  # one embed job covers everything that lacks a vector
@@ -199,8 +200,9 @@ class FailureQueries(CreditQueries, JobQueries, RunQueries):
             self._log_injections(tx, run, iteration, items, tokens, now)
             self._log_eligible(tx, run, iteration, eligible or [], now)
 
-    def injections(self, run: str | None, limit: int) -> list[Row]:
-        return self._newest("injections", "id", limit, {"run = ?": run})
+    def injections(self, run: str | None, limit: int) -> list[Injection]:
+        return cast("list[Injection]",
+                    self._newest("injections", "id", limit, {"run = ?": run}))
 
     def resolve(self, run: str, iteration: int, action: str, resolutions: dict[str, str],
                 now: float, reflect: bool = False, credit_outcome: bool = True) -> None:

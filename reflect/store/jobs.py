@@ -11,10 +11,15 @@ later write about the job holds only while ``lease_owner`` is still the caller.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, cast
+
 from reflect.limits import Limits, day_of
 from reflect.records import Job, Verdict
 from reflect.store.base import Row, Tx, marks
 from reflect.store.lessons import LessonQueries
+
+if TYPE_CHECKING:
+    from reflect.answers import FailedJob
 
 STARTING = 10.0  # seconds a just-started worker gets to register before another is started
 _SPENT = "SELECT COALESCE(SUM(cost_usd), 0), COALESCE(SUM(calls), 0) FROM spend WHERE day = ?"
@@ -24,12 +29,8 @@ _LIVE = "SELECT COUNT(*) FROM workers WHERE heartbeat > ?"
 class JobQueries(LessonQueries):  # a finished reflection job writes its lesson
     # -- queueing ----------------------------------------------------------------
 
-    def enqueue(self, kind: str, target: str, run: str, now: float) -> bool:
-        """Queue a job unless the same one is already queued."""
-        with self.write() as tx:
-            return self._enqueue(tx, kind, target, run, now)
-
     def _enqueue(self, tx: Tx, kind: str, target: str, run: str, now: float) -> bool:
+        """Queue a job unless the same one is already queued."""
         # The same lock as a requeue's (``_settle``): on PostgreSQL a job put back while
         # this insert is in flight would otherwise break the one-queued-job index.
         self._lock(tx, f"job:{kind}:{target}")
@@ -261,7 +262,7 @@ class JobQueries(LessonQueries):  # a finished reflection job writes its lesson
         return {r[0]: int(r[1]) for r in self._rows(
             "SELECT state, COUNT(*) FROM jobs GROUP BY state")}
 
-    def failed_jobs(self, limit: int = 10) -> list[Row]:
-        return [dict(r) for r in self._rows(
+    def failed_jobs(self, limit: int = 10) -> list[FailedJob]:
+        return [cast("FailedJob", dict(r)) for r in self._rows(
             "SELECT id, kind, target, run, state, attempts, reason, updated FROM jobs"
             " WHERE state IN ('failed', 'skipped') ORDER BY updated DESC LIMIT ?", (limit,))]

@@ -11,13 +11,16 @@ it) and ``reflect.confidence`` (confidence); this module applies them, each in o
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from reflect.confidence import confidence
 from reflect.records import Lesson, RankedLesson, new_lesson
 from reflect.store.base import Backend, Row, Tx, insert, lesson_row, marks, protected
 from reflect.store.vectors import drop_failure_texts
 from reflect.supersession import may_supersede, merges, same_meaning
+
+if TYPE_CHECKING:
+    from reflect.answers import LessonVersion, Provenance, SourceFailure
 
 # Exports list the best first; ties broken so the same store always gives the same text.
 _BEST_FIRST = "l.confidence DESC, l.evidence DESC, runs DESC, l.id"
@@ -47,17 +50,18 @@ class LessonQueries(Backend):
         rows = self._rows(f"{sql} ORDER BY {order} LIMIT ?", [*args, limit])
         return [lesson_row(r) for r in rows]
 
-    def lesson_provenance(self, lesson_id: str, fingerprint: str, failures: int) -> Row:
+    def lesson_provenance(self, lesson_id: str, fingerprint: str,
+                          failures: int) -> Provenance:
         """Where a lesson comes from: its fingerprint's latest ``failures``, the outcomes of
         its injections (outcome -> count) and the other lessons of its fingerprint."""
         return {
-            "failures": [dict(r) for r in self._rows(
+            "failures": [cast("SourceFailure", dict(r)) for r in self._rows(
                 "SELECT id, run, iteration, error_type, message FROM failures"
                 " WHERE fingerprint = ? ORDER BY seq DESC LIMIT ?", (fingerprint, failures))],
             "outcomes": {r[0]: int(r[1]) for r in self._rows(
                 "SELECT outcome, COUNT(*) FROM injections WHERE lesson_id = ?"
                 " GROUP BY outcome", (lesson_id,))},
-            "history": [dict(r) for r in self._rows(
+            "history": [cast("LessonVersion", dict(r)) for r in self._rows(
                 "SELECT id, kind, status, guidance FROM lessons"
                 " WHERE fingerprint = ? AND id != ? ORDER BY seq", (fingerprint, lesson_id))],
         }

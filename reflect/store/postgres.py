@@ -18,7 +18,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit
 
 import psycopg
@@ -35,6 +35,9 @@ from reflect.store.postgres_migrations import MIGRATIONS, migrate
 from reflect.store.sql import SQLStore
 from reflect.store.sqlite import prepare_home
 from reflect.store.sqlite_migrations import schema_names
+
+if TYPE_CHECKING:
+    from reflect.answers import Footprint
 
 POOL_SIZE = 4  # connections one process keeps: its threads (a worker, recall's log) share them
 # Seconds. A server that accepts connections and never answers (hung, or a network that
@@ -411,7 +414,7 @@ class PostgresStore(SQLStore):
         self._vacuum(*self._tables())
         return before - self._bytes()
 
-    def footprint(self) -> dict[str, Any]:
+    def footprint(self) -> Footprint:
         """The database (its URL without password), its tables' size and how many failures
         it holds."""
         failures = int(self._value("SELECT COUNT(*) FROM failures"))

@@ -103,10 +103,6 @@ class RunQueries(Backend):
                 (other, first))}
         return after
 
-    def cause_runs(self, causes: list[str]) -> dict[str, int]:
-        """Runs each cause failed in (kept when old failures are pruned)."""
-        return self._counted("causes", "cause", causes)
-
     def family_runs(self, families: list[str]) -> dict[str, int]:
         """Runs each family failed in (kept when old failures are pruned)."""
         return self._counted("families", "family", families)

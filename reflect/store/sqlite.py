@@ -16,7 +16,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from reflect.records import Lesson
 from reflect.store.base import Args, NewerSchema, lesson_row, marks
@@ -25,6 +25,9 @@ from reflect.store.sql import SQLStore
 from reflect.store.sqlite_health import EMPTY, check, file_bytes, move_aside, translated
 from reflect.store.sqlite_health import Health as FileHealth
 from reflect.store.sqlite_migrations import MIGRATIONS, migrate, schema_names
+
+if TYPE_CHECKING:
+    from reflect.answers import Footprint
 
 DB_NAME = "reflect.db"
 _INCREMENTAL = 2  # PRAGMA auto_vacuum
@@ -230,7 +233,7 @@ class SQLiteStore(SQLStore):
             self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         return before - file_bytes(self.path)
 
-    def footprint(self) -> dict[str, Any]:
+    def footprint(self) -> Footprint:
         """The file (with its WAL), its size and how many failures it holds."""
         failures = int(self._value("SELECT COUNT(*) FROM failures"))
         return {"path": str(self.path), "bytes": file_bytes(self.path), "failures": failures}

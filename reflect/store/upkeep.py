@@ -5,11 +5,14 @@ is old, how many failures to keep) are upkeep's, passed in as values."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from reflect.records import Lesson
 from reflect.store.base import Backend, Tx, lesson_row, protected, put_meta
 from reflect.store.credit import recount_holdout
+
+if TYPE_CHECKING:
+    from reflect.answers import Footprint
 
 
 class UpkeepQueries(Backend):
@@ -63,7 +66,7 @@ class UpkeepQueries(Backend):
         """Give the space of deleted rows back to the file system; the bytes freed."""
         raise NotImplementedError
 
-    def footprint(self) -> dict[str, Any]:
+    def footprint(self) -> Footprint:
         """Where the store is ("path"), its size on disk ("bytes") and how many failures it
         holds ("failures")."""
         raise NotImplementedError
