@@ -2,7 +2,6 @@
 
 import os
 import sys
-import time
 
 import anyio
 from conftest import NO_TABLE
@@ -177,15 +176,14 @@ def test_a_nul_byte_is_not_stored_raw():
     assert (entry.action, entry.run) == ("python\ufffd nul.py", "nul\ufffdrun")
 
 
-def test_a_search_of_a_megabyte_answers_fast():
+def test_a_search_of_a_megabyte_answers():
+    """bench/bounds.py times it."""
     with Memory() as mem:
         mem.capture(run="a", exit_code=1, error_text=NO_TABLE)
 
     async def calls(s):
-        start = time.monotonic()
-        found = await s.call_tool("search_lessons", {"text": "auth_user " * 100_000})
-        return found, time.monotonic() - start
+        return await s.call_tool("search_lessons", {"text": "auth_user " * 100_000})
 
-    found, took = session(calls)
-    assert not found.is_error and took < 3
+    found = session(calls)
+    assert not found.is_error
     assert found.structured_content["result"]  # its words still find the lesson
