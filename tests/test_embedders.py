@@ -140,6 +140,7 @@ def test_bundled_model_path():
 
 
 @needs_bundled
+@pytest.mark.slow  # torch and the model loaded in a process of its own
 def test_bundled_model_loads_offline_without_network(monkeypatch):
     def no_network(*args, **kwargs):
         raise AssertionError(f"network connection attempted: {args}")
