@@ -84,6 +84,7 @@ def main() -> int:
                       from_writer([*capture, "-"], env, TRACEBACK), 15),
                      ("hook on endless stdin", cold(hook, env, zero), 15),
                      ("hook from a writer that never closes", from_writer(hook, env, event), 10)]
+        # Own SQL: another process's long write holds the lock; the store's API holds none.
         held = sqlite3.connect(home / "reflect.db", isolation_level=None)
         held.execute("BEGIN EXCLUSIVE")
         try:

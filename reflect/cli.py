@@ -326,7 +326,11 @@ def cmd_recall(args: argparse.Namespace) -> int:
         rec = mem.recall(run=args.run, goal=args.goal, phase=args.phase,
                          iteration=bounded(args.iteration, "iteration", 0),
                          max_tokens=DEFAULT_MAX_TOKENS if max_tokens is None else max_tokens)
+        # Said to a person at a terminal, not into a harness's log at every empty step.
+        note = mem.elsewhere() if not rec.text and sys.stderr.isatty() else ""
     emit(args, rec.to_dict(), rec.text)
+    if note:
+        print(f"reflect: nothing to recall: {note}", file=sys.stderr)
     return 0
 
 

@@ -197,3 +197,30 @@ def test_failures_show_prints_a_readable_time_and_json_the_epoch():
     assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d UTC", ts), ts
     shown = json.loads(run_cli("failures", "show", entry["failure_id"], "--format", "json").stdout)
     assert shown["ts"] == entry["ts"]
+
+
+def test_an_empty_recall_at_a_terminal_says_where_it_looked_and_what_is_elsewhere(tmp_path,
+                                                                                  monkeypatch):
+    """Lessons are kept per repository: outside it, a person at a terminal is told where
+    recall looked and how many lessons other repositories hold; a harness's log is not."""
+    import pty
+
+    project = tmp_path / "project"
+    (project / ".git").mkdir(parents=True)
+    monkeypatch.chdir(project)
+    run_cli("capture", "--run", "a", "--exit-code", "1", "--error-file", "-", stdin=TRACEBACK)
+    assert run_cli("recall", "--run", "b").stderr == b""  # its own lessons: nothing to say
+    monkeypatch.chdir(tmp_path)
+    assert run_cli("recall", "--run", "b").stderr == b""  # a pipe: no person reads it
+    master, slave = pty.openpty()
+    try:
+        done = subprocess.run([sys.executable, "-m", "reflect", "recall", "--run", "b"],
+                              stdout=subprocess.PIPE, stderr=slave, timeout=60)
+        os.close(slave)
+        said = os.read(master, 65536).decode()
+    finally:
+        os.close(master)
+    assert done.returncode == 0 and done.stdout == b""
+    assert said.startswith("reflect: nothing to recall: looked in the lessons of ")
+    assert f"{tmp_path}, which is in no git repository" in said
+    assert "1 lesson(s) of other repositories" in said

@@ -187,3 +187,21 @@ def test_a_search_of_a_megabyte_answers():
     found = session(calls)
     assert not found.is_error
     assert found.structured_content["result"]  # its words still find the lesson
+
+
+def test_an_empty_recall_outside_the_repository_says_where_it_looked(tmp_path, monkeypatch):
+    """The store holds a repository's lessons; the server was started outside it."""
+    project = tmp_path / "project"
+    (project / ".git").mkdir(parents=True)
+    monkeypatch.chdir(project)
+    with Memory() as mem:
+        mem.capture(run="a", exit_code=1, error_text=NO_TABLE)
+    monkeypatch.chdir(tmp_path)
+
+    async def calls(s):
+        return await s.call_tool("recall", {"run": "b"})
+
+    answer = session(calls).content[0].text
+    assert answer.startswith("Nothing to recall: looked in the lessons of ")
+    assert f"{tmp_path}, which is in no git repository" in answer
+    assert "1 lesson(s) of other repositories" in answer
