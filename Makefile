@@ -1,4 +1,6 @@
-# Both entry points build (or reuse) the same .venv from nothing.
+# `make test` builds .venv from nothing (torch's CPU build, every extra); `make demo` needs
+# only the core (numpy): it reuses .venv when that is built, else builds .venv-demo, a
+# venv with no extra, in seconds.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -6,6 +8,7 @@ STAMP := $(VENV)/.installed
 # pyproject.toml declares ranges; the exact versions tested are in the constraints file.
 CONSTRAINTS := .ci/constraints.txt
 PIP := python -m pip install --quiet --disable-pip-version-check
+DEMO := .venv-demo
 # A second venv at the declared lower bounds (.ci/oldest.txt), without the heavy extras.
 OLDEST := .venv-oldest
 # The pages whose samples of output cog writes (docs/samples.py).
@@ -22,13 +25,22 @@ $(STAMP): pyproject.toml $(CONSTRAINTS)
 
 install: $(STAMP)
 
-demo: $(STAMP)
-	$(BIN)/python -m reflect.demo
+$(DEMO)/.installed: pyproject.toml $(CONSTRAINTS)
+	rm -rf $(DEMO)
+	$(PYTHON) -m venv $(DEMO)
+	$(DEMO)/bin/$(PIP) -c $(CONSTRAINTS) -e .
+	touch $@
+
+demo:
+	@if [ -f $(STAMP) ]; then py=$(BIN)/python; \
+	else $(MAKE) --no-print-directory $(DEMO)/.installed && py=$(DEMO)/bin/python; fi; \
+	$$py -m reflect.demo
 
 # The suite under coverage (child processes too: [tool.coverage] in pyproject.toml), the
 # store's tests on SQLite and on a throwaway PostgreSQL server (.ci/postgres, stopped
 # however the run ends). Without a server the PostgreSQL half is skipped, said in one line;
-# under CI that is an error. The report closes the run and fails below the floor.
+# under CI that is an error. The report closes the run, printed whether or not a test
+# failed; the target fails when a test failed or coverage is below the floor.
 test: $(STAMP)
 	rm -f .coverage .coverage.*
 	@if pg=$$(.ci/postgres start); then \
@@ -38,12 +50,13 @@ test: $(STAMP)
 		""|0|false|no) echo "PostgreSQL tests skipped: $$pg";; \
 		*) echo "PostgreSQL could not be started, and CI needs it: $$pg" >&2; exit 1;; \
 	esac; fi; \
-	$(BIN)/python -m coverage run -m pytest && \
+	$(BIN)/python -m coverage run -m pytest; tested=$$?; \
 	$(BIN)/python -m coverage combine --quiet && \
-	$(BIN)/python -m coverage report
+	$(BIN)/python -m coverage report; covered=$$?; \
+	[ $$tested -eq 0 ] && exit $$covered; exit $$tested
 
 bench: $(STAMP)
-	for b in capture_recall hung_provider recall search predictor replay hooks; do \
+	for b in capture_recall hung_provider recall search predictor replay hooks bounds; do \
 		$(BIN)/python bench/$$b.py || exit 1; done
 
 # Reruns everything the README quotes (replays, the predictor's grid, speed, faults, the
@@ -80,4 +93,4 @@ test-oldest: $(OLDEST)/.installed
 		--ignore=tests/test_install.py
 
 clean:
-	rm -rf $(VENV) $(OLDEST) build *.egg-info
+	rm -rf $(VENV) $(DEMO) $(OLDEST) build *.egg-info

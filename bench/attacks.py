@@ -3,6 +3,7 @@ look-alikes, hostile lessons, instruction-like payloads. Prints what was tried a
 got through.
 
 Run: .venv/bin/python bench/attacks.py [--show]   (--show names what got through)
+Target: each 64 KB input built to make a backtracking regex blow up scrubbed in under 500 ms.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from reflect.capture.review import hostile_reason
 from reflect.capture.scrub import Scrubber
 
 SCRUB = Scrubber()
+PATHOLOGICAL_MS = 500  # a 64 KB input built to backtrack, scrubbed
 SHOW = "--show" in sys.argv
 
 
@@ -84,6 +86,9 @@ for unit in PATHOLOGICAL:
     worst[unit] = min(best)
 print("scrub of 64 KB built to backtrack, ms: " + "  ".join(
     f"{unit.strip()!r} {ms:.0f}" for unit, ms in worst.items()))
+# linear, not backtracking: a backtracking regex takes seconds on these
+print(f"  slowest {max(worst.values()):.0f} ms (target < {PATHOLOGICAL_MS} ms): "
+      + ("met" if max(worst.values()) < PATHOLOGICAL_MS else "MISSED"))
 emit({"scrub_4kb_ms": statistics.median(took), "scrub_64kb_pathological_max_ms":
       max(worst.values()), "secrets": len(SECRETS),
       "leaked_whole": len(leaked_by_form["whole"]),

@@ -31,6 +31,13 @@ DATA = Path(os.environ.get("REFLECT_DATA") or REPO.parent / "shared" / "data")
 FIGURES_ENV = "BENCH_FIGURES"
 
 
+def no_data(source: Path) -> str:
+    """What a bench says when a data set it replays is missing."""
+    return (f"no data at {source}: the public data sets are not in the repository; README.md"
+            " (\"The public data sets\") says where each comes from and how to get it; set"
+            " REFLECT_DATA to the directory that holds them, or pass it as the argument")
+
+
 def emit(figures: dict) -> None:
     """Write a bench's figures as JSON where the driver asked (BENCH_FIGURES); else nothing."""
     path = os.environ.get(FIGURES_ENV)

@@ -32,7 +32,7 @@ import tempfile
 from dataclasses import replace
 from pathlib import Path
 
-from figures import DATA, emit
+from figures import DATA, emit, no_data
 
 from reflect import Memory
 from reflect.eval._convert import convert
@@ -183,7 +183,7 @@ def main() -> int:
         for name, kind in SETS.items():
             source = args.data / name
             if not source.is_dir():
-                print(f"no data at {source}; pass the shared data directory as the argument")
+                print(no_data(source), file=sys.stderr)
                 return 1
             records = convert(kind, [source])
             figures["sets"][name] = tune(name, records, embeddings, Path(tmp), grid)

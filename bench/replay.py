@@ -20,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from figures import DATA, emit
+from figures import DATA, emit, no_data
 
 from reflect import Memory
 from reflect.choices import REPLAY_MODES as MODES
@@ -42,7 +42,7 @@ def data_set(name: str) -> Path | None:
     source = (Path(sys.argv[1]) if len(sys.argv) > 1 else DATA) / name
     if source.is_dir():
         return source
-    print(f"no data at {source}; pass the shared data directory as the argument")
+    print(no_data(source), file=sys.stderr)
     return None
 
 

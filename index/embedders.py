@@ -201,9 +201,11 @@ def load_embedder(spec: str | None, warn: Callable[[str], None]) -> Embedder | N
         return HashingEmbedder()
     what = f"embedding model {spec!r}" if spec else f"bundled embedding model {BUNDLED_NAME}"
     if importlib.util.find_spec("sentence_transformers") is None:
+        # Torch first and pinned: sentence-transformers alone pulls a CUDA build of several GB.
         warn(
-            f"{what} needs sentence-transformers, which is not installed; "
-            "using hashing embeddings (pip install sentence-transformers)"
+            f"{what} needs sentence-transformers, which is not installed; using hashing"
+            " embeddings (install torch's CPU build first, `pip install torch==2.13.0`, then"
+            " `pip install 'reflect-memory[embeddings]'`)"
         )
         return HashingEmbedder()
     try:

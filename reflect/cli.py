@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from reflect import config
+from reflect import __version__, config
 from reflect.capture.numbers import bounded, count, number
 from reflect.choices import SEMANTIC_MODES
 from reflect.cli_learn import add_learn
@@ -39,7 +39,11 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     handler: Handler = args.handler
     try:
-        return handler(args)
+        code = handler(args)
+        sys.stdout.flush()  # a closed pipe is found here, not at exit
+        return code
+    except BrokenPipeError:  # `reflect stats | head -1`: the reader had what it wanted
+        return closed_pipe()
     except Exception as e:
         if args.command in LOOP_COMMANDS:
             config.warn(f"{args.command} failed ({e}); the agent loop goes on")
@@ -48,11 +52,21 @@ def main(argv: list[str] | None = None) -> int:
         return 1
 
 
+def closed_pipe() -> int:
+    """Exit quietly, as ``git log | head`` does: what is left to print goes nowhere (not a
+    second error as Python flushes stdout at exit)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return 0
+
+
 def parser(command: str | None = None) -> argparse.ArgumentParser:
     """The command line. Given the ``command`` about to run, only its part is built: a
     hook starts a process per tool call, and the ~40 parsers of all commands cost it
     ~10 ms. Anything else (``--help``, a typo) gets every command."""
     p = argparse.ArgumentParser(prog="reflect", description="Failure memory for coding agents.")
+    p.add_argument("--version", action="version", version=f"reflect {__version__}")
     sub: argparse._SubParsersAction[argparse.ArgumentParser] = p.add_subparsers(
         dest="command", required=True, metavar="COMMAND", parser_class=CommandParser)
     for name, add in COMMANDS.items():
@@ -316,7 +330,11 @@ def cmd_recall(args: argparse.Namespace) -> int:
         rec = mem.recall(run=args.run, goal=args.goal, phase=args.phase,
                          iteration=bounded(args.iteration, "iteration", 0),
                          max_tokens=DEFAULT_MAX_TOKENS if max_tokens is None else max_tokens)
+        # Said to a person at a terminal, not into a harness's log at every empty step.
+        note = mem.elsewhere() if not rec.text and sys.stderr.isatty() else ""
     emit(args, rec.to_dict(), rec.text)
+    if note:
+        print(f"reflect: nothing to recall: {note}", file=sys.stderr)
     return 0
 
 
@@ -393,7 +411,8 @@ def cmd_failures_show(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 1
     fields = entry.to_dict()
-    text = "\n".join(f"{k:>11}: {v}" for k, v in fields.items() if v not in ("", None))
+    shown = {**fields, "ts": f"{when(entry.ts)} UTC"}  # JSON keeps the epoch seconds
+    text = "\n".join(f"{k:>11}: {v}" for k, v in shown.items() if v not in ("", None))
     emit(args, fields, text)
     return 0
 

@@ -150,6 +150,9 @@ class _Invalid(ValueError):
     pass
 
 
+NOT_JSON = "not JSON"
+
+
 def import_lessons(store: LessonStore, path: Path, scrub: Callable[[str], tuple[str, int]],
                    now: float) -> ImportReport:
     """Import a JSON-lines export into ``store`` in one transaction."""
@@ -166,6 +169,10 @@ def import_lessons(store: LessonStore, path: Path, scrub: Callable[[str], tuple[
                 lessons.append(_validate(line, scrub, now))
             except _Invalid as e:
                 report.errors.append((number, str(e)))
+    if not lessons and report.errors and all(e.startswith(NOT_JSON) for _, e in report.errors):
+        raise _Invalid(f"{path} is not a JSON-lines export of lessons: `reflect import` takes"
+                       " the file `reflect export --format jsonl -o FILE` writes (the markdown"
+                       " export is for people to read)")
     for outcome in store.import_lessons(lessons, now):
         setattr(report, outcome, getattr(report, outcome) + 1)
     return report
@@ -187,7 +194,7 @@ def _validate(line: str, scrub: Callable[[str], tuple[str, int]], now: float) ->
     try:
         data = json.loads(line)
     except json.JSONDecodeError as e:
-        raise _Invalid(f"not JSON ({e.msg})") from None
+        raise _Invalid(f"{NOT_JSON} ({e.msg})") from None
     if not isinstance(data, dict):
         raise _Invalid(f"not a JSON object but {type(data).__name__}")
     fingerprint = _get(data, "fingerprint", str, None)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from reflect import config, consolidation, controls
 from reflect.capture import benign, numbers, own_module, resolution, scrub
 from reflect.capture.entry import MAX_FIELD, Parsed, entry_rows, parse, synthesize
-from reflect.capture.scope import scope_of
+from reflect.capture.scope import elsewhere, scope_of
 from reflect.recall.holdout import Holdout
 from reflect.records import ErrorEntry, Failure, Lesson, Recall
 from reflect.reflection import queue
@@ -112,6 +112,15 @@ class Memory:
     def scope(self, scope: str) -> None:
         """For a harness that moves between projects in one process (a replay of many)."""
         self._scope = scope
+
+    def elsewhere(self) -> str:
+        """For an empty recall: the scope it looked in and how many lessons other
+        repositories have in this store; "" when they have none, or it cannot be read."""
+        try:
+            others = self.store.lessons_elsewhere(self.scope)
+        except (StoreUnavailable, OSError):
+            return ""
+        return elsewhere(Path.cwd(), others)
 
     def close(self) -> None:
         """Close the store; a worker thread gets ``close_timeout`` seconds to finish its

@@ -83,9 +83,20 @@ WITHOUT_POSTGRES = _without_postgres()
 UNDER_CI = ENV.get("CI", "").strip().lower() not in ("", "0", "false", "no")
 
 
+# The modules of slow end-to-end tests (marked `slow`, pyproject.toml): wheels built and
+# installed, the real clients from npm, the embedding model loaded, detached workers.
+# `pytest -m 'not slow'` leaves them out; `make test` and CI run them.
+SLOW = frozenset({"test_install", "test_real_claude_code", "test_real_codex", "test_real_learn",
+                  "test_detached",
+                  "test_shell_path"})
+
+
 def pytest_collection_modifyitems(config, items):
-    """Without a server, the PostgreSQL half is left out, said in one line at the end; under
-    CI it runs, and fails."""
+    """The slow modules' tests marked; without a server, the PostgreSQL half is left out,
+    said in one line at the end; under CI it runs, and fails."""
+    for item in items:
+        if item.module.__name__.rpartition(".")[2] in SLOW:
+            item.add_marker(pytest.mark.slow)
     if not WITHOUT_POSTGRES or UNDER_CI:
         return
     left = [item for item in items if item.get_closest_marker("postgresql")]

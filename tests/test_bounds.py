@@ -4,7 +4,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 
 import pytest
 from conftest import run_cli
@@ -76,33 +75,34 @@ def test_bad_limit_is_a_misuse_that_says_what_is_wanted():
     assert out.returncode == 2 and b"whole number" in out.stderr
 
 
-def timed_capture(*args: str, stdin=None) -> tuple[subprocess.CompletedProcess, float]:
-    start = time.monotonic()
-    out = subprocess.run([sys.executable, "-m", "reflect", "capture", "--run", "r",
-                          "--exit-code", "3", *args], stdin=stdin, capture_output=True,
-                         timeout=60)
-    return out, time.monotonic() - start
+def capture(*args: str, stdin=None) -> subprocess.CompletedProcess:
+    """``reflect capture`` reading what never ends: its exit is the event (the timeout only
+    catches a hang; bench/bounds.py times it)."""
+    return subprocess.run([sys.executable, "-m", "reflect", "capture", "--run", "r",
+                           "--exit-code", "3", *args], stdin=stdin, capture_output=True,
+                          timeout=60)
 
 
 @pytest.mark.parametrize("device", ["/dev/zero", "/dev/urandom"])
 def test_an_endless_device_is_read_in_bounded_time(own_store, device):
-    out, took = timed_capture("--error-file", device)
-    assert out.returncode == 0 and took < 15, out.stderr
+    out = capture("--error-file", device)
+    assert out.returncode == 0, out.stderr
     assert b"did not end" in out.stderr
     assert len(stored(own_store)) == 1
 
 
 def test_stdin_from_an_endless_device(own_store):
     with open("/dev/zero", "rb") as zero:
-        out, took = timed_capture("--error-file", "-", stdin=zero)
-    assert out.returncode == 0 and took < 15 and len(stored(own_store)) == 1, out.stderr
+        out = capture("--error-file", "-", stdin=zero)
+    assert out.returncode == 0 and len(stored(own_store)) == 1, out.stderr
+    assert b"did not end" in out.stderr
 
 
 def test_a_fifo_without_a_writer_does_not_hang(own_store, tmp_path):
     fifo = tmp_path / "err.fifo"
     os.mkfifo(fifo)
-    out, took = timed_capture("--error-file", str(fifo), "--crash-file", str(fifo))
-    assert out.returncode == 0 and took < 15, out.stderr
+    out = capture("--error-file", str(fifo), "--crash-file", str(fifo))
+    assert out.returncode == 0, out.stderr
     assert len(stored(own_store)) == 1
 
 
@@ -111,10 +111,10 @@ def test_a_pipe_whose_writer_hangs_is_given_up_on(own_store):
                                "import sys, time; print('ValueError: partial', flush=True);"
                                " time.sleep(60)"], stdout=subprocess.PIPE)
     try:
-        out, took = timed_capture("--error-file", "-", stdin=writer.stdout)
+        out = capture("--error-file", "-", stdin=writer.stdout)
     finally:
         writer.kill()
-    assert out.returncode == 0 and took < 15 and b"no end" in out.stderr, out.stderr
+    assert out.returncode == 0 and b"no end" in out.stderr, out.stderr
     assert stored(own_store)[0][3] == "partial"
 
 
@@ -136,12 +136,10 @@ def test_import_cuts_an_endless_line(tmp_path):
 @pytest.mark.parametrize("value", ["10**5000", "9" * 4000 + "**9999", "", "abc", "nan", "inf",
                                    "1e400", "0x10", "9" * 5000])
 @pytest.mark.parametrize("option", ["--exit-code", "--iteration"])
-def test_an_absurd_number_keeps_its_row_in_bounded_time(own_store, value, option):
-    start = time.monotonic()
+def test_an_absurd_number_keeps_its_row(own_store, value, option):
     out = run_cli("capture", "--run", "r", option, value, "--error-file", "-",
                   "--format", "json", stdin=b"ValueError: kept")
     assert out.returncode == 0, out.stderr
-    assert time.monotonic() - start < 20
     listed = json.loads(run_cli("failures", "list", "--format", "json").stdout)["failures"]
     assert len(listed) == 1
 

@@ -1,4 +1,8 @@
 import json
+import os
+import re
+import subprocess
+import sys
 
 import pytest
 from conftest import run_cli
@@ -162,3 +166,61 @@ def test_benign_exits_are_counted_by_stats_and_listed_with_all():
     assert [e["source"] for e in plain] == ["text"]
     assert sorted(e["source"] for e in every["failures"]) == ["benign", "text"]
     assert run_cli("recall", "--run", "r").stdout.decode().count("- [") == 1
+
+
+def test_version_prints_the_package_version():
+    from reflect import __version__
+
+    out = run_cli("--version")
+    assert (out.returncode, out.stdout.decode()) == (0, f"reflect {__version__}\n")
+
+
+@pytest.mark.parametrize("args", [("stats",), ("failures", "list"), ("lessons", "list")])
+def test_a_closed_pipe_ends_quietly_as_git_log_does(args):
+    """`reflect stats | head -1`: the reader went away; exit 0 with nothing on stderr."""
+    run_cli("capture", "--run", "r", "--exit-code", "1", "--error-file", "-", stdin=TRACEBACK)
+    read, write = os.pipe()
+    os.close(read)  # closed before anything is written: the first write meets EPIPE
+    try:
+        done = subprocess.run([sys.executable, "-m", "reflect", *args], stdout=write,
+                              stderr=subprocess.PIPE, timeout=60)
+    finally:
+        os.close(write)
+    assert (done.returncode, done.stderr) == (0, b"")
+
+
+def test_failures_show_prints_a_readable_time_and_json_the_epoch():
+    run_cli("capture", "--run", "r", "--exit-code", "1", "--error-file", "-", stdin=TRACEBACK)
+    (entry,) = captured()
+    text = run_cli("failures", "show", entry["failure_id"]).stdout.decode()
+    (ts,) = [line.split(": ", 1)[1] for line in text.splitlines() if line.strip().startswith("ts:")]
+    assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d UTC", ts), ts
+    shown = json.loads(run_cli("failures", "show", entry["failure_id"], "--format", "json").stdout)
+    assert shown["ts"] == entry["ts"]
+
+
+def test_an_empty_recall_at_a_terminal_says_where_it_looked_and_what_is_elsewhere(tmp_path,
+                                                                                  monkeypatch):
+    """Lessons are kept per repository: outside it, a person at a terminal is told where
+    recall looked and how many lessons other repositories hold; a harness's log is not."""
+    import pty
+
+    project = tmp_path / "project"
+    (project / ".git").mkdir(parents=True)
+    monkeypatch.chdir(project)
+    run_cli("capture", "--run", "a", "--exit-code", "1", "--error-file", "-", stdin=TRACEBACK)
+    assert run_cli("recall", "--run", "b").stderr == b""  # its own lessons: nothing to say
+    monkeypatch.chdir(tmp_path)
+    assert run_cli("recall", "--run", "b").stderr == b""  # a pipe: no person reads it
+    master, slave = pty.openpty()
+    try:
+        done = subprocess.run([sys.executable, "-m", "reflect", "recall", "--run", "b"],
+                              stdout=subprocess.PIPE, stderr=slave, timeout=60)
+        os.close(slave)
+        said = os.read(master, 65536).decode()
+    finally:
+        os.close(master)
+    assert done.returncode == 0 and done.stdout == b""
+    assert said.startswith("reflect: nothing to recall: looked in the lessons of ")
+    assert f"{tmp_path}, which is in no git repository" in said
+    assert "1 lesson(s) of other repositories" in said

@@ -1,6 +1,9 @@
 """Where the public data sets are, and what a test that needs them does without them: it
 skips on a developer machine, and fails when they were expected (REFLECT_DATA or CI set)."""
 
+import subprocess
+import sys
+
 import pytest
 from conftest import REPO, data_location, missing_data
 
@@ -50,3 +53,20 @@ def test_the_location_is_reflect_data_else_beside_the_repository(tmp_path, monke
     assert data_location({"REFLECT_DATA": str(tmp_path)}) == tmp_path
     monkeypatch.chdir(tmp_path)  # a relative REFLECT_DATA is taken from where pytest starts
     assert data_location({"REFLECT_DATA": "data"}) == tmp_path / "data"
+
+
+def test_a_replay_without_the_data_sets_says_where_they_come_from(tmp_path):
+    """`bench/replay.py` on a fresh clone: it exits 1 with one line pointing at the README's
+    section, which names each folder with its source."""
+    out = subprocess.run([sys.executable, str(REPO / "bench" / "replay.py"), str(tmp_path)],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 1 and out.stdout == ""
+    (line,) = out.stderr.splitlines()
+    assert str(tmp_path / "mini-swe-agent-dev") in line
+    assert '"The public data sets"' in line and "REFLECT_DATA" in line
+    readme = (REPO / "README.md").read_text()
+    section = readme.split("### The public data sets", 1)[1].split("\n## ", 1)[0]
+    for folder, source in (("mini-swe-agent-dev/", "github.com/SWE-bench/experiments"),
+                           ("debugbench/", "github.com/thunlp/DebugBench"),
+                           ("reflexion/", "github.com/noahshinn/reflexion")):
+        assert folder in section and source in section

@@ -108,3 +108,25 @@ def test_the_readmes_mcp_server_is_given_its_store():
     mcp = section((REPO / "README.md").read_text(encoding="utf-8"), "### MCP server")
     (add,) = [line for line in mcp.splitlines() if line.startswith("claude mcp add")]
     assert re.search(r" -e REFLECT_HOME=\S+ -- reflect mcp", add)
+
+
+def anchor(heading: str) -> str:
+    """The anchor GitHub gives a heading: lower case, punctuation dropped, spaces as -."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def test_the_command_tables_pointers_lead_where_they_say():
+    """No "below" or "above" in the README's table of commands: each pointer is a link to
+    a section of the README or a page of docs/ that exists."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    table = section(readme, "## Commands")
+    assert re.findall(r"\b(?:below|above)\b", table) == []
+    anchors = {anchor(h) for h in re.findall(r"^#+ (.+)$", readme, re.M)}
+    links = re.findall(r"\]\(([^)\s]+)\)", table)
+    assert links
+    for link in links:
+        path, _, fragment = link.partition("#")
+        if path:
+            assert (REPO / path).is_file(), link
+        else:
+            assert fragment in anchors, link

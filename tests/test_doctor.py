@@ -261,3 +261,42 @@ def test_each_finding_is_said_once(own_store):
     code, said = doctor_says()
     assert code == 1 and said.count("doctor --repair") == 1, said
     assert said.count("PROBLEM") == 1
+
+
+def test_a_store_directory_that_is_a_file_is_said_so_with_the_fix(tmp_path):
+    afile = tmp_path / "afile"
+    afile.write_text("notes\n")
+    for home in (afile, afile / "store"):
+        env = {"REFLECT_HOME": str(home)}
+        stats = run_cli("stats", env=env)
+        (line,) = stats.stderr.decode().splitlines()
+        assert stats.returncode == 1 and "Errno" not in line
+        assert f"{afile} is a file, not a directory" in line and "REFLECT_HOME" in line
+        doctor = run_cli("doctor", env=env)
+        assert doctor.returncode == 1
+        assert f"{afile} is a file, not a directory" in doctor.stdout.decode()
+        assert afile.read_text() == "notes\n"
+
+
+@pytest.mark.skipif(not os.path.isdir("/sys/kernel"), reason="/sys: a folder nobody can write")
+def test_a_folder_no_capture_can_write_is_said_so_not_left_to_the_first_capture(monkeypatch):
+    """/sys refuses a new directory to every user, root too (chmod does not stop root)."""
+    monkeypatch.delenv("REFLECT_HOME")
+    monkeypatch.chdir("/sys/kernel")
+    stats = run_cli("stats")
+    (line,) = stats.stderr.decode().splitlines()
+    assert stats.returncode == 1 and "Errno" not in line
+    assert "/sys/kernel/.reflect cannot be made or written" in line and "REFLECT_HOME" in line
+    doctor = run_cli("doctor")
+    (store,) = [s for s in doctor.stdout.decode().splitlines() if s.startswith("store:")]
+    assert doctor.returncode == 1 and "first capture" not in store
+    assert "PROBLEM" in store and "point REFLECT_HOME at a directory you can write" in store
+    capture = run_cli("capture", "--exit-code", "1")  # kept aside, the loop goes on
+    assert capture.returncode == 0 and b"failure kept in" in capture.stderr
+
+
+def test_the_doctors_probe_leaves_nothing_behind(own_store, tmp_path):
+    before = sorted(tmp_path.iterdir())
+    out = run_cli("doctor")
+    assert out.returncode == 0 and "none yet (the first capture creates it)" in out.stdout.decode()
+    assert sorted(tmp_path.iterdir()) == before and not own_store.exists()

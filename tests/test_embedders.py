@@ -101,7 +101,12 @@ def test_load_embedder_without_sentence_transformers(monkeypatch):
     monkeypatch.setitem(sys.modules, "sentence_transformers", None)
     warnings = []
     assert isinstance(load_embedder(None, warnings.append), HashingEmbedder)
-    assert len(warnings) == 1 and "pip install sentence-transformers" in warnings[0]
+    (warning,) = warnings
+    # torch's CPU build first: a plain `pip install sentence-transformers` pulls a CUDA
+    # torch of several GB
+    assert "pip install sentence-transformers" not in warning and "\n" not in warning
+    assert warning.index("`pip install torch==2.13.0`") < warning.index(
+        "`pip install 'reflect-memory[embeddings]'`")
 
 
 def test_path_model_is_named_by_its_directory(tmp_path):
@@ -140,6 +145,7 @@ def test_bundled_model_path():
 
 
 @needs_bundled
+@pytest.mark.slow  # torch and the model loaded in a process of its own
 def test_bundled_model_loads_offline_without_network(monkeypatch):
     def no_network(*args, **kwargs):
         raise AssertionError(f"network connection attempted: {args}")

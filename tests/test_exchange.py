@@ -219,3 +219,16 @@ def test_write_atomically_to_an_unwritable_path_raises_and_leaves_nothing(tmp_pa
     with pytest.raises(OSError, match="blocker"):
         write_atomically(blocker / "LESSONS.md", "text")
     assert sorted(os.listdir(tmp_path)) == before and blocker.read_text().startswith("a regular")
+
+
+def test_importing_the_markdown_export_says_in_one_line_what_import_takes(mem, tmp_path):
+    from conftest import run_cli
+
+    mem.capture(run="a", action="python repro.py", exit_code=1, error_text=NO_TABLE)
+    out = run_cli("export", "--format", "markdown", "-o", str(tmp_path / "lessons.md"))
+    assert out.returncode == 0, out.stderr
+    done = run_cli("import", str(tmp_path / "lessons.md"))
+    assert done.returncode == 1 and done.stdout == b""
+    (line,) = done.stderr.decode().splitlines()
+    assert "lessons.md is not a JSON-lines export" in line
+    assert "`reflect export --format jsonl -o FILE`" in line

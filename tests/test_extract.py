@@ -237,6 +237,7 @@ Node.js v18.17.0
         "sh: 1: foo: not found",
         "/bin/sh: 1: foo: not found",
         "zsh: command not found: foo",
+        "foo: command not found",  # `reflect run -- foo`
     ],
 )
 def test_command_not_found_reads_the_same_in_every_shell(text):

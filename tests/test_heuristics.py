@@ -1,5 +1,4 @@
 import dataclasses
-import time
 
 import pytest
 
@@ -241,16 +240,15 @@ TYPES = ["ModuleNotFoundError", "OperationalError", "FileNotFoundError", "Syntax
 
 
 @pytest.mark.parametrize("message", HUGE, ids=range(len(HUGE)))
-def test_outputs_are_bounded_and_fast_for_a_10kb_message(message):
+def test_outputs_are_bounded_for_a_10kb_message(message):
+    """Bounded in size; bench/bounds.py times them."""
     action = "sed -i 's/x/y/' " + "f" * 10_000
-    start = time.perf_counter()
     for error_type in TYPES:
         for exit_code in (None, 1, 124, 126, 127, 137):
             lesson = heuristic_lesson(error_type, message, action, "p" * 10_000, exit_code)
             assert lesson.category in CATEGORIES and lesson.severity in SEVERITIES
             assert len(lesson.trigger) <= 200 and len(lesson.guidance) <= 300
             assert "a" * 81 not in lesson.guidance  # an embedded module name is bounded
-    assert time.perf_counter() - start < 2.0  # about 80 lessons: milliseconds each at most
 
 
 def test_heuristic_is_a_frozen_record():

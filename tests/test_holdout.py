@@ -225,6 +225,7 @@ def test_upkeep_drops_the_holdout_log_with_the_old_history():
 def test_eval_effect_says_how_to_start_when_nothing_was_withheld(tmp_path):
     out = run_cli("eval", "effect", "--chart", str(tmp_path / "e.png"))
     assert out.returncode == 0 and b"REFLECT_HOLDOUT=0.1" in out.stdout
+    assert b"the holdout is off" in out.stdout
     if b"matplotlib is not installed" not in out.stderr:
         assert (tmp_path / "e.png").read_bytes().startswith(b"\x89PNG")
 
@@ -272,3 +273,20 @@ def test_a_population_runs_with_failure_memory_switched_off(monkeypatch):
         steps = run_population(mem, [A, B], 20, seed=0)
     assert len(steps) == 40 and not any(s.shown for s in steps)
     assert any(s.made for s in steps)
+
+
+def test_eval_effect_says_when_the_holdout_is_off_or_on():
+    """What was measured stays shown when the holdout is switched off, with a line that says
+    nothing new is measured; switched on, an empty table says it is on and how much."""
+    with Memory(settings=Settings(holdout=0.5)) as mem:
+        earlier_runs(mem)
+        assert mem.effects()
+    off = run_cli("eval", "effect")
+    assert off.returncode == 0 and b"the holdout is off now" in off.stdout
+    assert json.loads(run_cli("eval", "effect", "--format", "json").stdout)["holdout"] == 0.0
+    on = run_cli("eval", "effect", env={"REFLECT_HOLDOUT": "0.5"})
+    assert b"the holdout is off" not in on.stdout
+    with Memory() as mem:
+        mem.clear(run=None)
+    empty = run_cli("eval", "effect", env={"REFLECT_HOLDOUT": "0.1"}).stdout
+    assert b"no lesson has been withheld yet" in empty and b"10% of the runs" in empty

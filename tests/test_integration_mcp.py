@@ -2,7 +2,6 @@
 
 import os
 import sys
-import time
 
 import anyio
 from conftest import NO_TABLE
@@ -177,15 +176,32 @@ def test_a_nul_byte_is_not_stored_raw():
     assert (entry.action, entry.run) == ("python\ufffd nul.py", "nul\ufffdrun")
 
 
-def test_a_search_of_a_megabyte_answers_fast():
+def test_a_search_of_a_megabyte_answers():
+    """bench/bounds.py times it."""
     with Memory() as mem:
         mem.capture(run="a", exit_code=1, error_text=NO_TABLE)
 
     async def calls(s):
-        start = time.monotonic()
-        found = await s.call_tool("search_lessons", {"text": "auth_user " * 100_000})
-        return found, time.monotonic() - start
+        return await s.call_tool("search_lessons", {"text": "auth_user " * 100_000})
 
-    found, took = session(calls)
-    assert not found.is_error and took < 3
+    found = session(calls)
+    assert not found.is_error
     assert found.structured_content["result"]  # its words still find the lesson
+
+
+def test_an_empty_recall_outside_the_repository_says_where_it_looked(tmp_path, monkeypatch):
+    """The store holds a repository's lessons; the server was started outside it."""
+    project = tmp_path / "project"
+    (project / ".git").mkdir(parents=True)
+    monkeypatch.chdir(project)
+    with Memory() as mem:
+        mem.capture(run="a", exit_code=1, error_text=NO_TABLE)
+    monkeypatch.chdir(tmp_path)
+
+    async def calls(s):
+        return await s.call_tool("recall", {"run": "b"})
+
+    answer = session(calls).content[0].text
+    assert answer.startswith("Nothing to recall: looked in the lessons of ")
+    assert f"{tmp_path}, which is in no git repository" in answer
+    assert "1 lesson(s) of other repositories" in answer

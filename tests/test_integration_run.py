@@ -53,6 +53,10 @@ def test_exit_codes_of_a_signal_and_of_a_missing_program():
     assert killed.returncode == 137
     missing = reflect_run("no-such-program-here", "-x")
     assert missing.returncode == 127 and b"command not found" in missing.stderr
+    with Memory() as mem:  # stored as `bash -c no-such-program-here` has it stored
+        stored = mem.failures(run="ci-7")[0]
+    assert (stored.error_type, stored.message) == ("CommandNotFound",
+                                                   "no-such-program-here: command not found")
 
 
 def test_no_command_is_misuse():

@@ -41,6 +41,7 @@ def lower_bound(req: Requirement) -> Version:
     return bounds[0]
 
 
+@pytest.mark.slow  # builds the wheel
 def test_the_built_wheel_pins_nothing_exactly(tmp_path):
     subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(tmp_path),

@@ -92,18 +92,16 @@ def test_a_held_store_costs_a_step_a_brief_wait_and_one_true_line(own_store):
     failure = {"hook_event_name": "PostToolUseFailure", "session_id": "k", "tool_name": "Bash",
                "tool_input": {"command": "ls build"},
                "error": "Exit code 2\nls: cannot access 'build': No such file or directory"}
-    with store_held(own_store):
-        started = time.monotonic()
+    with store_held(own_store):  # both answer while the store is still held (bench/bounds.py
+        # times the wait: one STEP_BUSY_TIMEOUT)
         out = run_cli("capture", "--run", "k", "--action", "python app.py", "--exit-code", "1",
                       "--error-file", "-", stdin=b"ValueError: held")
-        took = time.monotonic() - started
         hook = run_cli("hook", "claude-code", stdin=json.dumps(failure).encode())
     assert out.returncode == 0 and hook.returncode == 0
     for said in (out.stderr, hook.stderr):
         (line,) = said.decode().splitlines()
         held = "lock timeout" if os.environ.get("REFLECT_STORE") else "database is locked"
         assert held in line and "failure kept in" in line
-    assert took < 3  # the step waits config.STEP_BUSY_TIMEOUT once, and a process start
     # kept aside, each with its number in the run, and shown with it while the store is held
     kept = [f for f, _ in pending.kept(own_store)]
     assert sorted((f["run"], f["iteration"]) for f in kept) == [("k", 1), ("k", 2)]
@@ -154,13 +152,12 @@ def test_reads_go_on_while_another_process_holds_the_write_lock(own_store):
                     error_text="ModuleNotFoundError: No module named 'yaml'")
     blocker = hold_lock(own_store)
     try:
-        start = time.monotonic()
         with Memory(settings=Settings(busy_timeout=2.0)) as mem:
             rec = mem.recall(run="r")
             listed = mem.failures()
-        # the stored history, not only what was kept aside, and no wait for the lock
+        # the stored history, not only what was kept aside: a read that waited for the
+        # lock, held throughout, would have given up and answered from what was kept aside
         assert [i.section for i in rec.items] == ["recent"] and len(listed) == 1
-        assert time.monotonic() - start < 1.5
         for args in (("failures", "list"), ("status",)):
             out = run_cli(*args)
             assert out.returncode == 0, out.stderr

@@ -148,15 +148,12 @@ def test_a_helper_that_fails_costs_no_capture(own_store, ready):
     home.mkdir(mode=0o700, parents=True, exist_ok=True)
     fake = FakeHelper(home / resident.SOCKET_NAME, ready)
     try:
-        start = time.monotonic()
-        done = hook()
-        took = time.monotonic() - start
+        done = hook()  # answered while the fake still holds its socket (the event)
     finally:
         fake.close()
     assert "pytest: command not found" in block(done)
     assert stored(home) == 1
     assert fake.requests == (1 if ready else 0)  # it had the event, and lost nothing
-    assert took < 30
 
 
 def test_a_stale_socket_gets_a_new_helper_which_exits_when_its_socket_goes(own_store):

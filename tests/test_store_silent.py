@@ -6,7 +6,6 @@ with at most one warning line. Real sockets on 127.0.0.1, the real psycopg drive
 import json
 import socket
 import threading
-import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -19,9 +18,6 @@ from reflect.store import StoreUnavailable, open_store
 postgres = pytest.importorskip("reflect.store.postgres", reason="psycopg is not installed")
 
 FIXTURES = Path(__file__).parent / "fixtures" / "claude_code"
-# A step waits LEAST_WAIT for a connection, REPLY_MARGIN more for a reply; the rest is a
-# cold Python process on a shared machine.
-SLACK = 3.0
 
 
 class Silent:
@@ -31,6 +27,7 @@ class Silent:
     def __init__(self, upstream: tuple[str, int] | None = None):
         self.upstream = upstream
         self.frozen = threading.Event()
+        self.dropped = 0  # bytes read once frozen: what was asked of the silent server
         self.sock = socket.create_server(("127.0.0.1", 0))
         self.port = self.sock.getsockname()[1]
         self.held: list[socket.socket] = []
@@ -59,9 +56,10 @@ class Silent:
                 self.held.append(server)
                 pairs = [(client, server), (server, client)]
             for source, sink in pairs:
-                threading.Thread(target=self._relay, args=(source, sink), daemon=True).start()
+                threading.Thread(target=self._relay, args=(source, sink, source is client),
+                                 daemon=True).start()
 
-    def _relay(self, source: socket.socket, sink: socket.socket | None) -> None:
+    def _relay(self, source: socket.socket, sink: socket.socket | None, asking: bool) -> None:
         while True:
             try:
                 data = source.recv(65536)
@@ -71,6 +69,8 @@ class Silent:
                 return
             if sink is not None and not self.frozen.is_set():
                 sink.sendall(data)
+            elif asking and self.frozen.is_set():
+                self.dropped += len(data)
 
 
 @pytest.fixture
@@ -81,38 +81,31 @@ def silent(monkeypatch):
     server.close()
 
 
-def timed(*args: str, stdin: bytes | None = None):
-    start = time.monotonic()
-    done = run_cli(*args, stdin=stdin)
-    return done, time.monotonic() - start
-
-
-def test_capture_recall_and_a_hook_wait_a_bounded_time_with_one_warning_each(silent):
-    bound = postgres.LEAST_WAIT + SLACK
-    done, took = timed("capture", "--run", "r", "--exit-code", "1", "--error-file", "-",
-                       stdin=b"ValueError: while the server is silent")
-    assert done.returncode == 0 and took < bound, (took, done.stderr)
+def test_capture_recall_and_a_hook_end_with_one_warning_each(silent):
+    """Each ends while the server is still silent (the event; bench/silent_store.py times
+    the wait)."""
+    done = run_cli("capture", "--run", "r", "--exit-code", "1", "--error-file", "-",
+                   stdin=b"ValueError: while the server is silent")
+    assert done.returncode == 0, done.stderr
     assert len(done.stderr.splitlines()) == 1 and b"kept in" in done.stderr
 
-    done, took = timed("recall", "--run", "r")
-    assert done.returncode == 0 and took < bound, (took, done.stderr)
+    done = run_cli("recall", "--run", "r")
+    assert done.returncode == 0, done.stderr
     assert b"while the server is silent" in done.stdout  # what was kept aside
     assert len(done.stderr.splitlines()) == 1
 
     event = json.loads((FIXTURES / "PostToolUseFailure.json").read_text())
-    done, took = timed("hook", "claude-code",
-                       stdin=json.dumps({**event, "cwd": str(Path.cwd())}).encode())
-    assert done.returncode == 0 and took < bound, (took, done.stderr)
+    done = run_cli("hook", "claude-code",
+                   stdin=json.dumps({**event, "cwd": str(Path.cwd())}).encode())
+    assert done.returncode == 0, done.stderr
     assert len(done.stderr.splitlines()) == 1, done.stderr
     answer = json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
     assert "command not found" in answer  # the failure it captured, kept aside
 
 
-def test_a_step_gives_up_on_the_connection_after_the_least_wait(silent, own_store):
-    start = time.monotonic()
+def test_a_step_gives_up_on_the_connection_of_a_silent_server(silent, own_store):
     with pytest.raises(StoreUnavailable, match="connection timeout expired"):
         open_store(own_store, busy_timeout=0.25)
-    assert time.monotonic() - start < postgres.LEAST_WAIT + 1.0
 
 
 @pytest.mark.postgresql
@@ -130,16 +123,12 @@ def test_a_server_gone_silent_after_the_handshake_keeps_the_capture_aside(own_st
         with Memory(run="r", settings=Settings(busy_timeout=0.25)) as mem:
             mem.capture(iteration=1, exit_code=1, error_text="ValueError: before")
             relay.freeze()
-            start = time.monotonic()
             kept = mem.capture(iteration=2, exit_code=1, error_text="ValueError: after")
-            took = time.monotonic() - start
             assert kept is not None and kept.message == "after"
             assert (own_store / "pending.jsonl").exists()
-            store = mem.store
-            assert isinstance(store, postgres.PostgresStore)
-            assert took < store.statement_timeout + postgres.REPLY_MARGIN + 1.0, took
-            start = time.monotonic()
+            assert isinstance(mem.store, postgres.PostgresStore)
+            asked = relay.dropped
             assert "after" in mem.recall(iteration=3).text  # from what was kept aside
-            assert time.monotonic() - start < 0.5  # the step does not wait a second time
+            assert relay.dropped == asked  # the step did not ask the silent server again
     finally:
         relay.close()

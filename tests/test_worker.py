@@ -85,10 +85,12 @@ class FakeProvider:
 
     Request n gets ``replies[n]``: "hang" holds the connection without an answer until the
     server stops; anything else is the lesson to answer with (``default`` once the list runs
-    out). It keeps every request body and stops by itself after ``lifetime`` seconds.
+    out). With ``held``, every answer waits for ``release()``: what a caller did before
+    that, it did without waiting for the model. It keeps every request body and stops by
+    itself after ``lifetime`` seconds.
     """
 
-    def __init__(self, replies=(), default=None, delay=0.0, lifetime=60.0):
+    def __init__(self, replies=(), default=None, delay=0.0, lifetime=60.0, held=False):
         self.replies = list(replies)
         self.default = LESSON if default is None else default
         self.delay = delay
@@ -96,6 +98,9 @@ class FakeProvider:
         self.bodies: list[bytes] = []
         self.lock = threading.Lock()
         self.stopped = threading.Event()
+        self.released = threading.Event()
+        if not held:
+            self.released.set()
         provider = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -108,6 +113,7 @@ class FakeProvider:
                     provider.stopped.wait(provider.lifetime)
                     self.close_connection = True
                     return
+                provider.released.wait(provider.lifetime)
                 time.sleep(provider.delay)
                 data = json.dumps(completion(answer)).encode()
                 self.send_response(200)
@@ -136,11 +142,15 @@ class FakeProvider:
         self.timer.start()
         return self
 
+    def release(self) -> None:
+        self.released.set()
+
     def stop(self) -> None:
         with self.lock:
             if self.stopped.is_set():
                 return
             self.stopped.set()
+            self.released.set()
         self.server.shutdown()
 
     def __exit__(self, *exc_info):
@@ -411,7 +421,7 @@ def test_a_hung_provider_neither_slows_capture_nor_holds_close(api):
 
     def hang(request):
         started.set()
-        release.wait(10)
+        release.wait(600)  # until the test releases it, after close returned
         raise httpx.ReadTimeout("the provider did not answer", request=request)
 
     api.script(then=hang)
@@ -419,19 +429,15 @@ def test_a_hung_provider_neither_slows_capture_nor_holds_close(api):
                                                 worker_poll=0.02))
     try:
         first = capture(mem, 1)
-        assert started.wait(20), "the worker thread never called the model"
-        began = time.monotonic()
-        second = capture(mem, 2)  # while the call hangs
-        assert time.monotonic() - began < 0.5
+        assert started.wait(60), "the worker thread never called the model"
+        second = capture(mem, 2)  # returned while the call hangs (the test holds it)
         assert second.failure_id and api.count == 1
         thread = mem._worker[0]
-        began = time.monotonic()
     finally:
-        mem.close()
-    assert time.monotonic() - began < 1.0  # close_timeout, not the hung call
+        mem.close()  # returned while the call hangs: close_timeout, not the hung call
     assert thread.is_alive()  # still in the call: a daemon thread, it never holds the agent
     release.set()
-    thread.join(10)
+    thread.join(60)
     assert not thread.is_alive()
 
     with Memory(model=MODEL) as again:

@@ -69,6 +69,8 @@ _SH_NOT_FOUND = lazy.compile(
     r"^(?:\S*/)?\w*sh: (?:line \d+: |\d+: )?(?P<cmd>[^\s:]+): (?:command )?not found$"
 )
 _ZSH_NOT_FOUND = lazy.compile(r"^(?:\S*/)?\w*sh: command not found: (?P<cmd>\S+)$")
+# what `reflect run` prints for a program that is not there, as a shell without its name
+_BARE_NOT_FOUND = lazy.compile(r"^(?P<cmd>[^\s:]+): command not found$")
 _PY_NO_MODULE = lazy.compile(r"^\S*python[\d.]*: No module named (?P<mod>\S+)$")
 
 _WEAK = lazy.compile(r"\b(?:error|errors|fatal|failed|failure|exception)\b", re.I)
@@ -269,7 +271,8 @@ def _line_error(lines: list[str], i: int) -> tuple[Extracted, bool] | None:  # n
     if m := _PY_NO_MODULE.match(line):
         module = m["mod"].strip("'")
         return _make("ModuleNotFoundError", f"No module named '{module}'"), False
-    if m := _SH_NOT_FOUND.match(line) or _ZSH_NOT_FOUND.match(line):
+    if m := (_SH_NOT_FOUND.match(line) or _ZSH_NOT_FOUND.match(line)
+             or _BARE_NOT_FOUND.match(line)):
         # One message for bash, sh and zsh: the same missing command.
         return _make("CommandNotFound", f"{m['cmd']}: command not found"), False
     if "No such file or directory" in line:

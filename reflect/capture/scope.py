@@ -13,7 +13,7 @@ from typing import Protocol
 from reflect.capture.gitconfig import project_scope, repo_from_git_config
 from reflect.config import repo_root
 
-__all__ = ["ScopeCache", "scope_of"]
+__all__ = ["ScopeCache", "elsewhere", "scope_of"]
 
 GLOBAL = "global"
 
@@ -37,3 +37,16 @@ def scope_of(cwd: Path, cache: ScopeCache) -> str:
     scope = project_scope("/".join(repo) if repo else str(root))
     cache.cache_scope(key, scope)
     return scope
+
+
+def elsewhere(cwd: Path, others: int) -> str:
+    """What an empty recall in ``cwd`` says when ``others`` lessons of other repositories
+    are in the store: where it looked, and how to recall theirs; "" when there are none."""
+    if not others:
+        return ""
+    root = repo_root(cwd)
+    here = (f"the repository {root}" if root is not None
+            else f"{cwd}, which is in no git repository (the global scope)")
+    return (f"looked in the lessons of {here}: lessons are kept per repository, the working"
+            f" directory's, and {others} lesson(s) of other repositories are in this store;"
+            " recall from inside one of them (an MCP server: start it there)")

@@ -220,7 +220,8 @@ def cmd_effect(args: argparse.Namespace) -> int:
         triggers = {i: lesson["trigger"] if lesson else "" for i, lesson in lessons.items()}
         rule = mem.holdout
     if args.format == "json":
-        print(json.dumps({"effects": rows(effects, rule, triggers)}, ensure_ascii=False))
+        print(json.dumps({"holdout": rule.p, "effects": rows(effects, rule, triggers)},
+                         ensure_ascii=False))
     else:
         print(table(effects, rule, triggers))
     if args.chart:

@@ -17,10 +17,16 @@ def rows(effects: list[Effect], rule: Holdout, triggers: dict[str, str]) -> list
     return [{**e.to_dict(rule), "trigger": triggers.get(e.lesson_id, "")} for e in effects]
 
 
+OFF = ("the holdout is off (REFLECT_HOLDOUT unset or 0): no lesson is withheld, so nothing"
+       " new is measured; run the fleet with REFLECT_HOLDOUT=0.1 (see docs/holdout.md)")
+
+
 def table(effects: list[Effect], rule: Holdout, triggers: dict[str, str]) -> str:
     if not effects:
-        return ("no lesson has been withheld yet: run the fleet with REFLECT_HOLDOUT=0.1 "
-                "(see docs/holdout.md)")
+        return OFF if not rule.p else (
+            f"no lesson has been withheld yet (the holdout withholds each lesson from"
+            f" {100 * rule.p:g}% of the runs it would be shown to: REFLECT_HOLDOUT); its"
+            " effects appear here as runs go by (see docs/holdout.md)")
 
     def rate(hits: int, n: int) -> str:
         lo, hi = wilson(hits, n, rule.z)
@@ -39,6 +45,9 @@ def table(effects: list[Effect], rule: Holdout, triggers: dict[str, str]) -> str
                f"withheld minus shown, in points ({rule.z:g}-sigma intervals); judged at "
                f"{rule.min_runs} runs an arm and each doubling; demoted below "
                f"{100 * rule.min_effect:g} points")
+    if not rule.p:
+        out.append("the holdout is off now (REFLECT_HOLDOUT unset or 0): these were measured"
+                   " while it was on, and nothing new is measured until it is on again")
     return "\n".join(out)
 
 

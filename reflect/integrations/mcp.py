@@ -44,7 +44,10 @@ def server(mem: Memory) -> MCPServer:  # noqa: C901 - six small tools, closures 
         fit the goal: the block to read before the next attempt."""
         text = mem.recall(run=run or None, goal=goal, phase=phase).text
         mem.ensure_worker()
-        return text or "Nothing to recall."
+        if text:
+            return text
+        note = mem.elsewhere()  # started outside the repository whose lessons are stored
+        return f"Nothing to recall: {note}." if note else "Nothing to recall."
 
     @app.tool()
     def record_failure(action: str, error_text: str = "", exit_code: int | None = None,

@@ -5,6 +5,7 @@ what waits on this machine and the size bound."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,32 @@ class Health:
 
 class CannotRepair(Exception):
     pass
+
+
+def unusable_home(home: Path, error: OSError) -> str:
+    """What stops the store directory ``home`` from being made or written, and the fix."""
+    blocker = next((p for p in (home, *home.parents) if p.exists() and not p.is_dir()), None)
+    if blocker is not None:
+        return (f"the store directory {home} cannot be made: {blocker} is a file, not a"
+                " directory; point REFLECT_HOME at a directory (made if missing), or move"
+                " the file")
+    return (f"the store directory {home} cannot be made or written here"
+            f" ({error.strerror or error}): point REFLECT_HOME at a directory you can write,"
+            " or run from one")
+
+
+def home_problem(home: Path) -> str:
+    """Why the store directory cannot be made or written, "" when it can. It tries: a
+    directory made and removed where the store would go (file modes do not tell, for root
+    or on a read-only file system), so nothing is left behind."""
+    import tempfile  # here: a step never asks
+
+    place = next(p for p in (home, *home.parents) if p.exists() or p == p.parent)
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".reflect-probe-", dir=place))
+    except OSError as e:
+        return unusable_home(home, e)
+    return ""
 
 
 def disk(home: Path, said: str = "") -> list[Finding]:

@@ -33,6 +33,12 @@ class LessonQueries(Backend):
         row = self._row("SELECT * FROM lessons WHERE id = ?", (lesson_id,))
         return lesson_row(row) if row else None
 
+    def lessons_elsewhere(self, scope: str) -> int:
+        """Active lessons of other projects than ``scope``'s: what a recall there never
+        shows (global lessons are every scope's)."""
+        return int(self._value("SELECT COUNT(*) FROM lessons WHERE status = 'active'"
+                               " AND scope NOT IN (?, 'global')", (scope,), 0))
+
     def lessons(self, status: str | None, min_losses: int, limit: int) -> list[Lesson]:
         """Lessons newest first (of ``status``, else all); with ``min_losses`` only those
         that failed to prevent their failure at least that often, worst first."""

@@ -33,7 +33,7 @@ from reflect.store.base import Args, Cursor, Rejected, StoreUnavailable, lesson_
 from reflect.store.health import CannotRepair, Finding, Health, disk
 from reflect.store.postgres_migrations import MIGRATIONS, migrate
 from reflect.store.sql import SQLStore
-from reflect.store.sqlite import prepare_home
+from reflect.store.sqlite import usable_home
 from reflect.store.sqlite_migrations import schema_names
 
 if TYPE_CHECKING:
@@ -209,7 +209,7 @@ class PostgresStore(SQLStore):
     def __init__(self, url: str, home: Path, busy_timeout: float = 5.0):
         """``url``: the database (libpq's URI, options included); ``home``: the local
         directory for what stays on this machine."""
-        prepare_home(home)
+        usable_home(home)
         self.home = home
         self.url = url
         self.where = redacted(url)

@@ -19,8 +19,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from reflect.records import Lesson
-from reflect.store.base import Args, NewerSchema, lesson_row, marks
-from reflect.store.health import CannotRepair, Finding, Health, disk
+from reflect.store.base import Args, NewerSchema, StoreUnavailable, lesson_row, marks
+from reflect.store.health import (
+    CannotRepair,
+    Finding,
+    Health,
+    disk,
+    home_problem,
+    unusable_home,
+)
 from reflect.store.sql import SQLStore
 from reflect.store.sqlite_health import EMPTY, check, file_bytes, move_aside, translated
 from reflect.store.sqlite_health import Health as FileHealth
@@ -43,6 +50,14 @@ def prepare_home(home: Path) -> None:
                 f.write("*\n")
         except FileExistsError:  # another process got there first
             pass
+
+
+def usable_home(home: Path) -> None:
+    """``prepare_home`` for a store: what stops it is ``StoreUnavailable``, with the fix."""
+    try:
+        prepare_home(home)
+    except OSError as e:
+        raise StoreUnavailable(unusable_home(home, e)) from e
 
 
 def _greatest(*values: Any) -> Any:  # PostgreSQL's GREATEST/LEAST: NULLs are left out
@@ -70,7 +85,7 @@ LOST_AFTER = 2.0  # seconds an empty store file may be a new store being created
 
 class SQLiteStore(SQLStore):
     def __init__(self, home: Path, busy_timeout: float = 5.0):
-        prepare_home(home)
+        usable_home(home)
         self.home = home
         self.path = home / DB_NAME
         # Private even inside a home that is not: created 0600 before SQLite opens it.
@@ -131,7 +146,8 @@ class SQLiteStore(SQLStore):
     def health(cls, home: Path, url: str = "") -> Health:
         """The file (its header, pages and schema) and the disk it is on."""
         found = check(home / DB_NAME, schema_names(), len(MIGRATIONS))
-        store = _store_finding(found)
+        unusable = home_problem(home)  # no capture could make or write the file
+        store = Finding("store", False, unusable) if unusable else _store_finding(found)
         return Health((store, *disk(home, found.problem)), writable=store.ok,
                       bytes=found.bytes,
                       failures=found.failures if store.ok and found.exists else None)
