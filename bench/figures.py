@@ -83,6 +83,7 @@ STEPS = (
     bench("recall"),
     bench("search"),
     bench("hooks"),
+    bench("embedding_worker"),
     bench("store_bound"),
     bench("team"),
     bench("silent_store"),
