@@ -84,6 +84,7 @@ STEPS = (
     bench("search"),
     bench("hooks"),
     bench("embedding_worker"),
+    bench("mcp"),
     bench("store_bound"),
     bench("team"),
     bench("silent_store"),
