@@ -4,10 +4,12 @@ stores with the real bundled model, the second waiting for the first to let go."
 
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
 from test_embedders import needs_bundled
+from test_worker import wait_for
 
 from reflect import Memory
 from reflect.model_lock import ModelLock, lock_path
@@ -103,3 +105,31 @@ def test_a_second_store_s_worker_waits_for_the_first_to_let_go_of_the_model(tmp_
         close(second)
     with Memory(homes[1], embeddings="") as mem:
         assert mem.status()["embeddings"] == "all-MiniLM-L6-v2"
+
+
+@needs_bundled
+@pytest.mark.sqlite_only
+def test_a_worker_that_keeps_running_lets_go_of_the_model_once_idle(tmp_path):
+    """`reflect worker` with no idle exit, in one project: another project's worker gets
+    the model once this one has had nothing to do for ``model_keep`` seconds."""
+    lock = tmp_path / "run" / "reflect" / "model.lock"
+    home = tmp_path / "one"
+    with Memory(home, run="r", embeddings="") as mem:
+        mem.capture(goal="Make the weekly report", action="python report.py", exit_code=1,
+                    error_text="ModuleNotFoundError: No module named 'yaml'")
+    worker = Worker(home, "", None, "", model_lock=lock, model_keep=0.5)
+    stop = threading.Event()
+    thread = threading.Thread(target=worker.run, args=(stop,))
+    thread.start()
+    try:
+        wait_for(lambda: worker.vectors.loaded, 120, "the model to load")
+        other = ModelLock(lock)
+        wait_for(other.acquire, 60, "the idle worker to let go of the model")
+        assert not worker.vectors.loaded
+        other.release()
+        with Memory(home, embeddings="") as mem:
+            assert mem.status()["jobs"] == {"done": 1}
+    finally:
+        stop.set()
+        thread.join(30)
+        worker.close()

@@ -35,6 +35,8 @@ POLL = 1.0  # seconds between looks at an empty queue, and at a running job's le
 # waits for it before it exits (the job stays queued for the next worker).
 MODEL_RETRY = 5.0
 MODEL_PATIENCE = 600.0
+# A worker idle this long lets go of the model (and of the lock), however long it runs on.
+MODEL_KEEP = 60.0
 EARLIER_FAILURES = 5
 CHECKED_FAILURES = 20  # latest failures of a fingerprint a model lesson must hold for
 WORKER_LOG = "worker.log"
@@ -45,15 +47,17 @@ class Worker:
     def __init__(self, home: Path, url: str, model: ModelSettings | None,
                  embeddings: str | None, *, clock: Callable[[], float] = time.time,
                  busy_timeout: float = 30.0, upkeep: Upkeep = DEFAULT_UPKEEP,
-                 model_lock: Path | None = None):
+                 model_lock: Path | None = None, model_keep: float = MODEL_KEEP):
         """``url``: the store (open_store's); ``model`` writes lessons (None: no reflection
         jobs are taken); ``embeddings`` is the REFLECT_EMBEDDINGS spec (None: no embedding
         jobs are taken); ``model_lock``: the user's lock of the embedding model (None: its
-        place in the user's runtime directory, ``reflect.model_lock.lock_path``)."""
+        place in the user's runtime directory, ``reflect.model_lock.lock_path``), let go
+        of after ``model_keep`` idle seconds."""
         self.store = open_store(home, url, busy_timeout)
         self.model = model
         self.clock = clock
         self.upkeep = upkeep
+        self.model_keep = model_keep
         self.scrubber = scrub.for_store(home)
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         from reflect.embedding import Vectors  # numpy: only in the worker, not on capture
@@ -103,6 +107,8 @@ class Worker:
             elif idle_exit is not None and time.monotonic() - idle_since >= (
                     max(idle_exit, MODEL_PATIENCE) if self.vectors.waiting else idle_exit):
                 return
+            elif self.vectors.loaded and time.monotonic() - idle_since >= self.model_keep:
+                self.vectors.close()  # another store's worker may load it now
             stop.wait(POLL)
 
     def _lease_seconds(self) -> float:
