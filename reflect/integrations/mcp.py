@@ -18,19 +18,21 @@ import contextlib
 import json
 import os
 import uuid
-from typing import IO, Any, Self, cast
+from typing import IO, TYPE_CHECKING, Any, Self, cast
 
 import anyio
 from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.stdio import stdio_server
-from mcp.shared._stream_protocols import WriteStream
 from mcp.shared.message import SessionMessage
 
 from reflect import Memory, Settings, __version__, config, lazy
 from reflect.integrations.mcp_start import INSTRUCTIONS, NAME, Readable
 from reflect.store import Rejected, StoreUnavailable
 from reflect.text import format_error
+
+if TYPE_CHECKING:  # the SDK's protocol of a stream, from a module it keeps private
+    from mcp.shared._stream_protocols import WriteStream
 
 LESSON_FIELDS = ("id", "status", "kind", "trigger", "guidance", "resolution", "confidence")
 
