@@ -90,6 +90,8 @@ STEPS = (
     bench("recall"),
     bench("search"),
     bench("hooks"),
+    bench("embedding_worker"),
+    bench("mcp"),
     bench("store_bound"),
     bench("team"),
     bench("silent_store"),

@@ -277,13 +277,18 @@ def cmd_install(args: argparse.Namespace) -> int:
 
 
 def cmd_mcp(args: argparse.Namespace) -> int:
-    try:
-        from reflect.integrations import mcp
-    except ImportError as e:
-        print(f"reflect: error: `reflect mcp` needs the MCP SDK ({e}); "
+    import importlib.util
+
+    if importlib.util.find_spec("mcp") is None:  # found, not imported: that comes later
+        print("reflect: error: `reflect mcp` needs the MCP SDK, which is not installed; "
               "install it with `pip install 'reflect-memory[mcp]'`", file=sys.stderr)
         return 1
-    return mcp.serve()
+    from reflect.integrations import mcp_start
+
+    stdin, early = mcp_start.start()  # the client's initialize answered, without the SDK
+    from reflect.integrations import mcp  # the SDK: the rest of the start
+
+    mcp_start.leave(mcp.serve(stdin, early))
 
 
 def cmd_run(args: argparse.Namespace) -> int:

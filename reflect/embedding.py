@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from reflect.index import Embedder, VectorIndex
+    from reflect.model_lock import ModelLock
 
 BATCH = 64
 
@@ -37,10 +38,15 @@ class Vectors:
     has embedded its goal yet) starts without it."""
 
     def __init__(self, store: VectorStore, spec: str | None,
-                 clock: Callable[[], float] = time.time):
+                 clock: Callable[[], float] = time.time, lock: ModelLock | None = None):
+        """``lock``: taken before a model is loaded and held while it stays loaded (a
+        worker's: ``reflect.model_lock``); None loads without one (the in-process API's
+        own model)."""
         self.store = store
         self.spec = spec
         self.clock = clock
+        self.lock = lock
+        self.waiting = False  # the last try to load found the lock held by another process
         self._embedder: Embedder | None = None
         self._index: VectorIndex | None = None
 
@@ -53,13 +59,28 @@ class Vectors:
             return self._embedder.name
         return self.store.embedder_model(self.spec)
 
+    @property
+    def loaded(self) -> bool:
+        return self._embedder is not None
+
     def embedder(self) -> Embedder | None:
-        """Load the model once (torch: seconds) and keep it warm."""
+        """Load the model once (torch: seconds) and keep it warm; None while another
+        process holds the lock (``waiting``). The hashing embedder needs no lock."""
         if self._embedder is None and self.spec is not None:
+            self.waiting = (self.lock is not None and self.spec != "hash"
+                            and not self.lock.acquire())
+            if self.waiting:
+                return None
             self._embedder = dense.load_embedder(self.spec, config.warn)
             if self._embedder is not None:
                 self.store.record_embedder(self.spec, self._embedder.name)
         return self._embedder
+
+    def close(self) -> None:
+        """Let go of the model, and of the lock with it."""
+        self._embedder = None
+        if self.lock is not None:
+            self.lock.release()
 
     # -- writing vectors (the worker, or an in-process recall for its own query) ---------
 

@@ -198,6 +198,9 @@ def own_store(tmp_path, monkeypatch, backend):
     monkeypatch.setenv("REFLECT_WORKER", "off")
     # So is the resident helper of the hooks (tests/test_resident.py): none outlives a test.
     monkeypatch.setenv("REFLECT_HELPER", "off")
+    # The user's lock of the embedding model (reflect/model_lock.py): one per test, so no
+    # other run of the suite on this machine holds it.
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path / "run"))
     # The fallback for an unwritable store lives in the temp directory: keep it per test.
     monkeypatch.setenv("TMPDIR", str(tmp_path))
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import fcntl
 import os
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -69,3 +71,26 @@ def _unavailable(why: str):
 def reflect_path() -> str:
     """A PATH on which ``reflect`` is this checkout's command, then the system's."""
     return os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+
+
+# An item of a block as rendered: its first line and its indented ones.
+ITEM = re.compile(r"^- \[[FL]-\w+\].*(?:\n  .*)*", re.M)
+HEADERS = ("PAST FAILURES TO AVOID:", "LESSONS FROM EARLIER RUNS:")
+
+
+def items_sent(request: dict) -> Counter[str]:
+    """Each item of reflect's blocks in a request to the model, with the number of times
+    the request holds it (a client sends the whole conversation: every block so far)."""
+    return Counter(m[0] for text in _strings(request) if any(h in text for h in HEADERS)
+                   for m in ITEM.finditer(text))
+
+
+def _strings(value: object):
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _strings(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _strings(v)

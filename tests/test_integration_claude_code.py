@@ -74,28 +74,48 @@ def test_a_failed_tool_other_than_bash_is_captured_with_its_target():
     assert failures()[0].action == "Edit /srv/app/dates.py"
 
 
+def capture_in_session(command: str, error: str) -> None:
+    """A failure of the session that no hook answered (a ``reflect run`` wrapper's)."""
+    with Memory() as mem:
+        mem.capture(run=SESSION, action=command, exit_code=1, error_text=error)
+
+
 def test_session_start_and_prompt_bring_the_block():
     assert hook(event("SessionStart"))[0] == {}  # nothing known yet: nothing said
-    hook(fail("python repro.py", NO_TABLE))
+    capture_in_session("python repro.py", NO_TABLE)
     assert "no such table" in context(hook(event("UserPromptSubmit"))[0], "UserPromptSubmit")
     assert "no such table" in context(hook(event("SessionStart"))[0], "SessionStart")
 
 
 def test_the_first_request_gets_one_block_and_later_prompts_only_what_is_new():
-    hook(fail("python repro.py", NO_TABLE))
+    capture_in_session("python repro.py", NO_TABLE)
     with Memory() as mem:  # an earlier run of the project: a lesson for this session
         mem.capture(run="earlier", action="make migrate", exit_code=2,
                     error_text="make: *** No rule to make target 'migrate'.  Stop.")
     started = context(hook(event("SessionStart"))[0], "SessionStart")
     assert "no such table" in started
     assert hook(event("UserPromptSubmit"))[0] == {}  # the same items, in the same context
-    hook(fail("python seed.py", "KeyError: 'ADMIN_EMAIL'"))
+    capture_in_session("python seed.py", "KeyError: 'ADMIN_EMAIL'")
     later = context(hook(event("UserPromptSubmit", prompt="Seed the admin"))[0],
                     "UserPromptSubmit")
     assert "ADMIN_EMAIL" in later and "no such table" not in later
     # A compaction (a SessionStart) leaves a new context: all of it again.
     again = context(hook(event("SessionStart", source="compact"))[0], "SessionStart")
     assert "ADMIN_EMAIL" in again and "no such table" in again
+
+
+def test_a_failure_is_answered_with_what_the_session_was_not_shown_yet():
+    first = context(hook(fail("python repro.py", NO_TABLE))[0], "PostToolUseFailure")
+    assert "no such table" in first
+    second = context(hook(fail("python seed.py", "KeyError: 'ADMIN_EMAIL'"))[0],
+                     "PostToolUseFailure")
+    assert "ADMIN_EMAIL" in second and "no such table" not in second
+    # Nor is it said again to the next prompt: the model read it beside the failure.
+    assert hook(event("UserPromptSubmit"))[0] == {}
+    # The same failure again is news ("failed 2x"): shown again, alone.
+    third = context(hook(fail("python seed.py", "KeyError: 'ADMIN_EMAIL'"))[0],
+                    "PostToolUseFailure")
+    assert "failed 2x" in third and "no such table" not in third
 
 
 def test_pre_tool_use_warns_of_a_rerun_with_nothing_changed():

@@ -110,6 +110,22 @@ def test_codex(repo, flag, where):
     assert json.loads((repo / where).read_text()) == {}
 
 
+def test_codex_install_says_what_trust_codex_needs(repo, monkeypatch):
+    said = install("codex")
+    assert f"{repo} is not trusted in {repo / 'home' / '.codex' / 'config.toml'}" in said
+    assert "codex exec --trust" in said and "/hooks" in said
+    codex_home = repo / "codex-home"
+    codex_home.mkdir()
+    (codex_home / "config.toml").write_text(
+        f'model = "gpt-5"\n[projects."{repo}"]\ntrust_level = "trusted"\n')
+    monkeypatch.setenv("CODEX_HOME", str(codex_home))
+    said = install("codex")
+    assert f"{repo} is trusted in {codex_home / 'config.toml'}" in said, said
+    user = install("codex", "--user")
+    assert "trusted project" not in user and "/hooks" in user
+    assert "trust" not in install("codex", "--uninstall")
+
+
 def test_a_committed_file_names_a_command_on_path_a_user_s_this_interpreter(repo, tmp_path):
     install("claude-code")
     install("claude-code", "--user")

@@ -1,9 +1,13 @@
 """``reflect mcp`` through the SDK's own client: a server in a child process over stdio."""
 
+import json
 import os
+import select
+import subprocess
 import sys
 
 import anyio
+import pytest
 from conftest import NO_TABLE
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
@@ -205,3 +209,77 @@ def test_an_empty_recall_outside_the_repository_says_where_it_looked(tmp_path, m
     assert answer.startswith("Nothing to recall: looked in the lessons of ")
     assert f"{tmp_path}, which is in no git repository" in answer
     assert "1 lesson(s) of other repositories" in answer
+
+
+# The server with the SDK's import held back until a file exists: what it answers before
+# then, it answers without the SDK.
+HELD_SDK = """
+import os, sys, time
+class Held:
+    def find_spec(self, name, path=None, target=None):
+        if name == "mcp.server":  # deep in `import mcp`, and in no look-up for it
+            while not os.path.exists(sys.argv[1]):
+                time.sleep(0.01)
+        return None
+sys.meta_path.insert(0, Held())
+from reflect.cli import main
+sys.exit(main(["mcp"]))
+"""
+
+
+def initialize(version: str = "2025-06-18", id: int = 1) -> bytes:
+    return json.dumps({"jsonrpc": "2.0", "id": id, "method": "initialize", "params": {
+        "protocolVersion": version, "capabilities": {},
+        "clientInfo": {"name": "test", "version": "0"}}}).encode() + b"\n"
+
+
+def reply(server: subprocess.Popen, seconds: float = 30) -> dict:
+    """The server's next line, or a failure once ``seconds`` have passed without one."""
+    if not select.select([server.stdout], [], [], seconds)[0]:
+        raise AssertionError(f"no answer within {seconds} s")
+    return json.loads(server.stdout.readline())
+
+
+def test_initialize_is_answered_before_the_sdk_is_imported(tmp_path):
+    flag = tmp_path / "let-the-sdk-load"
+    server = subprocess.Popen([sys.executable, "-c", HELD_SDK, str(flag)], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        server.stdin.write(initialize())
+        server.stdin.flush()
+        answered = reply(server)
+        assert answered["id"] == 1 and answered["result"]["serverInfo"]["name"] == "reflect"
+        assert not flag.exists()  # the SDK was still held back: answered without it
+        flag.touch()
+        server.stdin.write(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n'
+                           b'{"jsonrpc": "2.0", "id": 2, "method": "tools/list"}\n')
+        server.stdin.flush()
+        # Then the SDK serves: the next message is the tools, not its own answer to the
+        # initialize again.
+        listed = reply(server, 60)
+        assert listed["id"] == 2 and {t["name"] for t in listed["result"]["tools"]} == TOOLS
+        server.stdin.close()
+        assert server.wait(60) == 0
+        assert server.stderr.read() == b""
+    finally:
+        flag.touch()
+        server.kill()
+        server.wait()
+
+
+@pytest.mark.parametrize("version", ["2025-06-18", "2024-11-05", "1999-01-01"])
+def test_the_early_answer_is_the_sdk_s_own(version):
+    """The server compares what the SDK answers to the initialize it reads after its import
+    with what was sent before it, and says so on stderr when they differ; the SDK's own
+    client takes the answer."""
+    done = subprocess.run([sys.executable, "-m", "reflect", "mcp"], input=initialize(version),
+                          capture_output=True, timeout=60)
+    assert done.returncode == 0 and done.stderr == b"", done.stderr
+    [line] = done.stdout.splitlines()  # one answer, not two
+    result = json.loads(line)["result"]
+    assert result["protocolVersion"] == (version if version != "1999-01-01" else "2025-11-25")
+
+    async def calls(s):
+        return await s.list_tools()
+
+    assert {t.name for t in session(calls).tools} == TOOLS

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 from real_clients import reflect_path
+from test_detached import no_stray_process  # noqa: F401 - a fixture
+from test_worker import wait_for
 
 from reflect import Memory
 
@@ -92,6 +94,19 @@ def test_an_observation_shows_only_what_the_run_was_not_shown_yet(mini):
     assert "import toml_for_the_config" in second["content"]
     block = second["content"][len(second["extra"]["raw_output"]):]
     assert "yaml_for_the_report" not in block  # shown a step ago, unchanged
+
+
+@pytest.mark.usefixtures("no_stray_process")
+def test_the_run_s_embedding_jobs_are_run(mini, monkeypatch):
+    """A capture queues the vectors of its error and goal; the agent starts the detached
+    worker that makes them, as a hook does, and never loads the model itself."""
+    monkeypatch.delenv("REFLECT_WORKER")  # capture may start the detached worker
+    agent = mini(FAILING, "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT")
+    agent.run(TASK)
+    with Memory() as mem:
+        wait_for(lambda: mem.status()["jobs"] == {"done": 1}, 120,
+                 "the run's embedding job to be run")
+    assert not agent.memory.settings.embed_here
 
 
 def test_the_wrapped_class_and_its_settings_are_mini_s(mini):

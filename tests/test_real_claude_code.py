@@ -7,7 +7,7 @@ import os
 import subprocess
 
 from fake_model_api import FakeModelAPI
-from real_clients import client, reflect_path
+from real_clients import client, items_sent, reflect_path
 
 from reflect import Memory
 
@@ -66,3 +66,15 @@ def test_claude_code_failures_reach_the_store_and_the_model(tmp_path):
     first = system_text(next(r for r in later.requests if r.get("tools")))
     assert first.count(EARLIER) == 1, first[-3000:]
     assert "openpyxl" in first.partition(EARLIER)[2]
+
+
+def test_each_item_reaches_the_model_once_a_session(tmp_path):
+    """After a second failure the block holds only what is new: the first failure's item,
+    unchanged, is not sent again beside it."""
+    project = installed_project(tmp_path)
+    (project / "total.py").write_text("print(totl)\n")
+    api = claude_session(project, ["python3 report.py", "python3 total.py", "ls"],
+                         "Make the weekly report run")
+    sent = items_sent([r for r in api.requests if r.get("tools")][-1])
+    assert [i for i in sent if "openpyxl" in i] and [i for i in sent if "totl" in i], sent
+    assert all(times == 1 for times in sent.values()), sent

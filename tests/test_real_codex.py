@@ -1,12 +1,12 @@
-"""The real Codex (`codex exec`, from npm) with reflect's hooks installed, against a
-scripted Responses API on loopback: a command fails, is run again unchanged, the script is
-fixed, and the command passes."""
+"""The real Codex (`codex exec`, from npm) with reflect's hooks installed in the project,
+against a scripted Responses API on loopback: a command fails, is run again unchanged, the
+script is fixed, and the command passes."""
 
 import os
 import subprocess
 
 from fake_model_api import FakeModelAPI
-from real_clients import client, reflect_path
+from real_clients import client, items_sent, reflect_path
 
 from reflect import Memory
 
@@ -14,25 +14,40 @@ COMMANDS = ["python3 report.py", "python3 report.py",
             "sed -i s/openpyxl/json/ report.py", "python3 report.py"]
 
 
-def codex_session(tmp_path, commands: list[str]) -> tuple[FakeModelAPI, str]:
+def codex_session(tmp_path, commands: list[str], trust: bool = True,
+                  files: dict[str, str] | None = None) -> tuple[FakeModelAPI, str]:
+    """``codex exec`` in a project where ``reflect install codex`` put its hooks, as a user
+    installs them (the project's own file), the project trusted as that command says
+    (``--trust``) unless ``trust`` is False; returns the model API and Codex's log."""
     codex = client("codex")
     home, project = tmp_path / "home", tmp_path / "project"
     (home / ".codex").mkdir(parents=True)
     project.mkdir()
-    (project / "report.py").write_text("import openpyxl\nprint('report written')\n")
+    for name, text in {"report.py": "import openpyxl\nprint('report written')\n",
+                       **(files or {})}.items():
+        (project / name).write_text(text)
     env = {**os.environ, "HOME": str(home), "PATH": reflect_path(), "OPENAI_API_KEY": "sk-x"}
-    installed = subprocess.run(["reflect", "install", "codex", "--user"], env=env,
-                               cwd=project, capture_output=True, text=True)
+    installed = subprocess.run(["reflect", "install", "codex"], env=env, cwd=project,
+                               capture_output=True, text=True)
     assert installed.returncode == 0, installed.stderr
+    # What it says Codex needs: the project trusted, then the hooks reviewed (which
+    # --dangerously-bypass-hook-trust skips, for automation).
+    assert f"{project} is not trusted" in installed.stdout, installed.stdout
+    assert "codex exec --trust" in installed.stdout, installed.stdout
     with FakeModelAPI(commands) as api:
         (home / ".codex" / "config.toml").write_text(
             'model = "gpt-5"\nmodel_provider = "fake"\n[model_providers.fake]\n'
             f'name = "fake"\nbase_url = "{api.url}/v1"\nwire_api = "responses"\n')
         done = subprocess.run(
             [str(codex), "exec", "--skip-git-repo-check", "--dangerously-bypass-hook-trust",
-             "-s", "danger-full-access", "-C", str(project), "Make the weekly report run"],
+             *(["--trust"] if trust else []), "-s", "danger-full-access", "-C", str(project),
+             "Make the weekly report run"],
             env=env, capture_output=True, text=True, timeout=180, stdin=subprocess.DEVNULL)
     assert done.returncode == 0, done.stderr[-3000:]
+    if trust:  # Codex kept it, and reflect now says so
+        again = subprocess.run(["reflect", "install", "codex"], env=env, cwd=project,
+                               capture_output=True, text=True)
+        assert f"{project} is trusted" in again.stdout, again.stdout
     return api, done.stderr
 
 
@@ -67,3 +82,22 @@ def test_a_passing_command_that_prints_an_exit_code_is_no_failure(tmp_path):
     codex_session(tmp_path, ["printf 'Exit code: 3\\nProcess exited with code 3\\n'"])
     with Memory() as mem:
         assert mem.failures() == []
+
+
+def test_an_untrusted_project_runs_no_hook(tmp_path):
+    """Why ``reflect install codex`` names the trust: without it Codex ignores the
+    project's hooks, even with --dangerously-bypass-hook-trust."""
+    _, log = codex_session(tmp_path, ["python3 report.py"], trust=False)
+    assert "hook:" not in log, log[-3000:]
+    with Memory() as mem:
+        assert mem.failures() == []
+
+
+def test_each_item_reaches_the_model_once_a_session(tmp_path):
+    """After a second failure the block holds only what is new: the first failure's item,
+    unchanged, is not sent again beside it."""
+    api, _ = codex_session(tmp_path, ["python3 report.py", "python3 total.py", "ls"],
+                           files={"total.py": "print(totl)\n"})
+    sent = items_sent(api.requests[-1])
+    assert [i for i in sent if "openpyxl" in i] and [i for i in sent if "totl" in i], sent
+    assert all(times == 1 for times in sent.values()), sent

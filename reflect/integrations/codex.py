@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -96,4 +96,41 @@ def reversed_lines(path: Path, needle: str) -> Iterator[str]:
 def install(scope: str, uninstall: bool = False) -> str:
     from reflect.integrations.settings import located, merge  # not for a hook
 
-    return merge(located(SCOPES[scope]), HOOKS, CLIENT, uninstall, portable=scope == "project")
+    path = located(SCOPES[scope])
+    said = merge(path, HOOKS, CLIENT, uninstall, portable=scope == "project")
+    if uninstall:
+        return said
+    return f"{said}\n{trust_needed(path.parent.parent if scope == 'project' else None)}"
+
+
+def trust_needed(project: Path | None, env: Mapping[str, str] = os.environ) -> str:
+    """What Codex needs before it runs the hooks: a project's file is read only in a
+    trusted project (its ``[projects."<path>"] trust_level`` in Codex's config.toml), and
+    every hook runs once the user has reviewed it."""
+    config = Path(env.get("CODEX_HOME") or Path(env.get("HOME") or Path.home()) / ".codex")
+    config /= "config.toml"
+    review = ("Codex runs a hook once it is reviewed and trusted in its /hooks view "
+              "(`codex exec --dangerously-bypass-hook-trust` skips the review, for "
+              "automation that vets its hooks).")
+    if project is None:
+        return review
+    if trust_level(config, project) == "trusted":
+        return f"Codex reads the project's hooks: {project} is trusted in {config}. {review}"
+    return (f"Codex reads a project's hooks only in a trusted project, and {project} is not "
+            f"trusted in {config}: trust it when Codex asks on its first start there, or "
+            f"run `codex exec --trust` there once (or add [projects.\"{project}\"] "
+            f"trust_level = \"trusted\" to that file). Then: {review}")
+
+
+def trust_level(config: Path, project: Path) -> str | None:
+    """The project's trust level in Codex's config.toml, None when it says none (or the
+    file cannot be read: Codex would not trust the project either)."""
+    import tomllib
+
+    try:
+        projects = tomllib.loads(config.read_text(encoding="utf-8")).get("projects")
+    except (OSError, ValueError):
+        return None
+    entry = projects.get(str(project)) if isinstance(projects, dict) else None
+    level = entry.get("trust_level") if isinstance(entry, dict) else None
+    return level if isinstance(level, str) else None

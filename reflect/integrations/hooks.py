@@ -29,10 +29,11 @@ from reflect import config
 from reflect.capture import tool_calls
 from reflect.capture.tool_calls import action_of
 from reflect.index.atomic import write_atomically
+from reflect.integrations.shown import unseen
 from reflect.text import clip, format_error
 
 if TYPE_CHECKING:
-    from reflect import Memory
+    from reflect import Memory, Recall
     from reflect.capture.scrub import Scrubber
 
 MAX_CONTEXT = 10_000  # both clients cut longer strings
@@ -138,8 +139,6 @@ def before_turn(event: Event, state: State) -> str:
     """SessionStart and UserPromptSubmit: the block, with the prompt as the goal, less the
     items this session was already shown (a SessionStart begins a new context: a start, a
     resume, a clear, a compaction)."""
-    from reflect.integrations.shown import unseen  # hashlib: not for a PreToolUse hook
-
     if event.name == "SessionStart":
         state.prune()
     goal = state.scrub(event.prompt) or state.goal
@@ -149,14 +148,13 @@ def before_turn(event: Event, state: State) -> str:
         state.goal = goal
         if event.name == "SessionStart":
             state.shown = []
-        text, digests = unseen(rec, set(state.shown))
-        state.shown = (state.shown + digests)[-SHOWN_KEPT:]
-    return text
+        return state.unseen(rec)
 
 
 def after_tool(event: Event, state: State) -> str:
-    """A failure is captured and answered with the run's block; a Bash success that reruns
-    a failed command is that failure's outcome."""
+    """A failure is captured and answered with the run's block, less the items this session
+    was already shown; a Bash success that reruns a failed command is that failure's
+    outcome."""
     action = state.scrub(event.action)
     if event.failed:
         with memory() as mem:
@@ -164,7 +162,7 @@ def after_tool(event: Event, state: State) -> str:
                                 action=event.action, exit_code=event.exit_code,
                                 error_text=event.error_text)
             mem.ensure_worker()
-            text = mem.recall(run=event.session, goal=state.goal, phase=event.tool.lower()).text
+            rec = mem.recall(run=event.session, goal=state.goal, phase=event.tool.lower())
         error = ""
         if entry is not None:  # the entry's fields are scrubbed already
             error = format_error(entry.error_type, (entry.message or "\n").splitlines()[0])
@@ -173,7 +171,7 @@ def after_tool(event: Event, state: State) -> str:
                 state.missing.add(entry.message.removesuffix(": command not found"))
             state.ran(action, error)
             state.open.append(action)
-        return text
+            return state.unseen(rec)
     resolved = False
     if event.failed is False and event.tool == "Bash" and state.reruns(action):
         with memory() as mem:
@@ -246,6 +244,13 @@ class State:
 
             self._scrubber = for_store(self.home)
         return self._scrubber.scrub(text)[0]
+
+    def unseen(self, rec: Recall) -> str:
+        """The block of the items of ``rec`` this session has not been shown, which it has
+        been from now on (called while ``changing``)."""
+        text, digests = unseen(rec, set(self.shown))
+        self.shown = (self.shown + digests)[-SHOWN_KEPT:]
+        return text
 
     def ran(self, action: str, error: str) -> None:
         self.last = {"action": action, "error": error}

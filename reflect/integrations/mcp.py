@@ -7,36 +7,38 @@ an unknown id comes back as a tool error, never as a crash of the server. Withou
 
 Like the hooks, the server never loads the embedding model: a recall uses the vectors
 already computed and keyword search, and what needs a model (the goal's vector, a new
-lesson's) is queued for a detached worker, started in the background, so the first call
-answers as fast as the later ones.
+lesson's) is queued for a detached worker, started in the background. The client's
+``initialize`` was answered before this module was imported (``mcp_start``); the store is
+opened before the first call comes.
 """
 
 from __future__ import annotations
 
-import io
+import contextlib
 import json
 import os
-import sys
 import uuid
-from typing import IO, Any, cast
+from typing import IO, TYPE_CHECKING, Any, Self, cast
 
 import anyio
 from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.stdio import stdio_server
+from mcp.shared.message import SessionMessage
 
-from reflect import Memory, Settings, __version__
-from reflect.capture.numbers import whole_number
-from reflect.capture.scrub import storable
+from reflect import Memory, Settings, __version__, config, lazy
+from reflect.integrations.mcp_start import INSTRUCTIONS, NAME, Readable
+from reflect.store import Rejected, StoreUnavailable
 from reflect.text import format_error
+
+if TYPE_CHECKING:  # the SDK's protocol of a stream, from a module it keeps private
+    from mcp.shared._stream_protocols import WriteStream
 
 LESSON_FIELDS = ("id", "status", "kind", "trigger", "guidance", "resolution", "confidence")
 
 
 def server(mem: Memory) -> MCPServer:  # noqa: C901 - six small tools, closures over one Memory
-    app = MCPServer("reflect", version=__version__, instructions=(
-        "Failure memory for this project. Call recall before a task or after a failure; "
-        "record_failure when a command fails, record_outcome when a later attempt works."))
+    app = MCPServer(NAME, version=__version__, instructions=INSTRUCTIONS)
 
     @app.tool()
     def recall(goal: str = "", run: str = "", phase: str = "") -> str:
@@ -100,53 +102,62 @@ def server(mem: Memory) -> MCPServer:  # noqa: C901 - six small tools, closures 
     return app
 
 
-def serve() -> int:
+def serve(stdin: Readable, early: dict[str, Any] | None = None) -> int:
+    """Serve the client on ``stdin`` (its lines as ``readable_line`` makes them) and
+    stdout; ``early``: the answer its ``initialize`` was given already."""
     run = os.environ.get("REFLECT_RUN") or f"mcp-{uuid.uuid4().hex[:10]}"
     with Memory(run=run, settings=Settings(embed_here=False)) as mem:
-        anyio.run(_serve_stdio, server(mem))
+        warm(mem)
+        anyio.run(_serve_stdio, server(mem), stdin, early)
     return 0
 
 
-async def _serve_stdio(app: MCPServer) -> None:
-    """``app.run("stdio")``, reading its stdin through ``readable_line``."""
-    lines = Readable(io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace"))
+def warm(mem: Memory) -> None:
+    """What a first call would do first, done before it comes: the store opened, the
+    project's scope read, a recall's modules imported and their patterns compiled (most
+    of a first recall: 20 ms against 1 ms for the next, in process). A store that cannot
+    be opened is left to the calls, which say so."""
+    import reflect.recall.block  # noqa: F401
+
+    with contextlib.suppress(StoreUnavailable, Rejected, OSError):
+        mem.scope  # noqa: B018 - read for its work: the store opened, the scope cached
+    lazy.compile_all()
+
+
+async def _serve_stdio(app: MCPServer, stdin: Readable, early: dict[str, Any] | None) -> None:
+    """``app.run("stdio")``, reading ``stdin``, less the reply to a request answered early."""
     # anyio reads a file's lines by its readline alone
-    async with stdio_server(stdin=anyio.wrap_file(cast("IO[str]", lines))) as (read, write):
+    async with stdio_server(stdin=anyio.wrap_file(cast("IO[str]", stdin))) as (read, write):
         low = app._lowlevel_server  # what app.run("stdio") runs, given these streams
-        await low.run(read, write, low.create_initialization_options())
+        out = write if early is None else AnsweredEarly(write, early)
+        await low.run(read, out, low.create_initialization_options())
 
 
-class Readable:
-    """A text stream whose lines are ``readable_line``'s."""
+class AnsweredEarly:
+    """The server's messages to the client, less its reply to the request ``early``
+    answered already; a reply that differs from it is said on stderr."""
 
-    def __init__(self, stream: io.TextIOBase):
+    def __init__(self, stream: WriteStream[SessionMessage], early: dict[str, Any]):
         self.stream = stream
+        self.early: dict[str, Any] | None = early
 
-    def readline(self) -> str:
-        line = self.stream.readline()
-        return readable_line(line) if line else line
+    async def send(self, item: SessionMessage, /) -> None:
+        if self.early is not None:
+            sent = item.message.model_dump(by_alias=True, mode="json", exclude_unset=True)
+            if sent.get("id") == self.early["id"] and "method" not in sent:
+                if sent != self.early:
+                    config.warn(f"mcp: the SDK answers initialize with {json.dumps(sent)}, "
+                                f"not {json.dumps(self.early)} as given")
+                self.early = None
+                return
+        await self.stream.send(item)
 
+    async def aclose(self) -> None:
+        await self.stream.aclose()
 
-def readable_line(line: str) -> str:
-    """A JSON-RPC line as the SDK can read it. Its parser refuses a lone surrogate
-    (``"\\udcff"``, which JavaScript's JSON.stringify writes) and a number past its range
-    (an exit code of 5000 digits), and a line it refuses gets no reply at all: the client
-    waits forever and the capture is lost. So every string is made storable (capture's
-    rule: U+FFFD for a lone surrogate or NUL) and a huge number bounded (the library
-    warns and clamps it) before the SDK reads the line; one that is no JSON is left to
-    the SDK."""
-    try:
-        message = json.loads(line, parse_int=whole_number)
-    except (ValueError, RecursionError):
-        return line
-    return json.dumps(_storable(message), ensure_ascii=False) + "\n"
+    async def __aenter__(self) -> Self:
+        await self.stream.__aenter__()
+        return self
 
-
-def _storable(value: object) -> object:
-    if isinstance(value, str):
-        return storable(value)
-    if isinstance(value, list):
-        return [_storable(v) for v in value]
-    if isinstance(value, dict):
-        return {storable(k): _storable(v) for k, v in value.items()}
-    return value
+    async def __aexit__(self, *exc_info: Any) -> bool | None:
+        return await self.stream.__aexit__(*exc_info)

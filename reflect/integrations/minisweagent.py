@@ -9,7 +9,9 @@ whitelist, human mode, confirm on exit), or the class named by ``-c agent.wraps=
 non-zero ``returncode`` is captured (its ``raw_output`` as the error text, the task as
 the goal, the step as the iteration, one run per agent run), and the run's block is
 appended to that step's last failed observation, less the items this run was already
-shown; an action that passes is the outcome of the failures it reruns.
+shown; an action that passes is the outcome of the failures it reruns. As for a hook, the
+embedding model is never loaded in the agent's process: a step that failed starts the
+detached worker that embeds what its captures queued.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from typing import TYPE_CHECKING, Any, cast
 from minisweagent import Agent, Environment, Model
 from minisweagent.agents import get_agent_class
 
-from reflect import Memory, config
+from reflect import Memory, Settings, config
 from reflect.integrations.shown import unseen
 
 MINI_DEFAULT = "interactive"  # the class `mini` builds when no --agent-class is given
@@ -58,7 +60,9 @@ class MemoryMixin(Extended):
         self.reflect_run = f"mini-{uuid.uuid4().hex[:10]}"
         self.reflect_goal = task
         self.reflect_shown: set[str] = set()
-        with Memory(run=self.reflect_run) as self.memory:
+        # As a hook's: what needs the embedding model is queued for the detached worker
+        # that the step's capture starts, never loaded in the agent's process.
+        with Memory(run=self.reflect_run, settings=Settings(embed_here=False)) as self.memory:
             return super().run(task, **kwargs)
 
     def execute_actions(self, message: dict[str, Any]) -> list[dict[str, Any]]:
@@ -86,6 +90,7 @@ class MemoryMixin(Extended):
                                 error_text=str(extra.get("raw_output") or ""))
             failed = observation
         if failed is not None:
+            self.memory.ensure_worker()
             rec = self.memory.recall(goal=self.reflect_goal, iteration=step + 1)
             block, digests = unseen(rec, self.reflect_shown)
             self.reflect_shown.update(digests)

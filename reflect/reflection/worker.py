@@ -24,10 +24,18 @@ from reflect.capture import scrub
 from reflect.config import ModelSettings
 from reflect.consolidation import Upkeep
 from reflect.limits import Limits
+from reflect.model_lock import ModelLock, lock_path
 from reflect.records import DONE, Job, Verdict
 from reflect.reflection.queue import POLL, Retries
 from reflect.store import StoreUnavailable, open_store
 
+# While another worker of this user has the embedding model loaded (reflect.model_lock):
+# how often an embedding job looks again, and how long a worker with nothing else to do
+# waits for it before it exits (the job stays queued for the next worker).
+MODEL_RETRY = 5.0
+MODEL_PATIENCE = 600.0
+# A worker idle this long lets go of the model (and of the lock), however long it runs on.
+MODEL_KEEP = 60.0
 EARLIER_FAILURES = 5
 CHECKED_FAILURES = 20  # latest failures of a fingerprint a model lesson must hold for
 WORKER_LOG = "worker.log"
@@ -39,20 +47,25 @@ class Worker:
     def __init__(self, home: Path, url: str, model: ModelSettings | None,
                  embeddings: str | None, *, clock: Callable[[], float] = time.time,
                  busy_timeout: float = 30.0, upkeep: Upkeep = DEFAULT_UPKEEP,
-                 retries: Retries = DEFAULT_RETRIES, poll: float = POLL):
+                 retries: Retries = DEFAULT_RETRIES, poll: float = POLL,
+                 model_lock: Path | None = None, model_keep: float = MODEL_KEEP):
         """``url``: the store (open_store's); ``model`` writes lessons (None: no reflection
         jobs are taken); ``embeddings`` is the REFLECT_EMBEDDINGS spec (None: no embedding
         jobs are taken); ``poll``: seconds between looks at an empty queue, and at a
-        running job's lease."""
+        running job's lease; ``model_lock``: the user's lock of the embedding model (None:
+        its place in the user's runtime directory, ``reflect.model_lock.lock_path``), let
+        go of after ``model_keep`` idle seconds."""
         self.store = open_store(home, url, busy_timeout)
         self.model = model
         self.clock = clock
         self.upkeep, self.retries, self.poll = upkeep, retries, poll
+        self.model_keep = model_keep
         self.scrubber = scrub.for_store(home)
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         from reflect.embedding import Vectors  # numpy: only in the worker, not on capture
 
-        self.vectors = Vectors(self.store, embeddings, clock)
+        self.vectors = Vectors(self.store, embeddings, clock,
+                               ModelLock(model_lock or lock_path()))
         self.handlers = {}
         if model is not None:
             self.handlers["reflect"] = self._reflect
@@ -60,6 +73,7 @@ class Worker:
             self.handlers["embed"] = self._embed
 
     def close(self) -> None:
+        self.vectors.close()
         self.store.retire(self.owner)
         self.store.close()
 
@@ -80,7 +94,8 @@ class Worker:
                     now = self.clock()
                     self.store.settle(job, self.owner, now,
                                       self.retries.retry(job, now, f"{e!r}"[:200]))
-            done += 1
+            if not (job.kind == "embed" and self.vectors.waiting):  # put back: not taken
+                done += 1
         return done
 
     def run(self, stop: threading.Event, idle_exit: float | None = None) -> None:
@@ -91,8 +106,11 @@ class Worker:
                 consolidation.consolidate(self.store, self.clock(), self.upkeep)
             if self.run_once(stop):
                 idle_since = time.monotonic()
-            elif idle_exit is not None and time.monotonic() - idle_since >= idle_exit:
+            elif idle_exit is not None and time.monotonic() - idle_since >= (
+                    max(idle_exit, MODEL_PATIENCE) if self.vectors.waiting else idle_exit):
                 return
+            elif self.vectors.loaded and time.monotonic() - idle_since >= self.model_keep:
+                self.vectors.close()  # another store's worker may load it now
             stop.wait(self.poll)
 
     def _lease_seconds(self) -> float:
@@ -128,6 +146,12 @@ class Worker:
             thread.join()
 
     def _embed(self, job: Job) -> None:
+        if self.vectors.embedder() is None and self.vectors.waiting:
+            now = self.clock()  # another worker of this user has the model loaded
+            self.store.settle(job, self.owner, now, Verdict(
+                "queued", "waiting for the embedding model another worker holds",
+                now + MODEL_RETRY, attempt=False))
+            return
         self.vectors.embed_pending()
         self.vectors.index()  # rebuilt now: cold CLI recalls map the file
         self.store.settle(job, self.owner, self.clock(), DONE)
