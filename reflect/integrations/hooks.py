@@ -27,6 +27,7 @@ from typing import IO, TYPE_CHECKING, Any, NamedTuple
 
 from reflect import config
 from reflect.index.atomic import write_atomically
+from reflect.integrations import budget
 from reflect.text import clip, format_error
 
 if TYPE_CHECKING:
@@ -34,10 +35,10 @@ if TYPE_CHECKING:
     from reflect.capture.scrub import Scrubber
 
 MAX_CONTEXT = 10_000  # both clients cut longer strings
-TIME_BUDGET = 8  # seconds; installed hooks get a timeout of 10
+TIME_BUDGET = budget.SECONDS  # from the process's start; installed hooks get 10 s
 # A client writes its event at once and closes stdin: one that does neither is read this
 # long and this far (what came is the event), leaving the rest of the budget to answer.
-STDIN_SECONDS = 3.0
+STDIN_SECONDS = budget.STDIN_SECONDS
 STDIN_BYTES = 8 * 1024 * 1024
 STATE_DIR = "hooks"
 MISSING_FILE = "missing.json"
@@ -85,12 +86,15 @@ def run(parse: Callable[[dict[str, Any]], Event | None], stdin: IO[str] = sys.st
         stdout: IO[str] = sys.stdout) -> int:
     """Read one event, print its answer (``{}`` when there is nothing to say), exit 0
     whatever happens: bad input, an unknown event or a locked store cost one line on
-    stderr, and the answer comes within ``TIME_BUDGET`` seconds."""
+    stderr, and the answer comes within ``TIME_BUDGET`` seconds of the process's start
+    (``budget.left``)."""
     def give_up(signum: int, frame: FrameType | None) -> None:
-        raise TimeoutError(f"no answer within {TIME_BUDGET} s")
+        raise TimeoutError(f"no answer within {TIME_BUDGET:g} s")
 
     previous = signal.signal(signal.SIGALRM, give_up)
-    signal.alarm(TIME_BUDGET)
+    seconds = budget.left()
+    if seconds is not None:
+        signal.setitimer(signal.ITIMER_REAL, max(seconds, 0.001))
     try:
         raw = json.loads(read_event(stdin) or "null")
         if not isinstance(raw, dict):
@@ -100,7 +104,7 @@ def run(parse: Callable[[dict[str, Any]], Event | None], stdin: IO[str] = sys.st
         config.warn(f"hook: {e}; nothing recorded, the agent goes on")
         answer = {}
     finally:
-        signal.alarm(0)
+        signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
     stdout.write(json.dumps(answer, ensure_ascii=False) + "\n")
     return 0
