@@ -301,7 +301,8 @@ class Memory:
                 raise self._kept_aside
             query = replace(query, scope=self.scope)
             predictor = self.predictor
-            rec = block.build(self.store, self.vectors, query, predictor, self.holdout)
+            rec = block.build(self.store, self.vectors, query, predictor, self.holdout,
+                              kept=pending.kept(self.home))
             try:  # the log is best effort: it must not cost the agent its block
                 self.store.register_run(run, goal, self.scope, now, wait=LOG_WAIT)
                 if rec.items or rec.eligible:  # what the agent saw or was kept from

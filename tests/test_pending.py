@@ -292,3 +292,20 @@ def test_another_users_spare_place_is_never_read(own_store, monkeypatch):
         assert done.stderr.count(b"mode 0777") == 1
     finally:
         shutil.rmtree(shared)
+
+
+def test_recall_says_what_was_kept_aside_during_the_lock_and_after_it(own_store):
+    Memory().capture(run="setup", exit_code=1)
+    held = hold_lock(own_store)
+    try:
+        with Memory(settings=Settings(busy_timeout=0.05)) as mem:
+            mem.capture(run="r", exit_code=1,
+                        error_text="ModuleNotFoundError: No module named 'yaml'")
+        with Memory() as mem:  # another step: the store reads, its writes wait
+            during = mem.recall(run="r").text
+    finally:
+        release(held)
+    with Memory() as mem:  # the lock gone, no capture yet to replay it
+        after = mem.recall(run="r").text
+    assert "No module named 'yaml'" in during
+    assert "No module named 'yaml'" in after
