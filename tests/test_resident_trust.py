@@ -276,3 +276,19 @@ def test_the_helper_notices_changed_code_that_kept_its_modification_time(tmp_pat
     module.write_text("ANSWER = 2\n")  # cp -p, rsync -t, tar: new code, the old time
     os.utime(module, ns=(info.st_atime_ns, info.st_mtime_ns))
     assert not resident.unchanged(loaded)
+
+
+@pytest.mark.parametrize("helped", [True, False], ids=["helper", "cold"])
+def test_a_removed_working_directory_costs_no_capture(own_store, helper, tmp_path,  # noqa: F811
+                                                       helped):
+    gone = tmp_path / "build"
+    gone.mkdir()
+    event = json.loads(failed_event())
+    done = subprocess.run(
+        [sys.executable, "-m", "reflect", "hook", "claude-code"],
+        input=json.dumps({**event, "cwd": str(gone)}).encode(), capture_output=True,
+        timeout=60, cwd=gone, preexec_fn=lambda: os.rmdir(gone),  # removed under the hook
+        env={**os.environ, "REFLECT_HELPER": "on" if helped else "off"})
+    assert done.returncode == 0, done.stderr
+    assert not gone.exists()
+    assert "pytest: command not found" in block(done) and stored(own_store) == 1

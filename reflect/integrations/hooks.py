@@ -124,8 +124,16 @@ def read_event(stdin: IO[str]) -> str:
 def respond(event: Event | None, cwd: str | None = None) -> dict[str, Any]:
     if event is None or not config.enabled():
         return {}
-    if cwd and os.path.isdir(cwd):
-        os.chdir(cwd)  # the session's project: its store, scope and repository
+    # The session's project: its store, scope and repository; a directory the session
+    # removed stands for the nearest one left (its repository's, most often).
+    place = cwd or os.environ.get("PWD")
+    if place:
+        os.chdir(nearest(place))
+    else:
+        try:
+            os.getcwd()
+        except OSError:  # removed, and nothing says where it was
+            os.chdir("/")
     state = State(config.default_home(), event.session)
     if event.name == "PreToolUse":
         text = warning(event, state)
@@ -137,6 +145,14 @@ def respond(event: Event | None, cwd: str | None = None) -> dict[str, Any]:
         return {}
     return {"hookSpecificOutput": {"hookEventName": event.name,
                                    "additionalContext": clip(text, MAX_CONTEXT)}}
+
+
+def nearest(path: str) -> str:
+    """``path``, or its nearest parent that is a directory still."""
+    path = os.path.abspath(path)
+    while not os.path.isdir(path) and path != os.path.dirname(path):
+        path = os.path.dirname(path)
+    return path
 
 
 def memory() -> Memory:
