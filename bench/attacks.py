@@ -2,6 +2,8 @@
 look-alikes, hostile lessons, instruction-like payloads. Prints what was tried and what
 got through.
 
+Then the resident helper's cases, as real processes (bench/helper_attacks.py).
+
 Run: .venv/bin/python bench/attacks.py [--show]   (--show names what got through)
 """
 
@@ -16,6 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from capture_recall import traceback_4kb
 from figures import emit
+from helper_attacks import main as helper_cases
 from hostile_corpus import BENIGN_LESSONS, HOSTILE_LESSONS
 from look_alike_corpus import LOOK_ALIKES_WIDE
 from secret_corpus import LOOK_ALIKES, SECRETS
@@ -84,7 +87,8 @@ for unit in PATHOLOGICAL:
     worst[unit] = min(best)
 print("scrub of 64 KB built to backtrack, ms: " + "  ".join(
     f"{unit.strip()!r} {ms:.0f}" for unit, ms in worst.items()))
-emit({"scrub_4kb_ms": statistics.median(took), "scrub_64kb_pathological_max_ms":
+helper = helper_cases()
+emit({"helper": helper, "scrub_4kb_ms": statistics.median(took), "scrub_64kb_pathological_max_ms":
       max(worst.values()), "secrets": len(SECRETS),
       "leaked_whole": len(leaked_by_form["whole"]),
       "leaked_wrapped": len(set().union(*(v for k, v in leaked_by_form.items()
