@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 DEFAULT_MAX_TOKENS = config.DEFAULT_MAX_TOKENS
 LOG_WAIT = 0.2  # seconds recall waits to log what it injected; the block never waits
 OWN_MODULE_WINDOW = 200  # the run's latest failures whose steps may have made a module
+QUARANTINED_COUNTED = 1000  # `status` counts quarantined lessons up to this many
 
 
 class Memory:
@@ -186,6 +187,10 @@ class Memory:
         except (StoreUnavailable, Rejected, OSError) as e:
             self._kept_aside = e
             return self._keep_aside(failure, lesson, e)
+        if lesson_row.get("status") == "quarantined" and lesson_row["id"] == lesson["id"]:
+            config.warn(f"lesson {lesson_row['id']} quarantined: it {lesson_row['quarantine']};"
+                        " kept for a person, never recalled (`reflect lessons list --status"
+                        " quarantined`)")  # said once: when its fingerprint first gets it
         return _entry(stored, lesson_row)
 
     def _keep_aside(self, failure: Failure, lesson: Lesson, why: Exception) -> ErrorEntry:
@@ -364,6 +369,7 @@ class Memory:
             "workers_alive": self.store.live_workers(now, queue.HEARTBEAT_STALE),
             "store": {**self.store.footprint(), "max_failures": self.settings.upkeep.max_failures,
                       "kept_aside": pending.waiting(self.home)[0]},
+            "quarantined": len(self.store.lessons("quarantined", 0, QUARANTINED_COUNTED)),
         }
 
     # -- outcome and inspection --------------------------------------------------
