@@ -40,12 +40,20 @@ TIME_BUDGET = budget.SECONDS  # from the process's start; installed hooks get 10
 # long and this far (what came is the event), leaving the rest of the budget to answer.
 STDIN_SECONDS = budget.STDIN_SECONDS
 STDIN_BYTES = 8 * 1024 * 1024
+# The events a hook records (a failure, an outcome): kept past the budget, not dropped.
+RECORDED = frozenset({"PostToolUse", "PostToolUseFailure"})
 STATE_DIR = "hooks"
 MISSING_FILE = "missing.json"
 LOCK_FILE = ".lock"
 SHOWN_KEPT = 200  # digests of the items a session was shown, newest kept
 STALE_SECONDS = 7 * 86400  # session files unused this long are removed at a session start
 TARGET_KEYS = ("file_path", "notebook_path", "path", "url", "pattern", "query")
+
+
+class OutOfTime(BaseException):
+    """The hook's budget is spent: a BaseException, as KeyboardInterrupt is, so that no
+    ``except Exception`` on the way (capture's guard of its parser; a TimeoutError is an
+    OSError, which reading and the store take as their own) swallows it and goes on."""
 
 
 class Event(NamedTuple):
@@ -89,25 +97,50 @@ def run(parse: Callable[[dict[str, Any]], Event | None], stdin: IO[str] = sys.st
     stderr, and the answer comes within ``TIME_BUDGET`` seconds of the process's start
     (``budget.left``)."""
     def give_up(signum: int, frame: FrameType | None) -> None:
-        raise TimeoutError(f"no answer within {TIME_BUDGET:g} s")
+        raise OutOfTime(f"no answer within {TIME_BUDGET:g} s")
 
     previous = signal.signal(signal.SIGALRM, give_up)
     seconds = budget.left()
     if seconds is not None:
         signal.setitimer(signal.ITIMER_REAL, max(seconds, 0.001))
+    raw: Any = None
+    recorded: list[str] = []
     try:
         raw = json.loads(read_event(stdin) or "null")
         if not isinstance(raw, dict):
             raise ValueError("the event on stdin is not a JSON object")
-        answer = respond(parse(raw), raw.get("cwd"))
-    except Exception as e:
-        config.warn(f"hook: {e}; nothing recorded, the agent goes on")
+        answer = respond(parse(raw), raw.get("cwd"), recorded)
+    except (Exception, OutOfTime) as e:
+        signal.setitimer(signal.ITIMER_REAL, 0)  # saying so must not be cut short in turn
         answer = {}
+        if (isinstance(e, OutOfTime) and isinstance(raw, dict)  # a slow machine
+                and raw.get("hook_event_name") in RECORDED and not recorded):
+            config.warn(f"hook: {e}; the event is recorded after the answer")
+            event = raw
+            detached(lambda: respond(parse(event), event.get("cwd"), recorded))
+        else:
+            config.warn(f"hook: {e}; nothing recorded, the agent goes on")
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
     stdout.write(json.dumps(answer, ensure_ascii=False) + "\n")
     return 0
+
+
+def detached(work: Callable[[], object]) -> None:
+    """``work`` in a child process of its own, which outlives this one: the hook answers
+    within its budget, and the failure it was given is still recorded (everything the
+    timeout interrupted has been unwound: no store or file lock is held here)."""
+    if os.fork() != 0:
+        return
+    try:
+        os.setsid()
+        devnull = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):  # the agent's pipes are the parent's alone
+            os.dup2(devnull, fd)
+        work()
+    finally:
+        os._exit(0)
 
 
 def read_event(stdin: IO[str]) -> str:
@@ -121,7 +154,10 @@ def read_event(stdin: IO[str]) -> str:
     return data.decode("utf-8", "replace")
 
 
-def respond(event: Event | None, cwd: str | None = None) -> dict[str, Any]:
+def respond(event: Event | None, cwd: str | None = None,
+            recorded: list[str] | None = None) -> dict[str, Any]:
+    """The answer to ``event``; ``recorded`` gets what it stored (a capture, an outcome)
+    as soon as it is stored."""
     if event is None or not config.enabled():
         return {}
     # The session's project: its store, scope and repository; a directory the session
@@ -138,7 +174,7 @@ def respond(event: Event | None, cwd: str | None = None) -> dict[str, Any]:
     if event.name == "PreToolUse":
         text = warning(event, state)
     elif event.name in ("PostToolUse", "PostToolUseFailure"):
-        text = after_tool(event, state)
+        text = after_tool(event, state, [] if recorded is None else recorded)
     else:
         text = before_turn(event, state)
     if not text:
@@ -182,7 +218,7 @@ def before_turn(event: Event, state: State) -> str:
     return text
 
 
-def after_tool(event: Event, state: State) -> str:
+def after_tool(event: Event, state: State, recorded: list[str]) -> str:
     """A failure is captured and answered with the run's block; a Bash success that reruns
     a failed command is that failure's outcome."""
     action = state.scrub(event.action)
@@ -191,6 +227,7 @@ def after_tool(event: Event, state: State) -> str:
             entry = mem.capture(run=event.session, goal=state.goal, phase=event.tool.lower(),
                                 action=event.action, exit_code=event.exit_code,
                                 error_text=event.error_text)
+            recorded.append("capture")
             mem.ensure_worker()
             text = mem.recall(run=event.session, goal=state.goal, phase=event.tool.lower()).text
         error = ""
@@ -206,6 +243,7 @@ def after_tool(event: Event, state: State) -> str:
     if event.failed is False and event.tool == "Bash" and state.reruns(action):
         with memory() as mem:
             mem.outcome(run=event.session, success=True, action=event.action)
+            recorded.append("outcome")
         resolved = True
     with state.changing():
         state.ran(action, "")
