@@ -324,3 +324,19 @@ def test_a_failure_the_budget_cuts_short_is_recorded_after_the_answer(own_store,
     wait_for(lambda: own_store.exists() and stored(own_store) == 1)
     time.sleep(1)
     assert stored(own_store) == 1
+
+
+@pytest.mark.parametrize("where", ["error text", "event field"])
+def test_an_absurd_exit_code_costs_no_capture(own_store, where):
+    event = json.loads(failed_event())
+    digits = "9" * 5000  # past Python's int() limit of 4300 digits
+    if where == "error text":
+        event["error"] = f"Exit code {digits}\n" + event["error"].partition("\n")[2]
+        text = json.dumps(event)
+    else:
+        text = json.dumps(event)[:-1] + f', "exit_code": {digits}}}'
+    done = subprocess.run([sys.executable, "-m", "reflect", "hook", "claude-code"],
+                          input=text.encode(), capture_output=True, timeout=60,
+                          env={**os.environ, "REFLECT_HELPER": "off"})
+    assert done.returncode == 0, done.stderr
+    assert "pytest: command not found" in block(done) and stored(own_store) == 1

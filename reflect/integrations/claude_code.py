@@ -12,6 +12,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from reflect.capture.numbers import whole_number
 from reflect.integrations.clients import scopes
 from reflect.integrations.hooks import Event, base_event
 
@@ -37,7 +38,7 @@ def parse(raw: dict[str, Any]) -> Event:
     if event.name == "PostToolUseFailure" and not said_yes(raw.get("is_interrupt")):
         first, _, rest = str(raw.get("error") or "").partition("\n")
         match = EXIT_LINE.fullmatch(first.strip())
-        return event._replace(failed=True, exit_code=int(match[1]) if match else None,
+        return event._replace(failed=True, exit_code=whole_number(match[1]) if match else None,
                               error_text=rest if match else f"{first}\n{rest}".strip())
     return event
 

@@ -26,6 +26,7 @@ from types import FrameType
 from typing import IO, TYPE_CHECKING, Any, NamedTuple
 
 from reflect import config
+from reflect.capture.numbers import whole_number
 from reflect.index.atomic import write_atomically
 from reflect.integrations import budget
 from reflect.text import clip, format_error
@@ -106,7 +107,8 @@ def run(parse: Callable[[dict[str, Any]], Event | None], stdin: IO[str] = sys.st
     raw: Any = None
     recorded: list[str] = []
     try:
-        raw = json.loads(read_event(stdin) or "null")
+        # any number of digits (Python's int() stops at 4300): bounded where it is used
+        raw = json.loads(read_event(stdin) or "null", parse_int=whole_number)
         if not isinstance(raw, dict):
             raise ValueError("the event on stdin is not a JSON object")
         answer = respond(parse(raw), raw.get("cwd"), recorded)
