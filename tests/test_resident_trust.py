@@ -340,3 +340,13 @@ def test_an_absurd_exit_code_costs_no_capture(own_store, where):
                           env={**os.environ, "REFLECT_HELPER": "off"})
     assert done.returncode == 0, done.stderr
     assert "pytest: command not found" in block(done) and stored(own_store) == 1
+
+
+def test_a_directory_at_the_socket_starts_no_helper(own_store):
+    own_store.mkdir(mode=0o700, parents=True)
+    (own_store / resident.SOCKET_NAME).mkdir()
+    done, _ = hook()
+    assert b"is not a socket" in done.stderr
+    assert "pytest: command not found" in block(done) and stored(own_store) == 1
+    time.sleep(1)
+    assert not (own_store / resident.LOCK_NAME).exists()  # no helper started to die
