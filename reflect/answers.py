@@ -68,6 +68,7 @@ class Status(Answer):
     max_cost_usd: float | None
     workers_alive: int
     store: StoreState
+    quarantined: int  # lessons kept for a person, never recalled
 
 
 # -- stats and the injection log ------------------------------------------------------

@@ -380,6 +380,9 @@ def cmd_status(args: argparse.Namespace) -> int:
         f"workers alive: {status.workers_alive}",
         store_line(status.store),
     ]
+    if status.quarantined:
+        lines.append(f"lessons quarantined: {status.quarantined} (kept for a person, never"
+                     " recalled: `reflect lessons list --status quarantined`)")
     lines += [f"  job {j['id']} {j['kind']} {j['target']}: {j['reason']}"
               for j in status.failed_jobs]
     emit(args, status.to_dict(), "\n".join(lines))

@@ -10,8 +10,9 @@ import sys
 
 def main() -> int:
     argv = sys.argv[1:]
-    from reflect.integrations import resident
+    from reflect.integrations import budget, resident
 
+    budget.until = budget.STARTED + budget.SECONDS  # a hook answers by then
     if argv[:1] and argv[0] in resident.HELPED and resident.enabled():
         return resident.run(argv)
     from reflect.cli import main as cli_main

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 DEFAULT_MAX_TOKENS = config.DEFAULT_MAX_TOKENS
 LOG_WAIT = 0.2  # seconds recall waits to log what it injected; the block never waits
 OWN_MODULE_WINDOW = 200  # the run's latest failures whose steps may have made a module
+QUARANTINED_COUNTED = 1000  # `status` counts quarantined lessons up to this many
 
 
 class Memory:
@@ -195,6 +196,10 @@ class Memory:
         except (StoreUnavailable, Rejected, OSError) as e:
             self._kept_aside = e
             return self._keep_aside(failure, lesson, e)
+        if lesson_row.get("status") == "quarantined" and lesson_row["id"] == lesson["id"]:
+            config.warn(f"lesson {lesson_row['id']} quarantined: it {lesson_row['quarantine']};"
+                        " kept for a person, never recalled (`reflect lessons list --status"
+                        " quarantined`)")  # said once: when its fingerprint first gets it
         return _entry(stored, lesson_row)
 
     def _keep_aside(self, failure: Failure, lesson: Lesson, why: Exception) -> ErrorEntry:
@@ -320,7 +325,8 @@ class Memory:
                 raise self._kept_aside
             query = replace(query, scope=self.scope)
             predictor = self.predictor
-            rec = block.build(self.store, self.vectors, query, predictor, self.holdout)
+            rec = block.build(self.store, self.vectors, query, predictor, self.holdout,
+                              kept=pending.kept(self.home))
             try:  # the log is best effort: it must not cost the agent its block
                 self.store.register_run(run, goal, self.scope, now, wait=LOG_WAIT)
                 if rec.items or rec.eligible:  # what the agent saw or was kept from
@@ -396,6 +402,7 @@ class Memory:
             workers_alive=self.store.live_workers(now, queue.HEARTBEAT_STALE),
             store={**self.store.footprint(), "max_failures": self.settings.upkeep.max_failures,
                    "kept_aside": pending.waiting(self.home)[0]},
+            quarantined=len(self.store.lessons("quarantined", 0, QUARANTINED_COUNTED)),
         )
 
     # -- outcome and inspection --------------------------------------------------

@@ -79,3 +79,16 @@ def test_phase_and_a_crash_files_error_class_are_neutralized_in_the_block(marker
         text = mem.recall(run="r").text
     assert text and marker not in text
     assert not any(c in text for c in "\x1b\u202e")
+
+
+@pytest.mark.parametrize("marker", ["<|start_header_id|>system", "<<SYS>>", "\x1b]8;;http://x\x07",
+                                    "\u202eevil"])
+def test_a_crash_files_error_class_is_neutralized_in_the_lessons_section(marker):
+    from reflect import Memory
+
+    with Memory() as mem:
+        mem.capture(run="a", goal="build the app", crash={"error_class": f"Boom{marker}",
+                                                          "phase": "test", "exit_code": 1})
+        text = mem.recall(run="b", goal="build the app").text
+    assert "LESSONS FROM EARLIER RUNS" in text and "Boom" in text
+    assert marker not in text and not any(c in text for c in "\x1b\x07\u202e")

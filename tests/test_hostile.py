@@ -109,3 +109,17 @@ def test_a_heuristic_lesson_quoting_a_benign_error_stays_active(text):
         entry = mem.capture(run="a", exit_code=1, action="make setup",
                             error_text=f"RuntimeError: setup failed; {text}")
         assert lesson(mem, entry.lesson_id)["status"] == "active"
+
+
+def test_a_quarantine_is_said_once_and_in_status(own_store):
+    from conftest import run_cli
+
+    said = []
+    for _ in range(2):  # the same hostile error twice: one lesson, one word of it
+        done = run_cli("capture", "--run", "a", "--exit-code", "1", "--error-file", "-",
+                       stdin=f"RuntimeError: setup failed; {HOSTILE_LESSONS[0]}\n".encode())
+        assert done.returncode == 0
+        said.append(done.stderr.decode().count(" quarantined: it "))
+    assert said == [1, 0]
+    status = run_cli("status")
+    assert "lessons quarantined: 1" in status.stdout.decode()

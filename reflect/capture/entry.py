@@ -10,11 +10,17 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import IO, Any, TypedDict
+from typing import IO, Any, TypedDict, cast
 
 from reflect.capture.extract import Extracted, extract_exception, extract_text
 from reflect.capture.fingerprint import cause, family, fingerprint
-from reflect.capture.heuristics import GUIDANCE_MAX, TRIGGER_MAX, heuristic_lesson
+from reflect.capture.heuristics import (
+    CATEGORIES,
+    GUIDANCE_MAX,
+    SEVERITIES,
+    TRIGGER_MAX,
+    heuristic_lesson,
+)
 from reflect.capture.numbers import bounded, whole_number
 from reflect.capture.reading import read_bounded
 from reflect.capture.review import reviewed_texts
@@ -236,3 +242,32 @@ def entry_rows(parsed: Parsed, *, run: str, iteration: int | None, goal: str, ac
         "severity": hint.severity,
     }
     return failure, lesson
+
+
+# The failure's texts a capture scrubs (entry_rows' fields, and the run).
+SCRUBBED = ("run", "goal", "phase", "action", "error_type", "message", "signature", "friction")
+
+
+def kept_rows(failure: Failure, lesson: Lesson, scrubber: Scrubber) -> tuple[Failure, Lesson]:
+    """A capture kept aside (``reflect.store.pending``), as ``entry_rows`` would have made
+    it: a file on disk is read as untrusted as an error text. Every text scrubbed again,
+    the lesson's reviewed (a hostile one quarantined) and made a heuristic lesson again,
+    whatever else the record claims (a kind, a pin, a confidence)."""
+    texts = {key: clip(scrubber.scrub(str(failure.get(key) or ""))[0], MAX_FIELD)
+             for key in SCRUBBED}
+    failure = cast(Failure, {**failure, **texts})
+    found = causes(failure["error_type"], failure["message"])
+    failure["cause"], failure["family"] = found["cause"], found["family"]
+    texts, quarantine, _ = reviewed_texts(
+        {"trigger": (str(lesson.get("trigger") or ""), TRIGGER_MAX),
+         "guidance": (str(lesson.get("guidance") or ""), GUIDANCE_MAX)}, scrubber.scrub)
+    category, severity = lesson.get("category"), lesson.get("severity")
+    reviewed = new_lesson(
+        fingerprint=failure["fingerprint"], trigger=texts["trigger"],
+        guidance=texts["guidance"], kind="heuristic", confidence=HEURISTIC_CONFIDENCE,
+        category=category if category in CATEGORIES else "general",
+        severity=severity if severity in SEVERITIES else "medium",
+        now=float(failure["ts"]), scope=str(lesson.get("scope") or "global"),
+        error_text=format_error(failure["error_type"], failure["message"]),
+        quarantine=quarantine or str(lesson.get("quarantine") or ""))
+    return failure, {**reviewed, "id": str(lesson["id"])}

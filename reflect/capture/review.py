@@ -159,6 +159,10 @@ _DEST = (
     r"|e-?mail\b|[\w.+-]+@[\w-]+\.[\w.]+|remote\s+(?:server|host|endpoint)|external\s+\w+"
 )
 
+# A program run as a command's word (``nc``, ``/usr/bin/nc``), never a folder of a path
+# (``/tmp/nc/venv/bin/python``).
+_NETCAT = r"(?:^|(?<=[\s;&|(`'\"]))(?:\S*/)?(?:nc|ncat|netcat)(?=\s)"
+
 # A verb that a negation comes before is advice against it ("do not skip the test").
 _NOT = r"(?<!\bnot\s)(?<!\bnever\s)(?<!\bdon't\s)(?<!\bno\s)(?<!\bwithout\s)"
 
@@ -187,6 +191,11 @@ HOSTILE: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
             # fetched to a file, then run: curl -o /tmp/p URL && bash /tmp/p
             rf"|\b{_FETCH}\b[^\n`]*{_REMOTE}[^\n`]*?(?:&&|;|\|\|)\s*(?:sudo\s+)?"
             rf"(?:{_SHELL}|source|\.|chmod)\s"
+            # the same fetch to a named file, however the address is written
+            # (bounded: a fetch and its run are one command line, not a page apart)
+            rf"|\b{_FETCH}\s(?:[^\n`\s]{{0,200}}\s){{0,8}}?(?:-[a-zA-Z]{{0,8}}[oO]\s*|--output(?:-document)?[=\s]+)"
+            r"['\"]?([^\s'\"]{1,200})[^\n`]{0,200}?(?:&&|;|\|\|)\s*(?:sudo\s+)?"
+            rf"(?:(?:{_SHELL}|source|\.)\s+|chmod\s[^\n`]{{0,40}}?)['\"]?(?:\./)?\1(?=$|[\s'\";&|`])"
             rf"|\bbase64\s+(?:-d|--decode|-D)\b[^\n|]*\|\s*(?:{_SHELL})\b"
             r"|\bexec\s*\(\s*(?:\w+\.)*(?:urlopen|urllib|requests\.get|__import__)",
         ),
@@ -197,7 +206,11 @@ HOSTILE: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
             rf"(?:{_DEST})"
             rf"|\b(?:curl|wget)\b[^\n|]*(?:\s-d\s*@|--data(?:-binary|-raw|-urlencode)?[\s=]*@"
             rf"|\s-F\s*\S*=@|--form\s*\S*=@|--upload-file|\s-T\s|--post-file)[^\n|]*{_REMOTE}"
-            rf"|\b(?:curl|wget|nc|ncat|netcat)\b[^\n]*\$\(\s*(?:env|printenv|cat|base64|set)\b"
+            rf"|(?:\b(?:curl|wget)\b|{_NETCAT})[^\n]*\$\(\s*(?:env|printenv|cat|base64|set)\b"
+            # a secret's variable as the body, wherever it goes
+            r"|\b(?:curl|wget)\b[^\n|]{0,200}?(?:--post-data|--body-data"
+            r"|--data(?:-binary|-raw|-urlencode)?|\s-d|\s-F|--form)[=\s]*['\"]?[^\s'\"$]{0,80}"
+            r"\$\{?\w{0,40}?(?:key|token|secret|passw\w*|credential\w*)\b"
             r"|\b(?:requests|httpx|session)\.(?:post|put|patch)\([^\n]*\bos\.environ"
             r"|\b(?:dig|nslookup|host)\s[^\n]*\$\("
             r"|\b(?:env|printenv|cat\s+\S+)\s*\|\s*(?:base64\s*\|\s*)?(?:curl|wget|nc|ncat|netcat)\b",
@@ -237,7 +250,8 @@ HOSTILE: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ),
         (
             "opens a shell to another machine or as root",
-            r"/dev/(?:tcp|udp)/|\b(?:nc|ncat|netcat)\b[^\n]*\s-[ec]\s|\bsudo\s+(?:-\w+\s+)*(?:su\b|-i\b|-s\b|(?:ba|z|da|fi)?sh\b(?!\s+-c\b|\s*\S*\.sh))",
+            rf"/dev/(?:tcp|udp)/|{_NETCAT}[^\n]*\s-[ec]\s|"
+            r"\bsudo\s+(?:-\w+\s+)*(?:su\b|-i\b|-s\b|(?:ba|z|da|fi)?sh\b(?!\s+-c\b|\s*\S*\.sh))",
         ),
         (
             "destructive command outside the task",

@@ -38,7 +38,8 @@ def failure_text(error: str) -> tuple[int | None, str]:
     output; another tool's error whole."""
     first, _, rest = error.partition("\n")
     match = EXIT_LINE.fullmatch(first.strip())
-    return (int(match[1]), rest) if match else (None, f"{first}\n{rest}".strip())
+    # An absurd number (5000 digits) is no exit code: the capture keeps the rest.
+    return (whole_number(match[1]), rest) if match else (None, f"{first}\n{rest}".strip())
 
 
 def codex_exit_code(payload: dict[str, Any]) -> tuple[int | None, str]:

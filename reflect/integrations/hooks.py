@@ -27,8 +27,10 @@ from typing import IO, TYPE_CHECKING, Any, NamedTuple
 
 from reflect import config
 from reflect.capture import tool_calls
+from reflect.capture.numbers import whole_number
 from reflect.capture.tool_calls import action_of
 from reflect.index.atomic import write_atomically
+from reflect.integrations import budget
 from reflect.integrations.shown import unseen
 from reflect.text import clip, format_error
 
@@ -37,16 +39,24 @@ if TYPE_CHECKING:
     from reflect.capture.scrub import Scrubber
 
 MAX_CONTEXT = 10_000  # both clients cut longer strings
-TIME_BUDGET = 8  # seconds; installed hooks get a timeout of 10
+TIME_BUDGET = budget.SECONDS  # from the process's start; installed hooks get 10 s
 # A client writes its event at once and closes stdin: one that does neither is read this
 # long and this far (what came is the event), leaving the rest of the budget to answer.
-STDIN_SECONDS = 3.0
+STDIN_SECONDS = budget.STDIN_SECONDS
 STDIN_BYTES = 8 * 1024 * 1024
+# The events a hook records (a failure, an outcome): kept past the budget, not dropped.
+RECORDED = frozenset({"PostToolUse", "PostToolUseFailure"})
 STATE_DIR = "hooks"
 MISSING_FILE = "missing.json"
 LOCK_FILE = ".lock"
 SHOWN_KEPT = 200  # digests of the items a session was shown, newest kept
 STALE_SECONDS = 7 * 86400  # session files unused this long are removed at a session start
+
+
+class OutOfTime(BaseException):
+    """The hook's budget is spent: a BaseException, as KeyboardInterrupt is, so that no
+    ``except Exception`` on the way (capture's guard of its parser; a TimeoutError is an
+    OSError, which reading and the store take as their own) swallows it and goes on."""
 
 
 class Event(NamedTuple):
@@ -78,25 +88,54 @@ def run(parse: Callable[[dict[str, Any]], Event | None], stdin: IO[str] = sys.st
         stdout: IO[str] = sys.stdout) -> int:
     """Read one event, print its answer (``{}`` when there is nothing to say), exit 0
     whatever happens: bad input, an unknown event or a locked store cost one line on
-    stderr, and the answer comes within ``TIME_BUDGET`` seconds."""
+    stderr, and the answer comes within ``TIME_BUDGET`` seconds of the process's start
+    (``budget.left``)."""
     def give_up(signum: int, frame: FrameType | None) -> None:
-        raise TimeoutError(f"no answer within {TIME_BUDGET} s")
+        raise OutOfTime(f"no answer within {TIME_BUDGET:g} s")
 
     previous = signal.signal(signal.SIGALRM, give_up)
-    signal.alarm(TIME_BUDGET)
+    seconds = budget.left()
+    if seconds is not None:
+        signal.setitimer(signal.ITIMER_REAL, max(seconds, 0.001))
+    raw: Any = None
+    recorded: list[str] = []
     try:
-        raw = json.loads(read_event(stdin) or "null")
+        # any number of digits (Python's int() stops at 4300): bounded where it is used
+        raw = json.loads(read_event(stdin) or "null", parse_int=whole_number)
         if not isinstance(raw, dict):
             raise ValueError("the event on stdin is not a JSON object")
-        answer = respond(parse(raw), raw.get("cwd"))
-    except Exception as e:
-        config.warn(f"hook: {e}; nothing recorded, the agent goes on")
+        answer = respond(parse(raw), raw.get("cwd"), recorded)
+    except (Exception, OutOfTime) as e:
+        signal.setitimer(signal.ITIMER_REAL, 0)  # saying so must not be cut short in turn
         answer = {}
+        if (isinstance(e, OutOfTime) and isinstance(raw, dict)  # a slow machine
+                and raw.get("hook_event_name") in RECORDED and not recorded):
+            config.warn(f"hook: {e}; the event is recorded after the answer")
+            event = raw
+            detached(lambda: respond(parse(event), event.get("cwd"), recorded))
+        else:
+            config.warn(f"hook: {e}; nothing recorded, the agent goes on")
     finally:
-        signal.alarm(0)
+        signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
     stdout.write(json.dumps(answer, ensure_ascii=False) + "\n")
     return 0
+
+
+def detached(work: Callable[[], object]) -> None:
+    """``work`` in a child process of its own, which outlives this one: the hook answers
+    within its budget, and the failure it was given is still recorded (everything the
+    timeout interrupted has been unwound: no store or file lock is held here)."""
+    if os.fork() != 0:
+        return
+    try:
+        os.setsid()
+        devnull = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):  # the agent's pipes are the parent's alone
+            os.dup2(devnull, fd)
+        work()
+    finally:
+        os._exit(0)
 
 
 def read_event(stdin: IO[str]) -> str:
@@ -110,22 +149,41 @@ def read_event(stdin: IO[str]) -> str:
     return data.decode("utf-8", "replace")
 
 
-def respond(event: Event | None, cwd: str | None = None) -> dict[str, Any]:
+def respond(event: Event | None, cwd: str | None = None,
+            recorded: list[str] | None = None) -> dict[str, Any]:
+    """The answer to ``event``; ``recorded`` gets what it stored (a capture, an outcome)
+    as soon as it is stored."""
     if event is None or not config.enabled():
         return {}
-    if cwd and os.path.isdir(cwd):
-        os.chdir(cwd)  # the session's project: its store, scope and repository
+    # The session's project: its store, scope and repository; a directory the session
+    # removed stands for the nearest one left (its repository's, most often).
+    place = cwd or os.environ.get("PWD")
+    if place:
+        os.chdir(nearest(place))
+    else:
+        try:
+            os.getcwd()
+        except OSError:  # removed, and nothing says where it was
+            os.chdir("/")
     state = State(config.default_home(), event.session)
     if event.name == "PreToolUse":
         text = warning(event, state)
     elif event.name in ("PostToolUse", "PostToolUseFailure"):
-        text = after_tool(event, state)
+        text = after_tool(event, state, [] if recorded is None else recorded)
     else:
         text = before_turn(event, state)
     if not text:
         return {}
     return {"hookSpecificOutput": {"hookEventName": event.name,
                                    "additionalContext": clip(text, MAX_CONTEXT)}}
+
+
+def nearest(path: str) -> str:
+    """``path``, or its nearest parent that is a directory still."""
+    path = os.path.abspath(path)
+    while not os.path.isdir(path) and path != os.path.dirname(path):
+        path = os.path.dirname(path)
+    return path
 
 
 def memory() -> Memory:
@@ -151,7 +209,7 @@ def before_turn(event: Event, state: State) -> str:
         return state.unseen(rec)
 
 
-def after_tool(event: Event, state: State) -> str:
+def after_tool(event: Event, state: State, recorded: list[str]) -> str:
     """A failure is captured and answered with the run's block, less the items this session
     was already shown; a Bash success that reruns a failed command is that failure's
     outcome."""
@@ -161,6 +219,7 @@ def after_tool(event: Event, state: State) -> str:
             entry = mem.capture(run=event.session, goal=state.goal, phase=event.tool.lower(),
                                 action=event.action, exit_code=event.exit_code,
                                 error_text=event.error_text)
+            recorded.append("capture")
             mem.ensure_worker()
             rec = mem.recall(run=event.session, goal=state.goal, phase=event.tool.lower())
         error = ""
@@ -176,6 +235,7 @@ def after_tool(event: Event, state: State) -> str:
     if event.failed is False and event.tool == "Bash" and state.reruns(action):
         with memory() as mem:
             mem.outcome(run=event.session, success=True, action=event.action)
+            recorded.append("outcome")
         resolved = True
     with state.changing():
         state.ran(action, "")

@@ -56,10 +56,12 @@ NO_HOLDOUT = Holdout()  # every eligible lesson shown
 
 
 def build(store: RecallStore, vectors: Vectors, q: Query, predictor: Predictor,
-          holdout: Holdout = NO_HOLDOUT) -> Recall:
+          holdout: Holdout = NO_HOLDOUT, kept: Sequence[tuple[Failure, Lesson]] = ()) -> Recall:
+    """``kept``: the captures kept aside (``reflect.store.pending.kept``), not in the store
+    yet: this run's are its newest failures."""
     # The window is read lean: whole rows only for the failures an item shows.
     rows = store.recent_causes(q.run, q.iteration, RECENT_WINDOW)
-    recent = recent_items(store, q, rows) if "recent" in q.sections else []
+    recent = recent_items(store, q, rows, kept) if "recent" in q.sections else []
     earlier: list[RecallItem] = []
     chosen: dict[str, Eligible] = {}
     if "lessons" in q.sections:
@@ -83,29 +85,39 @@ def withhold(block: Recall, chosen: dict[str, Eligible], max_tokens: int) -> Rec
     return block
 
 
-def recent_items(store: RecallStore, q: Query,
-                 rows: Sequence[Mapping[str, Any]]) -> list[RecallItem]:
+def recent_items(store: RecallStore, q: Query, rows: Sequence[Mapping[str, Any]],
+                 kept: Sequence[tuple[Failure, Lesson]] = ()) -> list[RecallItem]:
     """One item per fingerprint, newest first, each shown with its latest failure; one
-    whose hint this run read and failed the same way after comes first."""
-    groups = _groups(rows)
+    whose hint this run read and failed the same way after comes first. The run's
+    captures in ``kept`` come before the stored ones: none is older."""
+    aside = _aside(kept, q)
+    groups = _groups([*aside.values(), *rows])
     ids = [group[0]["id"] for group in groups.values()]
-    full = store.failures_by_id(ids)
+    full = {**store.failures_by_id([i for i in ids if i not in aside]), **aside}
     latest = [full[i] for i in ids]
     fingerprints = [f["fingerprint"] for f in latest]
-    return _items(latest, groups, store.active_lessons(fingerprints),
-                  store.shown_then_failed(q.run, fingerprints), q)
+    lessons = {**_aside_lessons(kept), **store.active_lessons(fingerprints)}
+    return _items(latest, groups, lessons, store.shown_then_failed(q.run, fingerprints), q)
+
+
+def _aside(kept: Sequence[tuple[Failure, Lesson]], q: Query) -> dict[str, Failure]:
+    """The run's captures kept aside before the query's iteration, newest first, by id."""
+    return {f["id"]: {"resolution": "", **f} for f, _ in kept if f["run"] == q.run
+            and (q.iteration is None or (f["iteration"] or 0) < q.iteration)}
+
+
+def _aside_lessons(kept: Sequence[tuple[Failure, Lesson]]) -> dict[str, Lesson]:
+    """Their lessons by fingerprint; a quarantined one is never shown."""
+    return {f["fingerprint"]: lesson for f, lesson in kept if not lesson.get("quarantine")}
 
 
 def kept_block(kept: list[tuple[Failure, Lesson]], q: Query) -> Recall:
     """The recent section from captures kept aside (failure, lesson), newest first, while
     the store cannot be read: what this run failed with is still said."""
-    failures: list[Failure] = [
-        {"resolution": "", **f} for f, _ in kept if f["run"] == q.run
-        and (q.iteration is None or (f["iteration"] or 0) < q.iteration)]
-    groups = _groups(failures)
-    lessons = {f["fingerprint"]: lesson for f, lesson in kept}
+    groups = _groups(list(_aside(kept, q).values()))
     latest = [group[0] for group in groups.values()]
-    return fit([(RECENT_HEADER, _items(latest, groups, lessons, {}, q))], q.max_tokens)
+    return fit([(RECENT_HEADER, _items(latest, groups, _aside_lessons(kept), {}, q))],
+               q.max_tokens)
 
 
 def _groups(rows: Sequence[R]) -> dict[str, list[R]]:

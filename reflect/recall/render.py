@@ -101,7 +101,9 @@ def recent_item_text(failure: Failure, count: int, lesson: Lesson | None, shown_
 def trigger_line(failure: Failure) -> str:
     """When a lesson learnt from ``failure`` applies: its program failing with its error.
     Another run's command line is its own, not the trigger: it is left out."""
-    what = f"{failure['error_type']}: {quoted(clip(failure['message'], MESSAGE_CHARS))}"
+    # the error class neutralized as in a recent item: a crash file's is the caller's text
+    what = (f"{neutralize(failure['error_type'])}: "
+            f"{quoted(clip(failure['message'], MESSAGE_CHARS))}")
     program = commands.shown_program(failure["action"])
     return f"when {code(clip(program, 30))} fails with {what}" if program else f"on {what}"
 

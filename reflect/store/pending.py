@@ -3,7 +3,11 @@ next capture.
 
 The file sits beside the store, or, when even the store directory cannot be
 written, in the temp directory under a name derived from the store's path, so
-it is replayed into the store it was meant for.
+it is replayed into the store it was meant for. That spare place,
+``$TMPDIR/reflect-<uid>/``, is used only while it is the user's own and private
+(checked before every read and write: another user could make it first), and
+a record read back from either place is reviewed as a new capture is
+(``reflect.capture.entry.kept_rows``): a file is as untrusted as an error text.
 
 Exactly once, whatever happens between: a replay claims a file by renaming it
 (``pending.jsonl.<pid>.<random>``) and removes it only once every record is in the
@@ -15,28 +19,61 @@ just claimed is either read by the replay or written again to a new file.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import hashlib
 import json
 import os
+import stat
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from reflect.capture.entry import causes
+from reflect import config
+from reflect.capture.entry import kept_rows
 from reflect.records import Failure, Lesson
 from reflect.store import Rejected, prepare_home
 from reflect.store.protocol import FailureStore
+
+if TYPE_CHECKING:
+    from reflect.capture.scrub import Scrubber
 
 PENDING_FILE = "pending.jsonl"
 REJECTED_SUFFIX = ".rejected"  # records no store accepts: kept for a person, never replayed
 
 
-def places(home: Path) -> tuple[Path, Path]:
+def places(home: Path, make: bool = False) -> list[Path]:
+    """Where captures are kept for ``home``: beside it, and the spare place while it is
+    private (``private``; with ``make``, made so when absent)."""
     key = hashlib.sha256(str(home.resolve()).encode()).hexdigest()[:16]
-    spare = Path(tempfile.gettempdir()) / f"reflect-{os.getuid()}" / f"pending-{key}.jsonl"
-    return home / PENDING_FILE, spare
+    spare = Path(tempfile.gettempdir()) / f"reflect-{os.getuid()}"
+    return [home / PENDING_FILE,
+            *([spare / f"pending-{key}.jsonl"] if private(spare, make) else [])]
+
+
+_said: set[str] = set()  # the spare places said to be unsafe: once a process
+
+
+def private(directory: Path, make: bool = False) -> bool:
+    """Whether ``directory`` is a directory of this user's that no one else can read or
+    write (``make``: made so when absent); one warning a process when it is not."""
+    if make:
+        with contextlib.suppress(OSError):  # there already (checked below), or not made
+            os.mkdir(directory, 0o700)
+    try:
+        info = os.lstat(directory)
+    except OSError:
+        return False
+    mode = stat.S_IMODE(info.st_mode)
+    if stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid() and not mode & 0o077:
+        return True
+    if str(directory) not in _said:
+        _said.add(str(directory))
+        kind = "a directory" if stat.S_ISDIR(info.st_mode) else "not a directory"
+        config.warn(f"{directory} is {kind} of uid {info.st_uid}, mode {mode:04o}: not this"
+                    " user's private one, so no capture is kept in it or read from it")
+    return False
 
 
 def keep(home: Path, failure: Failure, lesson: Lesson, *, reflect: bool, embed: bool,
@@ -56,9 +93,10 @@ def keep_outcome(home: Path, outcome: dict[str, Any]) -> Path:
 def _keep(home: Path, record: dict[str, Any]) -> Path:
     line = json.dumps(record) + "\n"
     full = False
-    for path in places(home):
+    for path in places(home, make=True):
         try:
-            prepare_home(path.parent)
+            if path.parent == home:
+                prepare_home(home)
             _append(path, line)
             return path
         except OSError as e:
@@ -88,8 +126,8 @@ def _append(path: Path, line: str) -> None:
 
 
 def replay(home: Path, store: FailureStore) -> None:
-    """Move kept captures into the store, once; raises what the store raises when it
-    cannot be written (the files stay for the next replay)."""
+    """Move kept captures into the store, once, each reviewed as a new capture; raises
+    what the store raises when it cannot be written (the files stay for the next replay)."""
     for path in places(home):
         for candidate in _candidates(path):
             # A random part: a stale claim of a process whose pid is reused is never overwritten.
@@ -98,7 +136,7 @@ def replay(home: Path, store: FailureStore) -> None:
                 os.rename(candidate, claimed)  # atomic: one process holds a claim at a time
             except OSError:
                 continue
-            _replay_file(claimed, path.with_name(path.name + REJECTED_SUFFIX), store)
+            _replay_file(claimed, path.with_name(path.name + REJECTED_SUFFIX), store, home)
 
 
 def waiting(home: Path) -> tuple[int, int]:
@@ -114,7 +152,8 @@ def waiting(home: Path) -> tuple[int, int]:
 def kept(home: Path) -> list[tuple[Failure, Lesson]]:
     """The captures kept aside for this store and not yet replayed, as (failure, lesson),
     newest first: what recall still has while the store cannot be read."""
-    found = []
+    found: list[tuple[Failure, Lesson]] = []
+    scrubber = None
     for path in places(home):
         for candidate in _candidates(path):
             try:
@@ -123,10 +162,14 @@ def kept(home: Path) -> list[tuple[Failure, Lesson]]:
             except OSError:
                 continue
             for line in lines:
+                if scrubber is None:
+                    from reflect.capture.scrub import for_store
+
+                    scrubber = for_store(home)
                 try:
                     record = json.loads(line)
-                    found.append((record["failure"], record["lesson"]))
-                except (ValueError, KeyError, TypeError):
+                    found.append(kept_rows(record["failure"], record["lesson"], scrubber))
+                except (ValueError, KeyError, TypeError, AttributeError, OverflowError):
                     continue  # torn or foreign: replay rejects it
     return sorted(found, key=lambda r: r[0].get("ts", 0), reverse=True)
 
@@ -150,17 +193,20 @@ def _candidates(path: Path) -> list[Path]:
     return [path.parent / n for n in (path.name, *claims) if n in names]
 
 
-def _replay_file(claimed: Path, rejected: Path, store: FailureStore) -> None:
+def _replay_file(claimed: Path, rejected: Path, store: FailureStore, home: Path) -> None:
+    from reflect.capture.scrub import for_store  # only when there is something to replay
+
+    scrubber = for_store(home)
     with open(claimed, "rb") as f:
         fcntl.flock(f, fcntl.LOCK_EX)  # a writer that opened it before the claim finishes first
         lines = f.read().decode("utf-8", errors="replace").splitlines()
         for line in lines:
             if line.strip():
-                _replay_line(line, rejected, store)
+                _replay_line(line, rejected, store, scrubber)
         claimed.unlink(missing_ok=True)  # another replay may have claimed it from us meanwhile
 
 
-def _replay_line(line: str, rejected: Path, store: FailureStore) -> None:
+def _replay_line(line: str, rejected: Path, store: FailureStore, scrubber: Scrubber) -> None:
     try:
         record = json.loads(line)
         if "outcome" in record:
@@ -168,14 +214,12 @@ def _replay_line(line: str, rejected: Path, store: FailureStore) -> None:
             store.resolve(o["run"], o["iteration"], o["action"], o["resolutions"], o["ts"],
                           reflect=o["reflect"], credit_outcome=o["credit"])
         elif store.failure(record["failure"]["id"]) is None:  # else replayed already
-            failure = record["failure"]
-            if "cause" not in failure:  # kept by a version that left it to the store
-                failure.update(causes(failure["error_type"], failure["message"]))
+            failure, lesson = kept_rows(record["failure"], record["lesson"], scrubber)
             # A record kept by a version that did not say: the store's defaults.
-            store.add_failure(failure, record["lesson"], reflect=record.get("reflect", False),
+            store.add_failure(failure, lesson, reflect=record.get("reflect", False),
                               embed=record.get("embed", False),
                               credit_outcome=record.get("credit", True))
-    except (Rejected, ValueError, KeyError, TypeError, OverflowError):
+    except (Rejected, ValueError, KeyError, TypeError, OverflowError, AttributeError):
         _reject(rejected, line)  # torn or foreign: it must not block the records after it
 
 
