@@ -255,3 +255,17 @@ def run_cli(*args: str, stdin: bytes | None = None, env: dict | None = None):
         env={**os.environ, **(env or {})},
         timeout=60,
     )
+
+
+@pytest.fixture(params=["off", "on"])
+def resident_helper(request, monkeypatch, own_store):
+    """The client's hooks each in a cold process, then through the resident helper the first
+    hook starts, as users run them by default."""
+    monkeypatch.setenv("REFLECT_HELPER", request.param)
+    yield request.param
+    from reflect.integrations.resident import SOCKET_NAME
+
+    socket = own_store / SOCKET_NAME
+    if request.param == "on":
+        assert socket.is_socket(), "no hook started the resident helper"
+    socket.unlink(missing_ok=True)  # the helper leaves once its socket is gone

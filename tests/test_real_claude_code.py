@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 
+import pytest
 from fake_model_api import FakeModelAPI
 from real_clients import client, items_sent, reflect_path
 
@@ -47,6 +48,7 @@ def system_text(request: dict) -> str:
     return json.dumps(request.get("messages", []), ensure_ascii=False)
 
 
+@pytest.mark.usefixtures("resident_helper")
 def test_claude_code_failures_reach_the_store_and_the_model(tmp_path):
     project = installed_project(tmp_path)
     api = claude_session(project, COMMANDS, "Make the weekly report run")

@@ -5,6 +5,7 @@ script is fixed, and the command passes."""
 import os
 import subprocess
 
+import pytest
 from fake_model_api import FakeModelAPI
 from real_clients import client, items_sent, reflect_path
 
@@ -51,6 +52,7 @@ def codex_session(tmp_path, commands: list[str], trust: bool = True,
     return api, done.stderr
 
 
+@pytest.mark.usefixtures("resident_helper")
 def test_codex_failures_reach_the_store_and_the_model(tmp_path):
     api, log = codex_session(tmp_path, COMMANDS)
     assert log.count("hook: PostToolUse Completed") == 4, log[-3000:]
