@@ -2,7 +2,8 @@
 iteration, every word true of what it counts (the wordings here were each read in a block
 that said more than its count held)."""
 
-from reflect import Memory
+from reflect import Memory, Settings
+from reflect.recall.predict import Predictor
 from reflect.recall.render import HOUSE_HEADER
 
 NO_PYTEST = "ModuleNotFoundError: No module named 'pytest'"
@@ -118,3 +119,17 @@ def test_the_house_rules_are_chosen_by_expected_value_and_at_most_six():
         runs(mem, [f"E{i % 9}Error: boom" for i in range(45)])
         rules = house(mem)
     assert len(rules) == 6 and not any("RareError" in text for text in rules)
+
+
+def test_a_rule_the_run_hit_keeps_its_place_so_no_less_likely_one_takes_it():
+    # A in 6 runs, B in 5, C in 4; two places: A and B, and after the run hits A, B alone
+    # (A is this run's own now), not C: an agent keeping its history read two rules.
+    with Memory(settings=Settings(predictor=Predictor(max_items=2))) as mem:
+        runs(mem, ["AError: a"] * 6 + ["BError: b"] * 5 + ["CError: c"] * 4)
+        first = house(mem)
+        mem.capture(run="new", iteration=1, action="python check.py", exit_code=1,
+                    error_text="AError: a")
+        later = [i.text for i in mem.recall(run="new", goal="a task", iteration=2).items
+                 if i.section == "lesson"]
+    assert [("AError" in t, "BError" in t) for t in first] == [(True, False), (False, True)]
+    assert len(later) == 1 and "BError" in later[0]

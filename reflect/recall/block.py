@@ -223,7 +223,11 @@ def lesson_items(store: RecallStore, vectors: Vectors, q: Query, predictor: Pred
     ][:predictor.max_items])
     earlier = store.earlier_runs(q.run, q.scope)
     rules.header = house_header(earlier, q.scope != GLOBAL)
-    estimates = predicted(store, vectors, q, predictor, seen)[:2 * predictor.max_items]
+    # The places are those the run started with: a family it hit keeps its place (the
+    # recent section shows it), so no less likely lesson takes it. With what followed
+    # on, the estimates move with what the run hit, and it is left out of them.
+    estimates = predicted(store, vectors, q, predictor, seen if predictor.follow else set())
+    estimates = estimates[:2 * predictor.max_items + len(seen)]
     lessons = store.family_lessons([e.family for e in estimates], q.run, q.scope)
     verdicts = {}
     if holdout.p > 0:  # verdicts are read while a holdout runs: the log is read for them
@@ -231,8 +235,9 @@ def lesson_items(store: RecallStore, vectors: Vectors, q: Query, predictor: Pred
                          holdout)
         verdicts = {lesson_id: e.verdict for lesson_id, e in judged.items()}
     offered = []
+    places = predictor.max_items - len(rules.taught)
     for e in estimates:
-        if e.family not in lessons:
+        if e.family not in lessons or len(offered) >= places:
             continue
         lesson, failure = lessons[e.family]
         if any(i.id == lesson["id"] for i in rules.taught):
@@ -248,6 +253,9 @@ def lesson_items(store: RecallStore, vectors: Vectors, q: Query, predictor: Pred
         worth = e.p * predictor.step_tokens >= estimate_tokens(text)
         if (not worth or e.p < predictor.threshold) and lesson["id"] not in verdicts:
             continue
+        if e.family in seen:
+            places -= 1
+            continue
         rules.chosen[lesson["id"]] = Eligible(
             lesson["id"], e.family, arm(q.run, lesson["fingerprint"], verdict, holdout), e.p)
         if rules.chosen[lesson["id"]].arm == DEMOTED:
@@ -256,7 +264,7 @@ def lesson_items(store: RecallStore, vectors: Vectors, q: Query, predictor: Pred
             section="lesson", id=lesson["id"], text=text, fingerprint=lesson["fingerprint"],
             source_failure_ids=ids, score=e.p)))
     offered.sort(key=lambda o: o[:2], reverse=True)  # a proven lesson first, then by p
-    rules.house = [item for *_, item in offered][:predictor.max_items - len(rules.taught)]
+    rules.house = [item for *_, item in offered]
     return rules
 
 
