@@ -133,3 +133,19 @@ def test_a_rule_the_run_hit_keeps_its_place_so_no_less_likely_one_takes_it():
                  if i.section == "lesson"]
     assert [("AError" in t, "BError" in t) for t in first] == [(True, False), (False, True)]
     assert len(later) == 1 and "BError" in later[0]
+
+
+def test_a_client_that_keeps_its_history_is_told_only_what_is_new_under_its_header():
+    from reflect.integrations.shown import unseen
+
+    with Memory() as mem:
+        runs(mem, ["AError: a"] * 3 + ["BError: b"] * 3)
+        shown: set[str] = set()
+        first, digests = unseen(mem.recall(run="new", goal="a task", iteration=1), shown)
+        shown.update(digests)
+        mem.capture(run="new", iteration=1, action="python check.py", exit_code=1,
+                    error_text="CError: c")
+        again, _ = unseen(mem.recall(run="new", goal="a task", iteration=2), shown)
+    assert first.startswith("HOUSE RULES (from 6 earlier runs):") and "AError" in first
+    assert again.startswith("PAST FAILURES TO AVOID:") and "CError" in again
+    assert "AError" not in again and "HOUSE RULES" not in again
