@@ -5,7 +5,9 @@ popular: the recent section and the lessons of the causes seen in the most earli
 Run: .venv/bin/python bench/replay.py [DATA_DIR]
 Target: the `on` replay of mini-swe-agent-dev finishes in under two minutes. Prints, per
 data set, the conversion time, the wall time per mode, the figures side by side (the
-same table as `reflect eval compare`, with each mode's matched baselines), then counts
+same table as `reflect eval compare`, with each mode's matched baselines in both readings,
+the block before the step and anywhere earlier in the run, and fold by fold over
+repositories; the defaults' cross-validation is bench/house_rules.py), then counts
 per mode: coverage as k/n with its interval, lesson precision, items naming a foreign
 detail, items and lesson-section items per block (mean over iterations, max), tokens,
 recall latency and wall time; then mode on's coverage-vs-items curve beside the
