@@ -107,6 +107,12 @@ def curve_table(summary: dict) -> str:
         for pool, points in figures["curve"].items():
             lines.append(f"  popular/{pool:<7} at 1..{len(points)} items: "
                          + " ".join(f"{p['covered']}" for p in points))
+        run = summary["matched"]["run"][key]
+        lines.append(f"  anywhere earlier in the run, on covers {run['mode']['covered']}/"
+                     f"{run['mode']['repeats']}; each list shown once at the start:")
+        for pool, points in run["curve"].items():
+            lines.append(f"  popular/{pool:<7} at 1..{len(points)} items: "
+                         + " ".join(f"{p['covered']}" for p in points))
     return "\n".join(lines)
 
 

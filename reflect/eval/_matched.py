@@ -103,7 +103,8 @@ def matched(rows: Sequence[dict[str, Any]], window: int = WINDOW, longest: int =
     for key, runs in per_key.items():
         whole = _sum(runs.values(), longest)
         out["keys"][key] = _block(whole, with_curve=True)
-        out["run"][key] = _reading(whole, "run:")
+        out["run"][key] = {**_reading(whole, "run:"), "curve": {
+            pool: [x.summary() for x in whole["run:" + pool][1:]] for pool in POOLS}}
     for names in groups:
         members = {run for run in by_run if _group(rows[by_run[run][0]], run) in names}
         fold: dict[str, Any] = {"groups": names, "runs": len(members), "keys": {}}
@@ -143,7 +144,7 @@ def _sum(parts: Any, longest: int) -> Tallies:
 def _tallies(longest: int) -> Tallies:
     return {"mode": [_Tally()], "run:mode": [_Tally()],
             **{pool: [_Tally() for _ in range(longest + 1)] for pool in POOLS},
-            **{"run:" + pool: [_Tally()] for pool in POOLS}}
+            **{"run:" + pool: [_Tally() for _ in range(longest + 1)] for pool in POOLS}}
 
 
 def _reading(t: Tallies, prefix: str) -> dict[str, Any]:
@@ -231,14 +232,21 @@ def _run(rows: Sequence[dict[str, Any]], indexes: list[int], key: str,
         if not row["success"] and value is not None:
             own.add(value)
     whole.shown, whole.borne, whole.items = mode.shown, mode.borne, mode.shown
-    for pool, ranked in start.items():
-        listed = set(ranked[:mode.shown])
-        tally = tallies["run:" + pool][0]
-        tally.items = tally.shown = len(listed)
-        tally.borne = len(listed & (later[0] if later else set()))
-        tally.repeats = len(crosses)
-        tally.covered = sum(value in listed for value in crosses)
+    _at_start(start, tallies, mode.shown, later[0] if later else set(), crosses)
     return own
+
+
+def _at_start(start: dict[str, list[str]], tallies: Tallies, shown: int, failed: set[str],
+              crosses: list[str]) -> None:
+    """Each pool's list at a run's start, as long as the mode's distinct lessons in the
+    run (slot 0) and at each fixed length: what of the run's cross-run repeats it held."""
+    for pool, ranked in start.items():
+        for slot, tally in enumerate(tallies["run:" + pool]):
+            listed = set(ranked[:slot or shown])
+            tally.items = tally.shown = len(listed)
+            tally.borne = len(listed & failed)
+            tally.repeats = len(crosses)
+            tally.covered = sum(value in listed for value in crosses)
 
 
 def _show(before: set[str], keys: set[str], later: set[str], tally: _Tally) -> None:
