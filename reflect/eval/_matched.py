@@ -219,7 +219,7 @@ def _run(rows: Sequence[dict[str, Any]], indexes: list[int], key: str,
             whole.repeats += 1
             whole.covered += value in so_far or any(
                 value in i.get(key + "s", ()) for i in row.get("items", ()))
-            crosses.append(value)
+            crosses.append(str(value))
         for pool, (source, first) in pools.items():
             ranked = source.ranked(own, first)
             for slot, tally in enumerate(tallies[pool]):

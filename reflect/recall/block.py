@@ -234,7 +234,7 @@ def lesson_items(store: RecallStore, vectors: Vectors, q: Query, predictor: Pred
         judged = effects(store.holdout_arms([lesson["id"] for lesson, _ in lessons.values()]),
                          holdout)
         verdicts = {lesson_id: e.verdict for lesson_id, e in judged.items()}
-    offered = []
+    offered: list[tuple[bool, float, RecallItem]] = []
     places = predictor.max_items - len(rules.taught)
     for e in estimates:
         if e.family not in lessons or len(offered) >= places:

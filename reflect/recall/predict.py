@@ -14,8 +14,9 @@ per family is made, the probability that this run fails with it:
   each of weight ``follow``, and ``y'_gf`` says whether f came after it there: what
   this run has done so far moves the estimate;
 - the base rate is the share of the latest ``window`` runs that failed with f, shrunk
-  toward the share of all earlier runs (itself shrunk by ``prior`` runs that did not)
-  with ``recent_prior`` runs (in a store of no more runs than that, the share of all):
+  toward the share of the latest ``long_window`` (itself shrunk by ``prior`` runs that
+  did not) with ``recent_prior`` runs (in a store of no more runs than that, the share
+  of all):
   what a store's recent runs hit is what its next run is likely to hit (a project's
   runs come together). It is a Beta prior worth ``prior`` runs: one neighbour out of
   two does not outrank 60 runs of 400. The signals (neighbours, what followed) only
