@@ -149,3 +149,12 @@ def test_a_client_that_keeps_its_history_is_told_only_what_is_new_under_its_head
     assert first.startswith("HOUSE RULES (from 6 earlier runs):") and "AError" in first
     assert again.startswith("PAST FAILURES TO AVOID:") and "CError" in again
     assert "AError" not in again and "HOUSE RULES" not in again
+
+
+def test_a_rule_the_latest_runs_hit_once_is_counted_over_the_longer_window():
+    with Memory() as mem:
+        runs(mem, ["AError: a"] * 10, prefix="a")
+        runs(mem, ["BError: b"] * 24 + ["AError: a"], prefix="b")
+        rules = house(mem)
+    (text,) = [t for t in rules if "AError" in t]
+    assert "in 11 of the last 35 runs" in text and "in 1 of" not in text, text

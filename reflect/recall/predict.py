@@ -100,7 +100,7 @@ class Estimate:
         if self.similar and self.share >= self.recent / max(self.latest, 1):
             return f"in {self.similar} of {self.neighbours} similar runs"
         of = " of this project" if project else ""
-        if not self.recent:  # none lately (a lesson that works): the longer window's count
+        if self.recent <= 1 < self.runs:  # a rule of more runs than the latest show
             return f"in {self.runs} of the last {self.long} runs{of}"
         return f"in {self.recent} of the last {self.latest} runs{of}"
 
