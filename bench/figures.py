@@ -104,6 +104,7 @@ STEPS = (
     bench("replay"),
     bench("predictor"),
     bench("learn"),
+    bench("house_rules"),
 )
 
 
@@ -287,6 +288,31 @@ def coverage_pair(matched: dict, key: str) -> str:
 
 def precision_of(t: dict) -> str:
     return DASH if t["precision"] is None else f"precision {100 * t['precision']:.1f}%"
+
+
+HOUSE_RULES = "### House rules, judged on repositories they were not tuned on"
+
+
+def house_rules_table(f: dict) -> str:
+    """Each held-out fold: the point chosen on the others, and by each key and reading the
+    mode's cross-run coverage and precision against the best popularity list's."""
+    rows = []
+    for name, s in f["house_rules"]["sets"].items():
+        for c in s["chosen"]:
+            rows.append([f"{TITLES.get(name, name)}, fold {c['fold']}", c["point"],
+                         *(verdict_cell(c["keys"][key][reading])
+                           for key in ("group", "signature") for reading in ("block", "run"))])
+    return table(["held-out fold", "chosen on the others", "by group, block before",
+                  "by group, anywhere earlier", "by signature, block before",
+                  "by signature, anywhere earlier"], rows)
+
+
+def verdict_cell(figures: dict) -> str:
+    mode = figures["mode"]
+    pool, best = max(figures["matched"].items(),
+                     key=lambda kv: (kv[1]["covered"], kv[1]["precision"] or 0))
+    return (f"{mode['covered']}/{mode['repeats']} ({precision_of(mode)}) vs {best['covered']}"
+            f" ({precision_of(best)}, {pool})")
 
 
 def predictor_tables(f: dict) -> str:
@@ -519,6 +545,7 @@ SECTIONS = (
     ("### Figures (replays of ../shared/data: `.venv/bin/python bench/replay.py`)",
      ("replay",), replay_tables),
     ("### How the predictor was tuned", ("predictor",), predictor_tables),
+    (HOUSE_RULES, ("house_rules",), house_rules_table),
     ("## Measured speed", ("capture_recall", "hung_provider", "recall", "search", "replay"),
      speed_table),
     ("## Storage and durability", ("store_bound",), store_table),

@@ -5,7 +5,9 @@ popular: the recent section and the lessons of the causes seen in the most earli
 Run: .venv/bin/python bench/replay.py [DATA_DIR]
 Target: the `on` replay of mini-swe-agent-dev finishes in under two minutes. Prints, per
 data set, the conversion time, the wall time per mode, the figures side by side (the
-same table as `reflect eval compare`, with each mode's matched baselines), then counts
+same table as `reflect eval compare`, with each mode's matched baselines in both readings,
+the block before the step and anywhere earlier in the run, and fold by fold over
+repositories; the defaults' cross-validation is bench/house_rules.py), then counts
 per mode: coverage as k/n with its interval, lesson precision, items naming a foreign
 detail, items and lesson-section items per block (mean over iterations, max), tokens,
 recall latency and wall time; then mode on's coverage-vs-items curve beside the
@@ -103,6 +105,12 @@ def curve_table(summary: dict) -> str:
                      f"{_pct(mode['precision'])}); matched baselines: " + ", ".join(
                          f"{pool} {t['covered']}" for pool, t in figures["matched"].items()))
         for pool, points in figures["curve"].items():
+            lines.append(f"  popular/{pool:<7} at 1..{len(points)} items: "
+                         + " ".join(f"{p['covered']}" for p in points))
+        run = summary["matched"]["run"][key]
+        lines.append(f"  anywhere earlier in the run, on covers {run['mode']['covered']}/"
+                     f"{run['mode']['repeats']}; each list shown once at the start:")
+        for pool, points in run["curve"].items():
             lines.append(f"  popular/{pool:<7} at 1..{len(points)} items: "
                          + " ".join(f"{p['covered']}" for p in points))
     return "\n".join(lines)

@@ -85,16 +85,17 @@ FAILED tests/test_admin.py::test_changelist - AssertionError: assert 3 == 2
 
 
 def recall() -> str:
-    """`Memory.recall` for the third iteration of run task-42, after run task-41 hit and
-    fixed the same database problem."""
+    """`Memory.recall` for the third iteration of run task-42, after runs task-40 and
+    task-41 hit and fixed the same database problem."""
     from reflect import Memory
 
     goal = "Fix the user count on the admin changelist"
     with isolated(), Memory(embeddings="hash") as mem:
-        mem.capture(run="task-41", iteration=1, goal=goal, phase="test",
-                    action="python repro.py", exit_code=1, error_text=TABLE_ERROR)
-        mem.outcome(run="task-41", iteration=2, success=True,
-                    action="python manage.py migrate && python repro.py")
+        for run in ("task-40", "task-41"):
+            mem.capture(run=run, iteration=1, goal=goal, phase="test",
+                        action="python repro.py", exit_code=1, error_text=TABLE_ERROR)
+            mem.outcome(run=run, iteration=2, success=True,
+                        action="python manage.py migrate && python repro.py")
         mem.capture(run="task-42", iteration=1, goal=goal, phase="test", action="pytest tests/",
                     exit_code=127, error_text="bash: pytest: command not found")
         mem.capture(run="task-42", iteration=2, goal=goal, phase="test",

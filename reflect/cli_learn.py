@@ -76,6 +76,9 @@ def summary(report: LearnReport) -> str:
         lines.append(f"house rules a new session of this project is shown first "
                      f"({len(report.house_rules)}):")
         lines += ["  " + rule.replace("\n", "\n  ") for rule in report.house_rules]
+    elif report.sessions:
+        lines.append("no house rules yet: a mistake becomes one once two runs of the project"
+                     " hit it")
     if report.skipped:
         lines.append("not learned:")
         lines += [f"  {why}: {n}" for why, n in report.skipped.items()]

@@ -76,3 +76,30 @@ def test_the_modes_precision_counts_lessons_not_the_keys_they_stand_for():
             ok("r3", items=[lesson("A:1", "A:2")]), fail("r3", "A:2")]
     mode = matched(rows)["keys"]["signature"]["mode"]
     assert (mode["shown"], mode["borne"]) == (1, 1)
+
+
+def test_anywhere_earlier_the_mode_keeps_what_it_showed_and_each_list_is_shown_once():
+    # r3 was shown B early and A's lesson only at its first block; A:x fails later, when
+    # the block no longer holds it: covered anywhere earlier, not in the block before.
+    rows = [fail("r1", "A:x"), fail("r1", "B:y"), fail("r2", "B:y"),
+            ok("r3", items=[lesson("A:x"), lesson("B:y")]), ok("r3", items=[lesson("B:y")]),
+            fail("r3", "A:x", items=[lesson("B:y")])]
+    out = matched(rows)
+    assert out["keys"]["signature"]["mode"]["covered"] == 0
+    run = out["run"]["signature"]
+    assert run["mode"] == {**run["mode"], "covered": 1, "repeats": 2, "shown": 2}
+    # r2 was shown nothing, so its list is empty; r3's holds two keys (as many as its
+    # distinct lessons), B and A: it covers r3's A:x.
+    assert run["matched"]["global"]["covered"] == 1
+    assert run["matched"]["global"]["shown"] == 2
+
+
+def test_folds_are_projects_largest_first_to_the_fold_with_fewest_runs():
+    rows = [fail(f"a{i}", "A:x", "big") for i in range(4)]
+    rows += [fail(f"b{i}", "A:x", "mid") for i in range(2)]
+    rows += [fail("c0", "A:x", "small"), fail("d0", "A:x", "tiny")]
+    folds = matched(rows, folds=2)["folds"]
+    assert [(f["groups"], f["runs"]) for f in folds] == [(["big"], 4),
+                                                        (["mid", "small", "tiny"], 4)]
+    # every run is in one fold: the folds' repeats add up to the whole
+    assert sum(f["keys"]["signature"]["block"]["mode"]["repeats"] for f in folds) == 7

@@ -288,11 +288,12 @@ def test_a_replay_scoped_by_project_recalls_no_lesson_across_projects(tmp_path):
     from dataclasses import replace
 
     runs = [replace(r, project="acme/one") for r in (rec("A", 1, E1), rec("A", 2, E1))]
-    runs += [replace(r, project="acme/one") for r in (rec("C", 1, E1),)]
+    # two runs make a house rule; C repeats them in the same project
+    runs += [replace(r, project="acme/one") for r in (rec("D", 1, E1), rec("C", 1, E1))]
     later = [replace(r, project=project) for r, project in
              ((rec("B", 1, success=True), "acme/two"), (rec("B", 2, E1), "acme/two"))]
     shared = replay([*runs, *later], "on", embeddings="off")
     scoped = replay([*runs, *later], "on", embeddings="off", scope_by_project=True)
-    # Both cover C's repeat of A (one project); only the shared store covers B's.
+    # Both cover C's repeat of A and D (one project); only the shared store covers B's.
     assert shared["totals"]["covered_cross"] == 2
     assert scoped["totals"]["covered_cross"] == 1 and scoped["scope_by_project"]

@@ -15,7 +15,7 @@ from reflect import Memory
 COMMANDS = ["python3 report.py", "python3 report.py",
             "sed -i s/openpyxl/json/ report.py", "python3 report.py"]
 BLOCK = "PAST FAILURES TO AVOID"  # this run's
-EARLIER = "LESSONS FROM EARLIER RUNS"
+EARLIER = "HOUSE RULES"
 
 
 def claude_session(project, commands: list[str], prompt: str) -> FakeModelAPI:
@@ -63,7 +63,10 @@ def test_claude_code_failures_reach_the_store_and_the_model(tmp_path):
     assert "failed just now in this session" in system_text(turns[2])
     assert all("`python3 report.py` passed" in e.resolution for e in entries)
 
-    # A new session of the project: the lessons come once in its first request.
+    # A second session hits it too (one session's mistake is no house rule); a new
+    # session of the project then gets the house rules once, in its first request.
+    (project / "report.py").write_text("import openpyxl\nprint('report written')\n")
+    claude_session(project, COMMANDS, "Make the monthly report run")
     later = claude_session(project, [], "Add a total to the weekly report")
     first = system_text(next(r for r in later.requests if r.get("tools")))
     assert first.count(EARLIER) == 1, first[-3000:]

@@ -107,9 +107,15 @@ def family(error_type: str, message: str) -> str:
     ``No module named 'yaml'`` and ``No module named 'six'`` are one family. Evidence is
     pooled across a family when each of its causes is too rare to predict alone."""
     kind = error_type.strip().rsplit(".", 1)[-1]
-    subject = _SUBJECT.sub("<x>", message_template(message))
+    subject = family_template(message)
     return hashlib.sha256(f"family\x1f{kind}\x1f{subject}".encode("utf-8", "replace")
                           ).hexdigest()[:16]
+
+
+def family_template(message: str) -> str:
+    """The message as its family has it: the cause's template with its subject (every kept
+    quoted name, every dotted or snake_case name) masked as ``<x>``."""
+    return _SUBJECT.sub("<x>", message_template(message))
 
 
 def _mask(m: re.Match[str]) -> str:

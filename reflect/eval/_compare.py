@@ -139,7 +139,9 @@ def table(result: dict[str, Any]) -> str:
 
 def matched_lines(arm: dict[str, Any]) -> list[str]:
     """The arm's cross-run coverage and lesson precision beside the popularity baselines
-    shown with as many lesson items as the arm showed (``matched.py``), by each key."""
+    with as many lesson items (``matched.py``), by each key, in both readings: the block
+    before the step (matched block by block) and anywhere earlier in the run (matched run
+    by run); then each fold's, against its best list."""
     found = arm.get("matched")
     if not found:
         return []
@@ -149,7 +151,36 @@ def matched_lines(arm: dict[str, Any]) -> list[str]:
         cells = [f"{arm['label']} {_share(figures['mode'])}"]
         cells += [f"popular/{pool} {_share(t)}" for pool, t in figures["matched"].items()]
         lines.append(f"  by {key:<9} " + "  ".join(cells))
+    if found.get("run"):
+        lines.append(f"{arm['label']}: anywhere earlier in the run (each list shown once at "
+                     "the start, as long as the run's distinct lessons):")
+        for key, figures in found["run"].items():
+            cells = [f"{arm['label']} {_share(figures['mode'])}"]
+            cells += [f"popular/{pool} {_share(t)}" for pool, t in figures["matched"].items()]
+            lines.append(f"  by {key:<9} " + "  ".join(cells))
+    for n, fold in enumerate(found.get("folds", ()), 1):
+        lines.append(f"  fold {n} ({fold['runs']} runs: {', '.join(fold['groups'])}):")
+        for key, readings in fold["keys"].items():
+            lines.append(f"    by {key:<9} " + "; ".join(
+                f"{reading} {verdict(figures)}" for reading, figures in readings.items()))
     return lines
+
+
+def verdict(figures: dict[str, Any]) -> str:
+    """The mode against the best list (by coverage, then precision): k/n against its k,
+    and whether the mode has at least its coverage and its precision."""
+    mode = figures["mode"]
+    pool, best = max(figures["matched"].items(),
+                     key=lambda kv: (kv[1]["covered"], kv[1]["precision"] or 0))
+    held = (mode["covered"] >= best["covered"]
+            and (mode["precision"] or 0) >= (best["precision"] or 0))
+    return (f"{mode['covered']}/{mode['repeats']} (precision {_pct(mode['precision'])}) vs "
+            f"popular/{pool} {best['covered']} ({_pct(best['precision'])}) "
+            f"{'held' if held else 'LOST'}")
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{100 * x:.1f}%"
 
 
 def _share(t: dict[str, Any]) -> str:

@@ -184,6 +184,7 @@ def replay(
         # shared one.
         with Memory(home=home, store_url="", embeddings=embeddings, settings=Settings(
                 clock=lambda: now[0], credit=False, predictor=predictor)) as mem:
+            mem.scope = "global"  # not the working directory's: a replay is of its trace
             rows = _rows(records, Injector(mem, mode, max_tokens), now, progress, observe,
                          scope_by_project)
         wall = time.perf_counter() - started

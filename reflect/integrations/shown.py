@@ -10,7 +10,7 @@ import hashlib
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from reflect.records import Recall
+    from reflect.records import Recall, RecallItem
 
 
 def unseen(rec: Recall, shown: set[str]) -> tuple[str, list[str]]:
@@ -20,11 +20,19 @@ def unseen(rec: Recall, shown: set[str]) -> tuple[str, list[str]]:
     digests = [digest(item.text) for item in new]
     if len(new) == len(rec.items):
         return rec.text, digests
-    from reflect.recall.render import LESSONS_HEADER, RECENT_HEADER, fit
+    from reflect.recall.render import fit
 
-    sections = [(RECENT_HEADER, [i for i in new if i.section == "recent"]),
-                (LESSONS_HEADER, [i for i in new if i.section != "recent"])]
-    return fit(sections, max(rec.tokens, 1)).text, digests
+    sections: dict[str, list[RecallItem]] = {}
+    for item in new:  # each under the header it had in the block (house rules keep theirs)
+        sections.setdefault(_header(rec.text, item.text), []).append(item)
+    return fit(list(sections.items()), max(rec.tokens, 1)).text, digests
+
+
+def _header(text: str, item: str) -> str:
+    """The header line above ``item`` in the block ``text``."""
+    before = text[:max(text.find(item), 0)].splitlines()
+    return next((line for line in reversed(before) if line and not line.startswith(" ")
+                 and not line.startswith("- ")), "")
 
 
 def digest(text: str) -> str:

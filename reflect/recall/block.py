@@ -4,7 +4,7 @@ is likely to hit next, predicted from earlier runs (``predict``)."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
 from reflect.embedding import Vectors
@@ -16,12 +16,16 @@ from reflect.recall.render import (
     RECENT_HEADER,
     estimate_tokens,
     fit,
+    house_header,
+    house_item_text,
     lesson_item_text,
     recent_item_text,
 )
 from reflect.records import Eligible, Failure, Lesson, Recall, RecallItem
 from reflect.store import error_query
 from reflect.store.protocol import FailureStore, GoalSearch, InjectionLog, RunStore
+
+GLOBAL = "global"  # the scope outside a project
 
 __all__ = ["Holdout", "Predictor", "Query", "build"]
 
@@ -62,25 +66,44 @@ def build(store: RecallStore, vectors: Vectors, q: Query, predictor: Predictor,
     # The window is read lean: whole rows only for the failures an item shows.
     rows = store.recent_causes(q.run, q.iteration, RECENT_WINDOW)
     recent = recent_items(store, q, rows, kept) if "recent" in q.sections else []
-    earlier: list[RecallItem] = []
-    chosen: dict[str, Eligible] = {}
+    rules = Rules()
     if "lessons" in q.sections:
-        earlier, chosen = lesson_items(store, vectors, q, predictor, rows, holdout)
-    block = fit([(RECENT_HEADER, recent), (LESSONS_HEADER, earlier)], q.max_tokens)
-    return withhold(block, chosen, q.max_tokens) if chosen else block
+        rules = lesson_items(store, vectors, q, predictor, rows, holdout)
+    block = fit(rules.sections(recent), q.max_tokens)
+    return withhold(block, rules, recent, q.max_tokens) if rules.chosen else block
 
 
-def withhold(block: Recall, chosen: dict[str, Eligible], max_tokens: int) -> Recall:
+@dataclass
+class Rules:
+    """The lessons of a block: the house rules (what this scope's runs hit most, under
+    ``header``), then taught and imported lessons; ``chosen``: the predicted lessons with
+    their holdout arms."""
+
+    header: str = ""
+    house: list[RecallItem] = field(default_factory=list)
+    taught: list[RecallItem] = field(default_factory=list)
+    chosen: dict[str, Eligible] = field(default_factory=dict)
+
+    def sections(self, recent: list[RecallItem], keep: set[str] | None = None
+                 ) -> list[tuple[str, list[RecallItem]]]:
+        def kept(items: list[RecallItem]) -> list[RecallItem]:
+            return [i for i in items if keep is None or i.id in keep]
+
+        return [(RECENT_HEADER, recent), (self.header, kept(self.house)),
+                (LESSONS_HEADER, kept(self.taught))]
+
+
+def withhold(block: Recall, rules: Rules, recent: list[RecallItem], max_tokens: int) -> Recall:
     """The block without the lessons its run is in the withheld arm for. Eligible are the
     predicted lessons of the block as it would be (what fits the budget), and those
     demoted; nothing takes a withheld lesson's place, so the arms differ by it alone."""
+    chosen = rules.chosen
     shown = [i for i in block.items if i.section == "lesson" and i.id in chosen]
     eligible = [chosen[i.id] for i in shown] + [e for e in chosen.values() if e.arm == DEMOTED]
     hidden = {e.lesson_id for e in eligible if e.arm == WITHHELD}
     if hidden:
-        kept = [i for i in block.items if i.section != "lesson" or i.id not in hidden]
-        block = fit([(RECENT_HEADER, [i for i in kept if i.section == "recent"]),
-                     (LESSONS_HEADER, [i for i in kept if i.section != "recent"])], max_tokens)
+        kept = {i.id for i in block.items if i.section != "recent" and i.id not in hidden}
+        block = fit(rules.sections(recent, kept), max_tokens)
     block.eligible = eligible
     return block
 
@@ -163,8 +186,12 @@ def neighbourhood(store: RecallStore, vectors: Vectors, q: Query, predictor: Pre
     """Earlier runs like this one: by goal vector where this goal has one (else by the
     goal's words), and those that hit a family this run has hit."""
     latest, hits = store.recent_families(q.run, q.scope, predictor.window)
-    near = Neighbourhood(following=store.families_after(seen, q.run), latest=latest,
-                         latest_hits=hits)
+    long, long_hits = latest, hits  # a store no larger than the window: the same runs
+    if latest == predictor.window and predictor.long_window > latest:
+        long, long_hits = store.recent_families(q.run, q.scope, predictor.long_window)
+    near = Neighbourhood(
+        following=store.families_after(seen, q.run) if predictor.follow else {},
+        latest=latest, latest_hits=hits, long=long, long_hits=long_hits)
     if q.goal and predictor.k:
         vector = vectors.query_vector(q.goal, q.embed) if vectors.spec is not None else None
         if vector is not None:
@@ -188,58 +215,69 @@ def predicted(store: RecallStore, vectors: Vectors, q: Query, predictor: Predict
 
 
 def lesson_items(store: RecallStore, vectors: Vectors, q: Query, predictor: Predictor,
-                 rows: Sequence[Mapping[str, Any]], holdout: Holdout = NO_HOLDOUT
-                 ) -> tuple[list[RecallItem], dict[str, Eligible]]:
-    """Taught and imported lessons the query's words call for, then the lessons of the
-    mistakes this run is most likely to make; none of a family this run already has. With
-    them, each predicted lesson that passed the threshold with its holdout arm (a demoted
-    one is left out, and the next takes its place)."""
+                 rows: Sequence[Mapping[str, Any]], holdout: Holdout = NO_HOLDOUT) -> Rules:
+    """Taught and imported lessons the query's words call for, and the house rules: the
+    mistakes this run is most likely to make, most likely first, each while its expected
+    value pays for its tokens; none of a family this run already has. With them, each
+    predicted lesson with its holdout arm (a demoted one is left out, and the next takes
+    its place)."""
     seen = {row["family"] for row in rows}
     latest = store.failures_by_id([rows[0]["id"]])[rows[0]["id"]] if rows else None
     query = "\n".join([q.goal, q.phase, *(
         (error_query(latest), latest["action"]) if latest else ())])
-    items = [
+    rules = Rules(taught=[
         RecallItem(section="lesson", id=lesson["id"],
                    text=lesson_item_text(lesson, None, "taught" if lesson["kind"] == "taught"
                                          else "imported"),
                    fingerprint=lesson["fingerprint"], source_failure_ids=[], score=1.0)
         for lesson in taught.matching(store, query, q.scope)
         if lesson["fingerprint"] not in {row["fingerprint"] for row in rows}
-    ][:predictor.max_items]
-    estimates = predicted(store, vectors, q, predictor, seen)
-    wanted = [e.family for e in estimates[:2 * predictor.max_items]]
-    lessons = store.family_lessons(wanted, q.run, q.scope)
+    ][:predictor.max_items])
+    earlier = store.earlier_runs(q.run, q.scope)
+    rules.header = house_header(earlier, q.scope != GLOBAL)
+    # The places are those the run started with: a family it hit keeps its place (the
+    # recent section shows it), so no less likely lesson takes it. With what followed
+    # on, the estimates move with what the run hit, and it is left out of them.
+    estimates = predicted(store, vectors, q, predictor, seen if predictor.follow else set())
+    estimates = estimates[:2 * predictor.max_items + len(seen)]
+    lessons = store.family_lessons([e.family for e in estimates], q.run, q.scope)
     verdicts = {}
     if holdout.p > 0:  # verdicts are read while a holdout runs: the log is read for them
         judged = effects(store.holdout_arms([lesson["id"] for lesson, _ in lessons.values()]),
                          holdout)
         verdicts = {lesson_id: e.verdict for lesson_id, e in judged.items()}
-    offered = []
-    chosen = {}
-    for e in estimates[:2 * predictor.max_items]:
-        if e.family not in lessons:
+    offered: list[tuple[bool, float, RecallItem]] = []
+    places = predictor.max_items - len(rules.taught)
+    for e in estimates:
+        if e.family not in lessons or len(offered) >= places:
             continue
         lesson, failure = lessons[e.family]
-        if any(i.id == lesson["id"] for i in items):
+        if any(i.id == lesson["id"] for i in rules.taught):
             continue  # an imported lesson its trigger already brought in
-        text = lesson_item_text(lesson, failure, e.why())
-        value = e.p / estimate_tokens(text)  # what the block's budget buys with it
+        ids = _provenance(failure["id"], store.family_failure_ids(e.family, q.scope))
+        found = store.failures_by_id(ids)
+        text = house_item_text(lesson, failure, [found[i] for i in ids if i in found],
+                               e.why(q.scope != GLOBAL))
         verdict = verdicts.get(lesson["id"], "")
         # A lesson on trial or promoted needs no threshold: what it prevents no longer
-        # shows in p, and its arms must not lose runs to its own effect.
-        if e.p < predictor.threshold and lesson["id"] not in verdicts:
+        # shows in p, and its arms must not lose runs to its own effect. Any other pays
+        # for its tokens: p times the tokens of the failed step it may save.
+        worth = e.p * predictor.step_tokens >= estimate_tokens(text)
+        if (not worth or e.p < predictor.threshold) and lesson["id"] not in verdicts:
             continue
-        chosen[lesson["id"]] = Eligible(lesson["id"], e.family,
-                                        arm(q.run, lesson["fingerprint"], verdict, holdout), e.p)
-        if chosen[lesson["id"]].arm == DEMOTED:
+        if e.family in seen:
+            places -= 1
             continue
-        offered.append((verdict == PROMOTED, value, RecallItem(
+        rules.chosen[lesson["id"]] = Eligible(
+            lesson["id"], e.family, arm(q.run, lesson["fingerprint"], verdict, holdout), e.p)
+        if rules.chosen[lesson["id"]].arm == DEMOTED:
+            continue
+        offered.append((verdict == PROMOTED, e.p, RecallItem(
             section="lesson", id=lesson["id"], text=text, fingerprint=lesson["fingerprint"],
-            source_failure_ids=_provenance(failure["id"],
-                                           store.family_failure_ids(e.family, q.scope)),
-            score=e.p)))
-    offered.sort(key=lambda o: o[:2], reverse=True)  # a proven lesson first, then by value
-    return [*items, *(item for *_, item in offered)][:predictor.max_items], chosen
+            source_failure_ids=ids, score=e.p)))
+    offered.sort(key=lambda o: o[:2], reverse=True)  # a proven lesson first, then by p
+    rules.house = [item for *_, item in offered]
+    return rules
 
 
 def _provenance(shown: str, latest: list[str]) -> list[str]:

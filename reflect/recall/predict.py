@@ -14,22 +14,25 @@ per family is made, the probability that this run fails with it:
   each of weight ``follow``, and ``y'_gf`` says whether f came after it there: what
   this run has done so far moves the estimate;
 - the base rate is the share of the latest ``window`` runs that failed with f, shrunk
-  toward the share of all earlier runs (itself shrunk by ``prior`` runs that did not)
-  with ``recent_prior`` runs (in a store of no more runs than that, the share of all):
+  toward the share of the latest ``long_window`` (itself shrunk by ``prior`` runs that
+  did not) with ``recent_prior`` runs (in a store of no more runs than that, the share
+  of all):
   what a store's recent runs hit is what its next run is likely to hit (a project's
   runs come together). It is a Beta prior worth ``prior`` runs: one neighbour out of
   two does not outrank 60 runs of 400. The signals (neighbours, what followed) only
   move that mass; ``bench/predictor.py`` keeps one only where it lowers the log loss on
   runs not seen, which goal neighbours did not (``k`` is 0 by default).
 
-A family seen in fewer than ``min_runs`` earlier runs is predicted only when a similar
-run had it.
+Every count is of this scope's runs: the base rate's shares are of the latest ``window``
+and the latest ``long_window`` runs in scope (a shared store's other projects count for
+nothing here). A family fewer than ``min_runs`` of those runs hit is predicted only
+when a similar run had it: one earlier run's mistake is no house rule.
 
-A family this run already has is left out (the recent section shows it). A lesson is
-offered when its family's p passes ``threshold``, at most ``max_items``, in order of
-expected value per token (p over its item's tokens), so the block's budget goes first
-to what it buys most with (``recall.block``). The rule is one value, ``Predictor``,
-that benches pass in and tune.
+A family this run already has is left out (the recent section shows it). The lessons are
+the HOUSE RULES (``recall.block``): most probable first, each shown while its expected
+value pays for it (p times ``step_tokens``, the tokens of a failed step it may save, at
+least the tokens of its item), at most ``max_items``. The rule is one value,
+``Predictor``, that benches pass in and tune.
 """
 
 from __future__ import annotations
@@ -61,12 +64,18 @@ class Predictor:
 
     k: int = 0  # similar earlier runs (0: none; they did not improve the score, see docs)
     prior: float = 10.0  # the base rate's weight, in runs
-    follow: float = 0.5  # weight of an earlier run that shared a family with this one
-    threshold: float = 0.08  # p a family needs for its lesson to be offered
-    min_runs: int = 1  # earlier runs a family needs, unless a similar run had it
+    # weight of an earlier run that shared a family with this one (0: off; it won on no
+    # repository fold, docs/evaluation.md)
+    follow: float = 0.0
+    threshold: float = 0.0  # p a family needs besides paying for its tokens
+    min_runs: int = 2  # of the latest runs in scope, unless a similar run had it
     max_items: int = 6
     window: int = 25  # the latest runs whose rate the base rate starts from
-    recent_prior: float = 10.0  # the weight, in runs, of all earlier runs' rate in it
+    recent_prior: float = 10.0  # the weight, in runs, of the longer window's rate in it
+    long_window: int = 250  # the latest runs in scope the longer rate is of
+    # tokens of a failed step (its command, output and the reply to it: a mean of 606 on
+    # mini-swe-agent-dev), which a lesson shown may save: what it is worth
+    step_tokens: int = 600
     candidates: int = 20  # the most widespread families, which always get an estimate
 
 
@@ -81,14 +90,19 @@ class Estimate:
     earlier: int = 0  # earlier runs in scope
     followed: int = 0  # runs where it came after a family this run hit
     sharing: int = 0  # runs that shared a family with this one
+    recent: int = 0  # of the latest runs in scope, those that failed with it
+    latest: int = 0  # the latest runs in scope (at most the window)
+    long: int = 0  # the latest runs in scope of the longer window (``runs`` is of them)
 
-    def why(self) -> str:
-        """A few words on why the lesson is shown."""
-        if self.similar and self.share >= self.runs / max(self.earlier, 1):
+    def why(self, project: bool = False) -> str:
+        """What the lesson's count is of: this family in this scope's latest runs (or in
+        the similar runs that put it here); never a conditional shown as a reason."""
+        if self.similar and self.share >= self.recent / max(self.latest, 1):
             return f"in {self.similar} of {self.neighbours} similar runs"
-        if self.followed:
-            return f"came next in {self.followed} of {self.sharing} runs"
-        return f"in {self.runs} of {self.earlier} earlier runs"
+        of = " of this project" if project else ""
+        if self.recent <= 1 < self.runs:  # a rule of more runs than the latest show
+            return f"in {self.runs} of the last {self.long} runs{of}"
+        return f"in {self.recent} of the last {self.latest} runs{of}"
 
 
 @dataclass
@@ -99,6 +113,8 @@ class Neighbourhood:
     following: dict[str, set[str]] = field(default_factory=dict)  # run -> families after
     latest: int = 0  # the latest runs (at most ``window``)
     latest_hits: dict[str, int] = field(default_factory=dict)  # family -> those that hit it
+    long: int = 0  # the latest runs of the longer window
+    long_hits: dict[str, int] = field(default_factory=dict)
 
 
 def words(text: str) -> list[str]:
@@ -129,7 +145,6 @@ def estimate(store: RunStore, predictor: Predictor, near: Neighbourhood, run: st
     candidates -= exclude
     if not candidates:
         return []
-    base_runs = store.family_runs(sorted(candidates))
     near_weight = sum(w for _, w in near.similar)
     weight = near_weight + predictor.follow * len(near.following)
     mass: defaultdict[str, float] = defaultdict(float)  # weighted neighbours that hit it
@@ -141,10 +156,10 @@ def estimate(store: RunStore, predictor: Predictor, near: Neighbourhood, run: st
     came_after = Counter(c for after in near.following.values() for c in after)
     found = []
     for c in candidates:
-        runs = min(base_runs.get(c, 0), earlier)
+        runs = near.long_hits.get(c, 0)
         if runs < predictor.min_runs and not hits[c]:
             continue
-        overall = runs / (earlier + predictor.prior)  # few runs say little: shrunk toward 0
+        overall = runs / (near.long + predictor.prior)  # few runs say little: shrunk to 0
         base = overall  # a store no larger than the window: its latest runs are all of it
         if near.latest < earlier:
             base = ((near.latest_hits.get(c, 0) + predictor.recent_prior * overall)
@@ -156,6 +171,7 @@ def estimate(store: RunStore, predictor: Predictor, near: Neighbourhood, run: st
             c, round(p, 4), similar=hits[c], neighbours=len(near.similar),
             share=mass[c] / near_weight if near_weight else 0.0,
             runs=runs, earlier=earlier, followed=followed,
-            sharing=len(near.following)))
+            sharing=len(near.following), recent=near.latest_hits.get(c, 0),
+            latest=near.latest, long=near.long))
     found.sort(key=lambda e: (e.p, e.runs), reverse=True)
     return found

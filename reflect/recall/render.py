@@ -11,15 +11,19 @@ from __future__ import annotations
 
 import functools
 import json
+from collections import Counter
 
 from reflect.capture import commands, own_module
 from reflect.capture.defuse import neutralize
+from reflect.capture.fingerprint import family_template
 from reflect.capture.heuristics import heuristic_lesson
 from reflect.records import Failure, Lesson, Recall, RecallItem
 from reflect.text import clip, one_line
 
 RECENT_HEADER = "PAST FAILURES TO AVOID:"
 LESSONS_HEADER = "LESSONS FROM EARLIER RUNS:"
+HOUSE_HEADER = "HOUSE RULES"
+MASKED = {"<x>": "…", "<n>": "N", "<path>": "PATH", "<str>": "…"}
 RECENT_ITEM_TOKENS = 60
 LESSON_ITEM_TOKENS = 80
 ACTION_CHARS = 50  # of the failed command, in an item's first line
@@ -123,6 +127,41 @@ def lesson_item_text(lesson: Lesson, failure: Failure | None, why: str) -> str:
     if resolution:
         lines.append(f"  What worked: {neutralize(resolution)}")
     return bounded(lines, LESSON_ITEM_TOKENS)
+
+
+def house_header(earlier: int, project: bool) -> str:
+    """The house rules' header: how many earlier runs they are from, and whose."""
+    return f"{HOUSE_HEADER} (from {earlier} earlier runs{' of this project' if project else ''}):"
+
+
+def house_item_text(lesson: Lesson, failure: Failure, failures: list[Failure], why: str) -> str:
+    """A house rule: the lesson of a family of mistakes, counted by ``why``, standing for
+    ``failures`` (the family's latest in this scope, ``failure`` first). Its count is the
+    family's, so when they are of more than one cause it speaks at the family's level: its
+    error with the subject masked, a hint only when every failure gives the same one. A
+    fix is shown only when it worked in more than one run, with how many."""
+    if lesson["kind"] != "heuristic":
+        return lesson_item_text(lesson, failure, why)
+    if len({f["cause"] for f in failures} | {failure["cause"]}) == 1:
+        lines = [f"- [{lesson['id']}] {why}: {trigger_line(failure)}"]
+    else:
+        lines = [f"- [{lesson['id']}] {why}: on {neutralize(failure['error_type'])}: "
+                 f"{quoted(clip(_masked(failure['message']), MESSAGE_CHARS))}"]
+    hints = {hint(lesson, f) for f in [failure, *failures]}
+    if len(hints) == 1 and (text := hints.pop()):
+        lines.append(f"  Hint: {neutralize(text)}")
+    worked = Counter(f["resolution"] for f in {f["run"]: f for f in reversed(
+        [failure, *failures]) if f["resolution"]}.values())
+    if worked and (best := worked.most_common(1)[0])[1] > 1:
+        lines.append(f"  What worked ({best[1]} runs): {neutralize(best[0])}")
+    return bounded(lines, LESSON_ITEM_TOKENS)
+
+
+def _masked(message: str) -> str:
+    text = family_template(message)
+    for mask, shown in MASKED.items():
+        text = text.replace(mask, shown)
+    return text
 
 
 def bounded(lines: list[str], max_tokens: int) -> str:

@@ -1,0 +1,94 @@
+"""Choose the house rules' defaults by cross-validation over repositories, and read every
+fold in both readings against the popularity lists shown with as many items.
+
+Run: .venv/bin/python bench/house_rules.py [DATA_DIR]   (about 2 minutes a grid point)
+
+For mini-swe-agent-dev and DebugBench from the shared data, each point of a small grid of
+`Predictor` values (the window of latest runs the base rate starts from; what followed a
+family this run hit, off or on) replays the trace in task order through the product's own
+`replay` (mode `on`, no embeddings; the value is passed in, nothing is patched). The runs
+are split into folds of repositories (`reflect.eval._matched.fold_groups`: SWE-bench's
+repository, DebugBench's kind of bug). For each fold in turn the point with the largest
+margin over the best popularity list on the other folds (summed over both keys and both
+readings) is chosen, and judged on the held-out fold: its cross-run coverage and
+precision beside the best list's, by signature and by group, in the block before the
+step and anywhere earlier in the run. A signal belongs in the default only if the point
+with it holds on every fold of both sets; the simplest point that holds ships.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from figures import DATA, emit
+
+from reflect.eval._compare import verdict
+from reflect.eval._convert import convert
+from reflect.eval._replay import replay
+from reflect.recall.predict import Predictor
+
+SETS = {"mini-swe-agent-dev": "mini-swe-agent", "debugbench": "debugbench"}
+# The simplest first: on a tie the earlier point is chosen.
+GRID = [replace(Predictor(), window=w, follow=f) for f in (0.0, 0.5) for w in (25, 10, 50)]
+
+
+def margin(fold: dict[str, Any]) -> int:
+    """The mode's covered repeats over the best list's, both keys, both readings."""
+    return sum(figures["mode"]["covered"] - max(t["covered"] for t in figures["matched"].values())
+               for readings in fold["keys"].values() for figures in readings.values())
+
+
+def holds(fold: dict[str, Any]) -> bool:
+    return all(verdict(figures).endswith("held")
+               for readings in fold["keys"].values() for figures in readings.values())
+
+
+def label(point: Predictor) -> str:
+    return f"window {point.window}, follow {point.follow}"
+
+
+def cross_validate(name: str, kind: str, data: Path) -> dict[str, Any]:
+    records = convert(kind, [data / name])
+    folds = {}
+    for point in GRID:
+        summary = replay(records, "on", embeddings="off", predictor=point)
+        folds[label(point)] = summary["matched"]["folds"]
+        print(f"== {name}, {label(point)}: every fold "
+              f"{'held' if all(holds(f) for f in folds[label(point)]) else 'not held'}")
+        for n, fold in enumerate(folds[label(point)], 1):
+            print(f"  fold {n} ({fold['runs']} runs: {', '.join(fold['groups'])})")
+            for key, readings in fold["keys"].items():
+                print(f"    by {key:<9} " + "; ".join(
+                    f"{reading} {verdict(f)}" for reading, f in readings.items()))
+    chosen = []
+    n_folds = len(next(iter(folds.values())))
+    print(f"== {name}: each fold judged with the point chosen on the others")
+    for held_out in range(n_folds):
+        best = max(GRID, key=lambda p: sum(margin(f) for i, f in enumerate(folds[label(p)])
+                                           if i != held_out))
+        fold = folds[label(best)][held_out]
+        chosen.append({"fold": held_out + 1, "point": label(best), "held": holds(fold),
+                       "keys": fold["keys"]})
+        print(f"  fold {held_out + 1}: chosen {label(best)}; "
+              + "; ".join(f"{key} {reading} {verdict(f)}" for key, readings in
+                          fold["keys"].items() for reading, f in readings.items()))
+    return {"points": {k: v for k, v in folds.items()}, "chosen": chosen}
+
+
+def main() -> int:
+    data = Path(sys.argv[1]) if len(sys.argv) > 1 else DATA
+    figures: dict[str, Any] = {"sets": {}}
+    for name, kind in SETS.items():
+        if not (data / name).is_dir():
+            print(f"no data at {data / name}; pass the shared data directory as the argument")
+            return 1
+        figures["sets"][name] = cross_validate(name, kind, data)
+    emit(figures)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

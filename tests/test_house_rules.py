@@ -1,0 +1,160 @@
+"""HOUSE RULES: what most earlier runs of this scope hit, shown before a run's first
+iteration, every word true of what it counts (the wordings here were each read in a block
+that said more than its count held)."""
+
+from reflect import Memory, Settings
+from reflect.recall.predict import Predictor
+from reflect.recall.render import HOUSE_HEADER
+
+NO_PYTEST = "ModuleNotFoundError: No module named 'pytest'"
+
+
+def module(name: str) -> str:
+    return f"ModuleNotFoundError: No module named '{name}'"
+
+
+def undefined(name: str) -> str:
+    return ('Traceback (most recent call last):\n  File "x.py", line 3\n'
+            f"NameError: name '{name}' is not defined")
+
+
+def runs(mem: Memory, errors: list[str], prefix: str = "r", fix: str = "") -> None:
+    """One run per error, each failing once (and passing ``fix`` next, when given)."""
+    for i, error in enumerate(errors):
+        run = f"{prefix}{i}"
+        mem.recall(run=run, goal="a task", iteration=1)
+        mem.capture(run=run, iteration=1, action="python check.py", exit_code=1,
+                    error_text=error)
+        if fix:  # the fix, then the failed command passes
+            mem.outcome(run=run, iteration=2, success=True, action=fix.format(i=i))
+            mem.outcome(run=run, iteration=3, success=True, action="python check.py")
+
+
+def house(mem: Memory, run: str = "new") -> list[str]:
+    rec = mem.recall(run=run, goal="a task", iteration=1)
+    assert not rec.items or rec.text.startswith(HOUSE_HEADER), rec.text
+    return [i.text for i in rec.items if i.section == "lesson"]
+
+
+def test_the_house_rules_come_first_under_their_own_header_with_the_runs_they_are_from():
+    with Memory() as mem:
+        runs(mem, [NO_PYTEST] * 4)
+        rec = mem.recall(run="new", goal="a task", iteration=1)
+    assert rec.text.splitlines()[0] == "HOUSE RULES (from 4 earlier runs):"
+    assert "in 4 of the last 4 runs" in rec.text
+
+
+def test_a_family_count_is_never_shown_beside_one_cause_s_name():
+    # 6 runs missed some module, one of them 'pytest': "in 6 of 6 … 'pytest'" would lie.
+    with Memory() as mem:
+        runs(mem, [module(m) for m in ("pytest", "numpy", "yaml", "six", "attr", "toml")])
+        (text,) = house(mem)
+    assert "in 6 of the last 6 runs" in text
+    for name in ("pytest", "numpy", "yaml", "six", "attr", "toml"):
+        assert name not in text, text
+
+
+def test_a_family_item_speaks_at_the_family_s_level_without_another_run_s_fix():
+    # "when python fails with NameError: name 'MY_MOD' … What worked: sed -i …" counted
+    # every undefined name and showed one run's text and fix.
+    with Memory() as mem:
+        runs(mem, [undefined(n) for n in ("MY_MOD", "other_name", "third_one")],
+             fix="sed -i 's/x{i}/y/' f.py")
+        (text,) = house(mem)
+    assert "NameError" in text and "in 3 of the last 3 runs" in text
+    assert "MY_MOD" not in text and "What worked" not in text and "sed" not in text, text
+
+
+def test_a_fix_that_worked_in_more_than_one_run_is_shown_with_its_count():
+    with Memory() as mem:
+        runs(mem, [NO_PYTEST] * 3, fix="pip install pytest")
+        (text,) = house(mem)
+    assert ("What worked (3 runs): `pip install pytest`, then `python check.py` passed"
+            in text), text
+
+
+def test_a_lesson_of_one_earlier_run_is_no_house_rule():
+    # "in 1 of 1 earlier runs: ValueError: …" after one run
+    with Memory() as mem:
+        runs(mem, ["ValueError: bleach package is required"])
+        assert house(mem) == []
+
+
+def test_no_conditional_is_shown_as_a_reason():
+    # "came next in 4 of 58 runs": a 7% conditional shown as a reason
+    with Memory() as mem:
+        for i in range(6):
+            run = f"r{i}"
+            mem.recall(run=run, goal="a task", iteration=1)
+            mem.capture(run=run, iteration=1, action="python a.py", exit_code=1,
+                        error_text=NO_PYTEST)
+            mem.capture(run=run, iteration=2, action="python b.py", exit_code=1,
+                        error_text="OperationalError: no such table: auth_user")
+        mem.recall(run="new", goal="a task", iteration=1)
+        mem.capture(run="new", iteration=1, action="python a.py", exit_code=1,
+                    error_text=NO_PYTEST)
+        rec = mem.recall(run="new", goal="a task", iteration=2)
+    assert "came next" not in rec.text and "no such table" in rec.text
+
+
+def test_a_count_in_a_shared_store_is_of_this_project_s_runs(tmp_path):
+    # "in 30 of 30 earlier runs" when 1 of 30 of this project's runs had it: a store-wide
+    # count over this scope's runs.
+    home = tmp_path / "store"
+    with Memory(home=home) as mem:
+        mem.scope = "other"
+        runs(mem, [module("numpy")] * 5, prefix="o")
+        mem.scope = "mine"
+        runs(mem, [NO_PYTEST] * 2 + ["KeyError: 'a'"] * 3, prefix="m")
+        rec = mem.recall(run="new", goal="a task", iteration=1)
+    assert rec.text.startswith("HOUSE RULES (from 5 earlier runs of this project):"), rec.text
+    assert "in 2 of the last 5 runs of this project" in rec.text, rec.text
+    assert "of 5 earlier runs:" not in rec.text and "in 7 of" not in rec.text
+
+
+def test_the_house_rules_are_chosen_by_expected_value_and_at_most_six():
+    # nine kinds of mistake, each in 5 of 45 runs; one more in 2 runs long ago
+    with Memory() as mem:
+        runs(mem, ["RareError: once in a while"] * 2, prefix="old")
+        runs(mem, [f"E{i % 9}Error: boom" for i in range(45)])
+        rules = house(mem)
+    assert len(rules) == 6 and not any("RareError" in text for text in rules)
+
+
+def test_a_rule_the_run_hit_keeps_its_place_so_no_less_likely_one_takes_it():
+    # A in 6 runs, B in 5, C in 4; two places: A and B, and after the run hits A, B alone
+    # (A is this run's own now), not C: an agent keeping its history read two rules.
+    with Memory(settings=Settings(predictor=Predictor(max_items=2))) as mem:
+        runs(mem, ["AError: a"] * 6 + ["BError: b"] * 5 + ["CError: c"] * 4)
+        first = house(mem)
+        mem.capture(run="new", iteration=1, action="python check.py", exit_code=1,
+                    error_text="AError: a")
+        later = [i.text for i in mem.recall(run="new", goal="a task", iteration=2).items
+                 if i.section == "lesson"]
+    assert [("AError" in t, "BError" in t) for t in first] == [(True, False), (False, True)]
+    assert len(later) == 1 and "BError" in later[0]
+
+
+def test_a_client_that_keeps_its_history_is_told_only_what_is_new_under_its_header():
+    from reflect.integrations.shown import unseen
+
+    with Memory() as mem:
+        runs(mem, ["AError: a"] * 3 + ["BError: b"] * 3)
+        shown: set[str] = set()
+        first, digests = unseen(mem.recall(run="new", goal="a task", iteration=1), shown)
+        shown.update(digests)
+        mem.capture(run="new", iteration=1, action="python check.py", exit_code=1,
+                    error_text="CError: c")
+        again, _ = unseen(mem.recall(run="new", goal="a task", iteration=2), shown)
+    assert first.startswith("HOUSE RULES (from 6 earlier runs):") and "AError" in first
+    assert again.startswith("PAST FAILURES TO AVOID:") and "CError" in again
+    assert "AError" not in again and "HOUSE RULES" not in again
+
+
+def test_a_rule_the_latest_runs_hit_once_is_counted_over_the_longer_window():
+    with Memory() as mem:
+        runs(mem, ["AError: a"] * 10, prefix="a")
+        runs(mem, ["BError: b"] * 24 + ["AError: a"], prefix="b")
+        rules = house(mem)
+    (text,) = [t for t in rules if "AError" in t]
+    assert "in 11 of the last 35 runs" in text and "in 1 of" not in text, text
