@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from reflect.capture.entry import kept_rows
+from reflect.capture.scrub import for_store
 from reflect.store import (
     CannotRepair,
     Finding,
@@ -95,7 +97,8 @@ def _replay(home: Path, store: Store) -> list[str]:
     """Replay what was kept aside into ``store``; what was done."""
     kept, _ = pending.waiting(home)
     before = store.footprint()["failures"]
-    pending.replay(home, store)
+    scrubber = for_store(home)
+    pending.replay(home, store, lambda failure, lesson: kept_rows(failure, lesson, scrubber))
     replayed = store.footprint()["failures"] - before
     done = []
     if kept or replayed:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from reflect import config, consolidation, controls
 from reflect.capture import benign, numbers, own_module, resolution, scrub
-from reflect.capture.entry import MAX_FIELD, Parsed, entry_rows, parse, synthesize
+from reflect.capture.entry import MAX_FIELD, Parsed, entry_rows, kept_rows, parse, synthesize
 from reflect.capture.scope import elsewhere, scope_of
 from reflect.recall.holdout import Holdout
 from reflect.records import ErrorEntry, Failure, Lesson, Recall
@@ -188,7 +188,7 @@ class Memory:
         try:
             if self._kept_aside is not None:  # waited once already: not a second time
                 raise self._kept_aside
-            pending.replay(self.home, self.store)
+            pending.replay(self.home, self.store, self._redo)
             stored, lesson_row = self.store.add_failure(
                 failure, lesson, reflect=self.model is not None,
                 embed=self.embeddings is not None, credit_outcome=self.settings.credit,
@@ -215,6 +215,10 @@ class Memory:
         aside: Failure = {**failure, "seq": 0, "lesson_id": lesson["id"]}
         return _entry(aside, lesson)
 
+    def _redo(self, failure: Failure, lesson: Lesson) -> tuple[Failure, Lesson]:
+        """A capture kept aside, read back: scrubbed and reviewed as a new capture."""
+        return kept_rows(failure, lesson, self.scrubber)
+
     def _next_iteration_aside(self, run: str) -> int:
         """The run's next number while its store cannot be written: the store's own, when
         it opened and can be read; past the run's captures kept aside either way."""
@@ -222,7 +226,7 @@ class Memory:
         if self._store is not None:
             with contextlib.suppress(StoreUnavailable, Rejected, OSError):
                 stored = self._store.next_iteration(run)
-        aside = [f["iteration"] or 0 for f, _ in pending.kept(self.home)
+        aside = [f["iteration"] or 0 for f, _ in pending.kept(self.home, self._redo)
                  if f["run"] == run and (f["iteration"] or 0) < numbers.COUNTED_BELOW]
         return max([stored, *(n + 1 for n in aside)])
 
@@ -326,7 +330,7 @@ class Memory:
             query = replace(query, scope=self.scope)
             predictor = self.predictor
             rec = block.build(self.store, self.vectors, query, predictor, self.holdout,
-                              kept=pending.kept(self.home))
+                              kept=pending.kept(self.home, self._redo))
             try:  # the log is best effort: it must not cost the agent its block
                 self.store.register_run(run, goal, self.scope, now, wait=LOG_WAIT)
                 if rec.items or rec.eligible:  # what the agent saw or was kept from
@@ -338,7 +342,7 @@ class Memory:
                 config.warn(f"store {self.home}: injection log not written ({e})")
             return rec
         except (StoreUnavailable, Rejected, OSError) as e:
-            rec = block.kept_block(pending.kept(self.home), query)
+            rec = block.kept_block(pending.kept(self.home, self._redo), query)
             if e is not self._kept_aside:  # else the capture has said it, in one line
                 config.warn(f"store {self.home} not readable ({e}); recalled "
                             + ("only the failures kept aside" if rec.items else "nothing"))

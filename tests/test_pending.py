@@ -26,6 +26,12 @@ CAPTURES = textwrap.dedent("""
 """)
 
 
+def as_kept(failure, lesson):
+    """The records as they were kept (what a reader of the file makes of them is the
+    caller's: ``Memory`` scrubs and reviews them again)."""
+    return failure, lesson
+
+
 def hold_lock(home):
     held = store_held(home)
     held.__enter__()
@@ -108,7 +114,7 @@ def test_a_held_store_costs_a_step_a_brief_wait_and_one_true_line(own_store):
         held = "lock timeout" if os.environ.get("REFLECT_STORE") else "database is locked"
         assert held in line and "failure kept in" in line
     # kept aside, each with its number in the run, and shown with it while the store is held
-    kept = [f for f, _ in pending.kept(own_store)]
+    kept = [f for f, _ in pending.kept(own_store, as_kept)]
     assert sorted((f["run"], f["iteration"]) for f in kept) == [("k", 1), ("k", 2)]
     context = json.loads(hook.stdout)["hookSpecificOutput"]["additionalContext"]
     assert "iteration 2" in context and "iteration 1" in context and "None" not in context
@@ -215,7 +221,7 @@ def test_an_absurd_iteration_kept_aside_does_not_number_the_captures_after_it(ow
     with store_held(own_store):
         for args in (["--iteration", str(MAX_ITERATION)], [], []):
             run_cli("capture", "--run", "k", "--exit-code", "1", *args)
-    kept = sorted(f["iteration"] for f, _ in pending.kept(own_store))
+    kept = sorted(f["iteration"] for f, _ in pending.kept(own_store, as_kept))
     assert kept == [2, 3, MAX_ITERATION]  # were MAX_ITERATION and the two numbers after it
 
 

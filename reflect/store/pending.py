@@ -27,17 +27,14 @@ import json
 import os
 import stat
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from reflect import config
-from reflect.capture.entry import kept_rows
 from reflect.records import Failure, Lesson
 from reflect.store import Rejected, prepare_home
 from reflect.store.protocol import FailureStore
-
-if TYPE_CHECKING:
-    from reflect.capture.scrub import Scrubber
 
 PENDING_FILE = "pending.jsonl"
 REJECTED_SUFFIX = ".rejected"  # records no store accepts: kept for a person, never replayed
@@ -125,9 +122,15 @@ def _append(path: Path, line: str) -> None:
             os.close(fd)
 
 
-def replay(home: Path, store: FailureStore) -> None:
-    """Move kept captures into the store, once, each reviewed as a new capture; raises
-    what the store raises when it cannot be written (the files stay for the next replay)."""
+# What a record read back becomes before it is stored or shown: the caller's capture rule
+# (``capture.entry.kept_rows``: scrubbed and reviewed as a new capture), since a file on
+# disk is as untrusted as an error text, and the store derives nothing itself.
+Redo = Callable[[Failure, Lesson], tuple[Failure, Lesson]]
+
+
+def replay(home: Path, store: FailureStore, redo: Redo) -> None:
+    """Move kept captures into the store, once, each made again by ``redo``; raises what
+    the store raises when it cannot be written (the files stay for the next replay)."""
     for path in places(home):
         for candidate in _candidates(path):
             # A random part: a stale claim of a process whose pid is reused is never overwritten.
@@ -136,7 +139,7 @@ def replay(home: Path, store: FailureStore) -> None:
                 os.rename(candidate, claimed)  # atomic: one process holds a claim at a time
             except OSError:
                 continue
-            _replay_file(claimed, path.with_name(path.name + REJECTED_SUFFIX), store, home)
+            _replay_file(claimed, path.with_name(path.name + REJECTED_SUFFIX), store, redo)
 
 
 def waiting(home: Path) -> tuple[int, int]:
@@ -149,11 +152,10 @@ def waiting(home: Path) -> tuple[int, int]:
     return kept, rejected
 
 
-def kept(home: Path) -> list[tuple[Failure, Lesson]]:
-    """The captures kept aside for this store and not yet replayed, as (failure, lesson),
-    newest first: what recall still has while the store cannot be read."""
+def kept(home: Path, redo: Redo) -> list[tuple[Failure, Lesson]]:
+    """The captures kept aside for this store and not yet replayed, as (failure, lesson)
+    made again by ``redo``, newest first: what recall has that the store has not."""
     found: list[tuple[Failure, Lesson]] = []
-    scrubber = None
     for path in places(home):
         for candidate in _candidates(path):
             try:
@@ -162,13 +164,9 @@ def kept(home: Path) -> list[tuple[Failure, Lesson]]:
             except OSError:
                 continue
             for line in lines:
-                if scrubber is None:
-                    from reflect.capture.scrub import for_store
-
-                    scrubber = for_store(home)
                 try:
                     record = json.loads(line)
-                    found.append(kept_rows(record["failure"], record["lesson"], scrubber))
+                    found.append(redo(record["failure"], record["lesson"]))
                 except (ValueError, KeyError, TypeError, AttributeError, OverflowError):
                     continue  # torn or foreign: replay rejects it
     return sorted(found, key=lambda r: r[0].get("ts", 0), reverse=True)
@@ -193,20 +191,17 @@ def _candidates(path: Path) -> list[Path]:
     return [path.parent / n for n in (path.name, *claims) if n in names]
 
 
-def _replay_file(claimed: Path, rejected: Path, store: FailureStore, home: Path) -> None:
-    from reflect.capture.scrub import for_store  # only when there is something to replay
-
-    scrubber = for_store(home)
+def _replay_file(claimed: Path, rejected: Path, store: FailureStore, redo: Redo) -> None:
     with open(claimed, "rb") as f:
         fcntl.flock(f, fcntl.LOCK_EX)  # a writer that opened it before the claim finishes first
         lines = f.read().decode("utf-8", errors="replace").splitlines()
         for line in lines:
             if line.strip():
-                _replay_line(line, rejected, store, scrubber)
+                _replay_line(line, rejected, store, redo)
         claimed.unlink(missing_ok=True)  # another replay may have claimed it from us meanwhile
 
 
-def _replay_line(line: str, rejected: Path, store: FailureStore, scrubber: Scrubber) -> None:
+def _replay_line(line: str, rejected: Path, store: FailureStore, redo: Redo) -> None:
     try:
         record = json.loads(line)
         if "outcome" in record:
@@ -214,7 +209,7 @@ def _replay_line(line: str, rejected: Path, store: FailureStore, scrubber: Scrub
             store.resolve(o["run"], o["iteration"], o["action"], o["resolutions"], o["ts"],
                           reflect=o["reflect"], credit_outcome=o["credit"])
         elif store.failure(record["failure"]["id"]) is None:  # else replayed already
-            failure, lesson = kept_rows(record["failure"], record["lesson"], scrubber)
+            failure, lesson = redo(record["failure"], record["lesson"])
             # A record kept by a version that did not say: the store's defaults.
             store.add_failure(failure, lesson, reflect=record.get("reflect", False),
                               embed=record.get("embed", False),
