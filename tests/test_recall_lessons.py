@@ -51,7 +51,7 @@ def fill(mem, django_runs=3, frontend_runs=8):
     return table
 
 
-def test_a_cause_common_among_similar_runs_is_predicted_with_provenance(similar, mem):
+def test_a_cause_common_among_earlier_runs_is_a_house_rule_with_provenance(mem):
     table = fill(mem)
     rec = mem.recall(run="new", goal=DJANGO_GOAL)
     (item,) = [i for i in lesson_items(rec) if "no such table" in i.text]
@@ -281,7 +281,7 @@ def test_ten_missing_modules_teach_what_one_lesson_about_missing_modules_says(me
     assert len(item.source_failure_ids) == 5  # the family's latest failures
 
 
-def test_a_small_store_stays_quiet_for_an_unrelated_goal(similar, mem):
+def test_a_small_store_stays_quiet_for_an_unrelated_goal(mem):
     """Four earlier runs, one of them Django's missing table: one run's mistake is no
     house rule, for a front-end goal or a Django one."""
     mem.recall(run="dj", goal=DJANGO_GOAL)
