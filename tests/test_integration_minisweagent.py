@@ -104,7 +104,7 @@ def test_the_run_s_embedding_jobs_are_run(mini, monkeypatch):
     agent = mini(FAILING, "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT")
     agent.run(TASK)
     with Memory() as mem:
-        wait_for(lambda: mem.status()["jobs"] == {"done": 1}, 120,
+        wait_for(lambda: mem.status().jobs == {"done": 1}, 120,
                  "the run's embedding job to be run")
     assert not agent.memory.settings.embed_here
 

@@ -104,7 +104,7 @@ def test_a_second_store_s_worker_waits_for_the_first_to_let_go_of_the_model(tmp_
         close(first)
         close(second)
     with Memory(homes[1], embeddings="") as mem:
-        assert mem.status()["embeddings"] == "all-MiniLM-L6-v2"
+        assert mem.status().embeddings == "all-MiniLM-L6-v2"
 
 
 @needs_bundled
@@ -128,7 +128,7 @@ def test_a_worker_that_keeps_running_lets_go_of_the_model_once_idle(tmp_path):
         assert not worker.vectors.loaded
         other.release()
         with Memory(home, embeddings="") as mem:
-            assert mem.status()["jobs"] == {"done": 1}
+            assert mem.status().jobs == {"done": 1}
     finally:
         stop.set()
         thread.join(30)
