@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -22,7 +21,8 @@ from pathlib import Path
 TESTS = Path(__file__).resolve().parents[1] / "tests"
 sys.path.insert(0, str(TESTS))
 
-from test_resident_trust import Listener, answer  # noqa: E402
+import hooks  # noqa: E402
+from test_resident_trust import Listener, answer, patterns_held  # noqa: E402
 
 from reflect import Memory  # noqa: E402
 from reflect.integrations import budget, resident  # noqa: E402
@@ -162,38 +162,20 @@ def spare_place(tmp: Path) -> dict:
 
 
 def start_helper(home: Path) -> subprocess.Popen:
-    helper = subprocess.Popen([sys.executable, "-m", "reflect.integrations.resident", str(home),
-                               "120"], env={**os.environ, "REFLECT_HOME": str(home),
-                                            "REFLECT_WORKER": "off"})
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        with socket.socket(socket.AF_UNIX) as probe:
-            try:
-                probe.connect(str(home / resident.SOCKET_NAME))
-                return helper
-            except OSError:
-                time.sleep(0.1)
-    raise SystemExit("the resident helper did not start")
+    return hooks.start_helper(home, {**os.environ, "REFLECT_HOME": str(home),
+                                     "REFLECT_WORKER": "off"})
 
 
 def slow_child(tmp: Path) -> dict:
-    """A child stopped once it has the event (a machine at load 40), let go after the hook."""
+    """A child held once it has the event (a slow disk: tests/test_resident_trust.py's
+    patterns_held), let go after the hook has answered."""
     home = fresh(tmp, "slow")
     helper = start_helper(home)
+    children = Path(f"/proc/{helper.pid}/task/{helper.pid}/children")
     try:
-        running = hook(home, tmp)
-        child = None
-        start = time.monotonic()
-        while child is None and time.monotonic() - start < 5:
-            found = Path(f"/proc/{helper.pid}/task/{helper.pid}/children").read_text().split()
-            child = int(found[0]) if found else None
-        if child is None:
-            return {"tried": 0}
-        os.kill(child, signal.SIGSTOP)
-        took, ok = finish(running)
-        os.kill(child, signal.SIGCONT)
-        children = Path(f"/proc/{helper.pid}/task/{helper.pid}/children")
-        while str(child) in children.read_text().split():
+        with patterns_held(home):
+            took, ok = finish(hook(home, tmp))
+        while children.read_text().split():
             time.sleep(0.05)
         n = stored(home)
         return {"tried": 1, "over_budget": int(took > budget.SECONDS + 1),

@@ -16,6 +16,8 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 import pytest
@@ -238,35 +240,43 @@ def children(pid: int) -> list[int]:
     return [int(n) for n in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
 
 
+@contextmanager
+def patterns_held(home: Path) -> Iterator[None]:
+    """A slow disk, for whatever reads the store's extra scrub patterns (a helper's child
+    making its ``Memory``): they are a FIFO no one writes to until the block ends; then an
+    empty file takes its place, and the FIFO gives a reader waiting on it an end of file."""
+    patterns = home / "scrub-patterns"
+    os.mkfifo(patterns)
+    try:
+        yield
+    finally:
+        os.link(patterns, held := home / "held-fifo")
+        (empty := home / "empty").write_text("")
+        os.replace(empty, patterns)
+        with suppress(OSError):  # no reader was waiting
+            os.close(os.open(held, os.O_WRONLY | os.O_NONBLOCK))
+        held.unlink()
+
+
 def test_a_child_slower_than_the_budget_records_its_capture_once(own_store, helper):  # noqa: F811
     """The hook answers within its budget, leaving the capture to the child that has it;
-    the child, let go past it, records it: once. The child is held where a slow disk
-    would hold it: reading the store's extra scrub patterns, here a FIFO no one writes
-    to until the hook has answered."""
+    the child, let go past it, records it: once."""
     from reflect import Memory
 
-    patterns = own_store / "scrub-patterns"
-    os.mkfifo(patterns)
-    running = subprocess.Popen([sys.executable, "-m", "reflect", "hook", "claude-code"],
-                               stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                               stderr=subprocess.DEVNULL, env={**os.environ, **HELPER_ON})
-    start = time.monotonic()
-    running.stdin.write(json.dumps({**json.loads(failed_event()), "session_id": "slow"})
-                        .encode())
-    running.stdin.close()
-    out = running.stdout.read()  # until the hook exits
-    took = time.monotonic() - start
-    running.wait(30)
-    assert json.loads(out) == {} and running.returncode == 0
-    assert took < budget.SECONDS + 1
-    [child] = children(helper.pid)  # still holding the event
-    # The disk answers: an empty file takes the FIFO's place, then the FIFO the child
-    # waits on gives it an end of file.
-    os.link(patterns, held := own_store / "held-fifo")
-    (empty := own_store / "empty").write_text("")
-    os.replace(empty, patterns)
-    with open(held, "w"):
-        pass
+    with patterns_held(own_store):
+        running = subprocess.Popen([sys.executable, "-m", "reflect", "hook", "claude-code"],
+                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                   stderr=subprocess.DEVNULL, env={**os.environ, **HELPER_ON})
+        start = time.monotonic()
+        running.stdin.write(json.dumps({**json.loads(failed_event()), "session_id": "slow"})
+                            .encode())
+        running.stdin.close()
+        out = running.stdout.read()  # until the hook exits
+        took = time.monotonic() - start
+        running.wait(30)
+        assert json.loads(out) == {} and running.returncode == 0
+        assert took < budget.SECONDS + 1
+        [child] = children(helper.pid)  # still holding the event
     wait_for(lambda: child not in children(helper.pid))
     with Memory(own_store) as mem:
         assert len(mem.failures(run="slow")) == 1
