@@ -137,12 +137,13 @@ def house_header(earlier: int, project: bool) -> str:
 def house_item_text(lesson: Lesson, failure: Failure, failures: list[Failure], why: str) -> str:
     """A house rule: the lesson of a family of mistakes, counted by ``why``, standing for
     ``failures`` (the family's latest in this scope, ``failure`` first). Its count is the
-    family's, so when they are of more than one cause it speaks at the family's level: its
-    error with the subject masked, a hint only when every failure gives the same one. A
-    fix is shown only when it worked in more than one run, with how many."""
+    family's, so unless its trigger line is true of each of them (one cause may hold other
+    numbers: `assert 3 == 2`, `assert 5 == 4`) it speaks at the family's level: its error
+    with the subject masked, a hint only when every failure gives the same one. A fix is
+    shown only when it worked in more than one run, with how many."""
     if lesson["kind"] != "heuristic":
         return lesson_item_text(lesson, failure, why)
-    if len({f["cause"] for f in failures} | {failure["cause"]}) == 1:
+    if len({trigger_line(f) for f in [failure, *failures]}) == 1:
         lines = [f"- [{lesson['id']}] {why}: {trigger_line(failure)}"]
     else:
         lines = [f"- [{lesson['id']}] {why}: on {neutralize(failure['error_type'])}: "
