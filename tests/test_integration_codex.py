@@ -5,6 +5,7 @@ PostToolUse hook ran: Codex gives the hook the raw output and no exit code; the 
 has it."""
 
 import json
+from pathlib import Path
 
 import pytest
 from test_integration_claude_code import FIXTURES, context, event, hook
@@ -125,3 +126,22 @@ def test_a_tool_response_given_as_a_list_keeps_the_failure(tmp_path):
                  transcript_path=rollout(tmp_path, "call_10", 2))
     [entry] = captured()
     assert entry.exit_code == 2 and "listed" in entry.message
+
+
+@pytest.mark.parametrize("where", ["item_completed", "output header"])
+def test_an_exit_code_of_5000_digits_is_a_failure_still(tmp_path, where):
+    digits = "9" * 5000  # past Python's int() limit of 4300 digits
+    error = "Traceback (most recent call last):\nKeyError: 'k'\n"
+    if where == "item_completed":  # json.dumps cannot write such an int: put it in as text
+        path = Path(rollout(tmp_path, "call_11", 0, error))
+        path.write_text(path.read_text().replace('"exit_code": 0', f'"exit_code": {digits}'))
+    else:
+        path = tmp_path / "rollout.jsonl"
+        path.write_text(json.dumps({"payload": {
+            "type": "function_call_output", "call_id": "call_11",
+            "output": f"Process exited with code {digits}\nOutput:\n{error}"}}) + "\n")
+    answer = codex("PostToolUse", tool_use_id="call_11",
+                   tool_response=error, transcript_path=str(path))
+    assert "KeyError" in context(answer, "PostToolUse")
+    [entry] = captured()
+    assert entry.exit_code == 2**63 - 1 and entry.error_type == "KeyError"

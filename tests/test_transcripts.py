@@ -85,6 +85,14 @@ def test_a_line_too_long_is_read_through_not_held(tmp_path):
     assert skipped == {TOO_LONG: 1}
 
 
+def test_a_number_past_int_s_limit_is_no_damaged_line(tmp_path):
+    path = tmp_path / "s.jsonl"
+    path.write_text('{"exit_code": ' + "9" * 5000 + '}\n')  # int() stops at 4300 digits
+    skipped = Skipped()
+    [record] = records(path, skipped)
+    assert record["exit_code"] > 2**63 and skipped == {}
+
+
 def test_a_format_not_known_is_reported_and_skipped(tmp_path):
     for path in synthesize("claude-code", tmp_path / "c"):  # the session and its side chain
         path.write_text(path.read_text().replace('"version": "2.1.332"', '"version": "3.0.0"'))

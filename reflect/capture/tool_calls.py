@@ -53,7 +53,7 @@ def codex_exit_code(payload: dict[str, Any]) -> tuple[int | None, str]:
         header = codex_output(payload.get("output")).partition("\nOutput:\n")[0]
         match = EXITED.search(header)
         if match:
-            return int(match[1]), ""
+            return whole_number(match[1]), ""
     return None, ""
 
 

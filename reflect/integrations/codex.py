@@ -18,6 +18,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from reflect.capture.numbers import whole_number
 from reflect.capture.tool_calls import codex_exit_code
 from reflect.integrations.clients import scopes
 from reflect.integrations.hooks import Event, base_event
@@ -51,8 +52,9 @@ def call_result(transcript: object, call_id: str) -> tuple[int | None, str]:
         return None, ""
     for line in reversed_lines(Path(str(transcript)), f'"{call_id}"'):
         try:
-            payload = json.loads(line).get("payload")
-        except (ValueError, AttributeError):
+            # An exit code past int()'s 4300 digits is read as a number, not a bad line.
+            payload = json.loads(line, parse_int=whole_number).get("payload")
+        except (ValueError, AttributeError, RecursionError):
             continue
         if not isinstance(payload, dict):
             continue

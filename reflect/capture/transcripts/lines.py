@@ -13,6 +13,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from reflect.capture.numbers import whole_number
+
 MAX_LINE = 32 * 1024 * 1024  # a tool's output of this size is not a failure's message
 CHUNK = 1024 * 1024
 
@@ -44,7 +46,7 @@ def records(path: Path, skipped: Skipped, max_line: int = MAX_LINE) -> Iterator[
             if not line.strip():
                 continue
             try:
-                data = json.loads(line)
+                data = json.loads(line, parse_int=whole_number)  # past int()'s 4300 digits
             except (ValueError, RecursionError):
                 skipped[MALFORMED] += 1
                 continue
