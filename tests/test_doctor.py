@@ -8,6 +8,7 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 from conftest import run_cli
@@ -250,6 +251,49 @@ def test_an_empty_store_file_is_said_to_be_a_lost_store(own_store):
     out = capture("after")
     assert b"is empty (0 bytes)" in out.stderr and b"a new store starts in it" in out.stderr
     assert stored_messages(own_store) == ["after"]
+
+
+def left_wal(db) -> bytes:
+    """The write-ahead log a writer killed mid-run leaves: copied while it is open."""
+    conn = sqlite3.connect(db)
+    conn.execute("PRAGMA wal_autocheckpoint = 0")
+    conn.execute("PRAGMA user_version = 1")  # a page written to the log
+    conn.commit()
+    wal = (db.parent / f"{DB_NAME}-wal").read_bytes()
+    conn.close()
+    return wal
+
+
+def test_an_emptied_store_beside_its_log_is_a_lost_store_and_the_look_keeps_the_log(own_store):
+    capture("one")
+    db, log = own_store / DB_NAME, own_store / f"{DB_NAME}-wal"
+    wal = left_wal(db)
+    db.write_bytes(b"")
+    log.write_bytes(wal)
+    code, said = doctor_says()
+    assert code == 1 and "store: PROBLEM" in said and "empty (0 bytes)" in said, said
+    assert log.read_bytes() == wal  # looking changed nothing
+    repair = run_cli("doctor", "--repair")
+    assert repair.returncode == 0, repair.stdout + repair.stderr
+    [aside] = [p for p in own_store.iterdir()
+               if p.name.startswith(f"{DB_NAME}.damaged-") and not p.name.endswith("-wal")]
+    assert Path(f"{aside}-wal").read_bytes() == wal
+
+
+def test_a_log_of_garbage_is_said_and_kept_aside_and_the_store_kept(own_store):
+    capture("one")
+    log = own_store / f"{DB_NAME}-wal"
+    garbage = b"\x00not a log " * 8000
+    log.write_bytes(garbage)
+    code, said = doctor_says()
+    assert code == 1 and "store: PROBLEM" in said and "not a write-ahead log" in said, said
+    assert log.read_bytes() == garbage  # looking changed nothing
+    repair = run_cli("doctor", "--repair")
+    assert repair.returncode == 0, repair.stdout + repair.stderr
+    [aside] = [p for p in own_store.iterdir() if p.name.startswith(f"{DB_NAME}-wal.damaged-")]
+    assert aside.read_bytes() == garbage  # kept for a person
+    assert stored_messages(own_store) == ["one"]  # the store itself was sound
+    assert doctor_says()[0] == 0
 
 
 def test_each_finding_is_said_once(own_store):

@@ -29,7 +29,14 @@ from reflect.store.health import (
     unusable_home,
 )
 from reflect.store.sql import SQLStore
-from reflect.store.sqlite_health import EMPTY, check, file_bytes, move_aside, translated
+from reflect.store.sqlite_health import (
+    EMPTY,
+    check,
+    file_bytes,
+    move_aside,
+    move_log_aside,
+    translated,
+)
 from reflect.store.sqlite_health import Health as FileHealth
 from reflect.store.sqlite_migrations import MIGRATIONS, migrate, schema_names
 
@@ -163,6 +170,8 @@ class SQLiteStore(SQLStore):
             aside = move_aside(db, now)
             cls(home).close()
             return [f"kept the damaged store as {aside}", f"started a new store {db}"]
+        if found.bad_log:
+            return [f"kept the damaged write-ahead log as {move_log_aside(db, now)}"]
         if found.problem:
             raise CannotRepair(f"nothing repaired: {db}: {found.problem}")
         if found.schema > len(MIGRATIONS):
@@ -264,6 +273,10 @@ def _store_finding(health: FileHealth) -> Finding:
                        f"{where} is {health.problem}: `reflect doctor --repair` keeps it as"
                        f" {DB_NAME}.damaged-<time> and starts a new store, which takes in"
                        " what was kept aside")
+    if health.bad_log:
+        return Finding("store", False,
+                       f"{where}-wal is {health.problem}: `reflect doctor --repair` keeps it as"
+                       f" {DB_NAME}-wal.damaged-<time>")
     if health.problem:
         return Finding("store", False, f"{where}: {health.problem}")
     if health.schema > len(MIGRATIONS):

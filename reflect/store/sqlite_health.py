@@ -88,10 +88,14 @@ class Health:
     bytes: int
     problem: str = ""
     damaged: bool = False  # a repair may move it aside
+    bad_log: bool = False  # its write-ahead log is not one: a repair moves the log aside
     schema: int = 0  # the version of the last migration applied
     failures: int = 0
 
 
+WAL_MAGIC = (b"\x37\x7f\x06\x82", b"\x37\x7f\x06\x83")  # a WAL's header, either byte order
+BAD_LOG = ("not a write-ahead log (overwritten, or garbage): what was written since the"
+           " last checkpoint is not in the store, which SQLite opens without it")
 EMPTY = ("empty (0 bytes): a store that was lost or cut short, its history gone unless a"
          " copy of the file has it")
 
@@ -105,15 +109,19 @@ def check(path: Path, expected: frozenset[str] = frozenset(), current: int = 0,
         size = file_bytes(path)
         with open(path, "rb") as f:
             head = f.read(len(HEADER))
+        log = _log_head(path)
     except FileNotFoundError:
         return Health(path, False, 0)
     except OSError as e:
         return Health(path, True, 0, f"cannot be read ({e.strerror}); check its owner and mode")
-    if not head and not size:
-        return Health(path, True, 0, EMPTY, damaged=True)
-    if head and head != HEADER:
+    # Both before SQLite opens the file: its close would delete the log and its evidence.
+    if not head:  # a log beside it cannot bring back the pages it changed
+        return Health(path, True, size, EMPTY, damaged=True)
+    if head != HEADER:
         return Health(path, True, size, "not a SQLite database (overwritten, or a foreign file)",
                       damaged=True)
+    if log and log[:4] not in WAL_MAGIC:
+        return Health(path, True, size, BAD_LOG, bad_log=True)
     try:
         conn = sqlite3.connect(path, timeout=busy_timeout)
         try:
@@ -142,17 +150,40 @@ def check(path: Path, expected: frozenset[str] = frozenset(), current: int = 0,
 def move_aside(path: Path, now: float | None = None) -> Path:
     """Rename the database (and its WAL, so both open together) to
     ``reflect.db.damaged-<UTC time>``; the shared-memory file is only a cache."""
+    aside = _aside(path, now)
+    os.rename(path, aside)
+    for suffix in ("-wal", "-journal"):
+        if Path(f"{path}{suffix}").exists():
+            os.rename(f"{path}{suffix}", f"{aside}{suffix}")
+    Path(f"{path}-shm").unlink(missing_ok=True)
+    return aside
+
+
+def _aside(path: Path, now: float | None) -> Path:
+    """A name beside ``path`` that is free: ``<name>.damaged-<UTC time>[-n]``."""
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(time.time() if now is None else now))
     aside = path.with_name(f"{path.name}.damaged-{stamp}")
     n = 1
     while aside.exists():
         n += 1
         aside = path.with_name(f"{path.name}.damaged-{stamp}-{n}")
-    os.rename(path, aside)
-    for suffix in ("-wal", "-journal"):
-        if Path(f"{path}{suffix}").exists():
-            os.rename(f"{path}{suffix}", f"{aside}{suffix}")
-    Path(f"{path}-shm").unlink(missing_ok=True)
+    return aside
+
+
+def _log_head(path: Path) -> bytes:
+    try:
+        with open(f"{path}-wal", "rb") as f:
+            return f.read(4)
+    except FileNotFoundError:
+        return b""
+
+
+def move_log_aside(path: Path, now: float | None = None) -> Path:
+    """Rename the database's log to ``reflect.db-wal.damaged-<UTC time>``, keeping it for a
+    person; SQLite would otherwise drop it on the next open."""
+    aside = _aside(Path(f"{path}-wal"), now)
+    os.rename(f"{path}-wal", aside)
+    Path(f"{path}-shm").unlink(missing_ok=True)  # the log's index: only a cache
     return aside
 
 
