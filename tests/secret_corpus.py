@@ -102,6 +102,26 @@ SECRETS: dict[str, tuple[str, str]] = {
                  "telegram: 401 for bot 7123456789:AAGP_GDHEnjBxPSR2aXqe-Uz5IYrr96xwON"),
 }
 
+# Kinds an attacker's corpus found missed, and where they were printed.
+SECRETS.update({
+    "azure_client_secret": ("Gq18Q~Xz0.bN3_kPq7LmR2sT9vW4yZ1aC6dE8fHj",
+                            "AADSTS7000215: Invalid client secret Gq18Q~Xz0.bN3_kPq7LmR2sT9vW4yZ1aC6dE8fHj"),
+    "huggingface_org": ("api_org_kT4nW8qZ2xL6vB9mR3sP7dF1gH5jK0cYeA",
+                        "HfHubHTTPError: 401 for token api_org_kT4nW8qZ2xL6vB9mR3sP7dF1gH5jK0cYeA"),
+    "datadog_app_key": ("9f86d081884c7d659a2feaa0c55ad015a3bf4f1b",
+                        "datadog: 403 Forbidden for application key 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b"),
+    "cloudflare_token": ("4sE_ZJxm7K9qP2vN8bW3tR6yL1cF5hD0gU-aXoIe",
+                         "wrangler: CLOUDFLARE_API_TOKEN 4sE_ZJxm7K9qP2vN8bW3tR6yL1cF5hD0gU-aXoIe is not valid"),
+    "webhook_signing_hex": ("4f2c1a9e8b7d6c5f4e3d2c1b0a9f8e7d6c5b4a39",
+                            "webhook signing secret 4f2c1a9e8b7d6c5f4e3d2c1b0a9f8e7d6c5b4a39 rejected"),
+    "svix_webhook": ("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2La+aSw/Q==",
+                     "svix: verification failed with whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2La+aSw/Q=="),
+    "phone_us": ("(415) 555-0132", "sms to (415) 555-0132 failed: carrier rejected"),
+    "phone_us_dashes": ("415-555-0132", "call 415-555-0132 for the on-call engineer"),
+    "phone_intl": ("+44 20 7946 0958", "twilio: cannot reach +44 20 7946 0958 (unreachable)"),
+    "phone_e164": ("+14155550132", "twilio.base.exceptions.TwilioRestException: To +14155550132"),
+})
+
 # Code, versions and ids that look like secrets and must come through unchanged.
 LOOK_ALIKES = [
     "python 3.11.7.1", "Python 3.12.0.1 on linux", "token=None", "password=None",
@@ -115,7 +135,11 @@ LOOK_ALIKES = [
     "KeyError: 'password'", "max_tokens=4096 tokenizer=bert-base-uncased",
     "src/components/UserProfileSettingsPanel1/index.tsx",
     "order 1234567890123456 not found", "timestamp 1714567890123",
-    "phone 555-123-4567", "tests/test_api.py::TestClient::test_login PASSED",
+    "ticket 555-1234 reopened", "tests/test_api.py::TestClient::test_login PASSED",
+    # numbers with a plus that are no telephone: a diff's hunk, counts, exponents, zones
+    "@@ -1234,7 +1234,8 @@ def main():", "+100 passed, 3 failed", "1e+10 2e+10 3e+10",
+    "Date: Thu, 01 Jan 2026 00:00:00 +1000 (AEST)", "offset +05:30 applied",
+    "the api key is missing: set OPENAI_API_KEY", "access token expired at 2026-01-01",
     "mysql -u root -p app_db", "curl -u deploy https://ci.example.com",
 ]
 

@@ -50,9 +50,11 @@ def _b64_json(line: str) -> str:
 
 def _straddling(line: str, secret: str, width: int) -> Iterator[str]:
     """The line behind filler long enough that a cut at ``width`` falls inside the secret,
-    at one offset in 7 (the secret's own line breaks aside)."""
+    at one offset in 7 (the secret's own line breaks aside), and beside each space at
+    its start or in it (a cut there moves the space to the next line's lead)."""
     start = line.index(secret)
-    for k in range(3, max(4, len(secret) - 3), 7):
+    spaces = [k + d for k, c in enumerate(secret) if c == " " for d in (0, 1)]
+    for k in [-1, 0, *spaces, *range(3, max(4, len(secret) - 3), 7)]:
         pad = (width - (start + k) % width) % width
         filler = ((FILLER * (pad // len(FILLER) + 1))[:pad - 1] + " ")[-pad:] if pad else ""
         yield filler + line
@@ -64,6 +66,8 @@ FORMS: Forms = {
     "whole": (lambda line, secret: iter([line]), lambda out: out),
     "wrapped at 20-39 columns": (
         lambda line, secret: (cut(line, w) for w in NARROW), _unwrap),
+    "wrapped at 80": (
+        lambda line, secret: (cut(t, WIDE) for t in _straddling(line, secret, WIDE)), _unwrap),
     "wrapped at 80, indented continuation": (
         lambda line, secret: (cut(t, WIDE, indent="    ") for t in _straddling(line, secret, WIDE)),
         _unwrap),

@@ -20,6 +20,9 @@ SECRETS = {
     "ipv4": "203.0.113.77",
     "home_user": "dquill",
     "pem_body": "MIIEowIBAAKCAQEA7yQ3nRplantedkeybody",
+    "datadog": "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b",
+    "phone": "+44 20 7946 0958",
+    "hf_org": "api_org_kT4nW8qZ2xL6vB9mR3sP7dF1gH5jK0cYeA",
 }
 
 ERROR = f"""Traceback (most recent call last):
@@ -28,7 +31,9 @@ ERROR = f"""Traceback (most recent call last):
 requests.exceptions.ConnectionError: https://bot:{SECRETS['url_password']}@203.0.113.77/api \
 refused for {SECRETS['email']} from {SECRETS['ipv4']}; password={SECRETS['password']} \
 token={SECRETS['github']} aws={SECRETS['aws']} slack={SECRETS['slack']} \
-auth: Bearer {SECRETS['jwt']} {SECRETS['anthropic']}
+auth: Bearer {SECRETS['jwt']} {SECRETS['anthropic']} \
+datadog: 403 for application key {SECRETS['datadog']}; paging {SECRETS['phone']}; \
+hub token {SECRETS['hf_org']}
 -----BEGIN RSA PRIVATE KEY-----
 {SECRETS['pem_body']}
 -----END RSA PRIVATE KEY-----

@@ -10,11 +10,13 @@ leaves a typed placeholder, so a lesson still says *what* was there:
                             Grafana, New Relic and about 80 more), also base64-encoded
     [REDACTED:token]        JWTs, ``Bearer`` tokens, Authorization headers, webhook URLs
     [REDACTED:secret]       the value of a password/secret/token/key assignment, a cookie
-                            header, a password on a command line or in a .netrc, a URL's
+                            header, a password on a command line or in a .netrc, a key
+                            named in words (`application key …`), a URL's
                             signature or session parameter, a wallet's private key
     [REDACTED:credentials]  ``user:pass`` in a URL
     [REDACTED:card]         payment card numbers (Luhn-checked)
     [REDACTED:ssn]          US social security numbers
+    [REDACTED:phone]        telephone numbers (with a country code, or North American)
     [REDACTED:email]        e-mail addresses
     [REDACTED:ip]           IPv4 and IPv6 addresses (loopback and 0.0.0.0 are kept)
     [USER]                  the user name in a home directory path
@@ -44,10 +46,12 @@ from reflect.capture.scrub_rules import (
     GATES,
     LABEL,
     VERSIONED,
+    WORD_START,
     alternation,
     entropy,
     is_card,
     is_ip,
+    is_phone,
     is_value,
     names_a_hash,
 )
@@ -115,6 +119,8 @@ def _redacts(match: re.Match[str]) -> bool:
             match.string, max(0, match.start() - 12), match.start())
     if kind == "card":
         return is_card(match[0])
+    if kind == "phone":
+        return is_phone(match[0])
     if kind == "secret":
         return is_value(match)
     if kind == "key_shape" and match[0].startswith("0x"):
@@ -131,12 +137,23 @@ _KEY_TAIL = lazy.compile(r"(?:\\?\r?\n[ \t]*(?:[A-Za-z0-9+/=]{8,}"
 Finding = tuple[int, int, str]
 
 
+def _label(match: re.Match[str]) -> str:
+    """The placeholder: a key named in words that is a vendor's key is told as one."""
+    kind = match.lastgroup or ""
+    if kind == "named_key" and _VENDOR.fullmatch(match.string, _keep_from(match), match.end()):
+        return LABEL["api_key"]
+    return LABEL[kind]
+
+
+_VENDOR = lazy.compile(WORD_START["api_key"])
+
+
 def _raw_findings(text: str, rules: Rules) -> list[Finding]:
     found = []
     for m in rules.pattern(text).finditer(text):
         if _redacts(m):
             keep = _keep_from(m)
-            found.append((keep, m.end(), LABEL[m.lastgroup or ""]))
+            found.append((keep, m.end(), _label(m)))
             if m.lastgroup == "cli_password":  # the command line before the flag may hold others
                 found += [(m.start() + a, m.start() + b, label)
                           for a, b, label in _raw_findings(text[m.start():keep], rules)]
@@ -148,7 +165,7 @@ def _view_findings(view: View, wraps: Wraps, rules: Rules) -> list[Finding]:
     wrap, through an escape), the character either side included (a rule's lookaround
     reads them), as spans of the text."""
     seen = view.joined()
-    found = [(m.start(), _keep_from(m), m.end(), LABEL[m.lastgroup or ""])
+    found = [(m.start(), _keep_from(m), m.end(), _label(m))
              for m in rules.pattern(seen).finditer(seen) if _redacts(m)]
     found += [(m.start(), m.start(), m.end(), LABEL["encoded"])
               for m in ENCODED.finditer(seen) if _encoded(m[0], wraps, rules)]
@@ -189,7 +206,7 @@ def _builtin_pass(text: str, wraps: Wraps, rules: Rules) -> tuple[str, int]:
     escapes decoded; then the base64 runs that are left (a run that decodes to no
     secret is still read by every other rule first)."""
     found = _raw_findings(text, rules)
-    for view in (unwrapped(text, wraps), percent_decoded(text)):
+    for view in (*unwrapped(text, wraps), percent_decoded(text)):
         if view is not None:
             found += _view_findings(view, wraps, rules)
     text, n = _apply(text, found)

@@ -101,6 +101,12 @@ ANYWHERE = {
     "query": r"[?&;](?i:sig|signature|x-amz-signature|x-amz-security-token|x-amz-credential"
     r"|x-goog-signature|x-goog-credential|sid|session|key|auth|code)="
     r"(?P<v_query>)[^\s&#\"'<>]{8,}",
+    # Telephone numbers as people write them: international (+ and a country code, 8 to
+    # 15 digits: is_phone) and North American with brackets or dashes; a bare run of
+    # digits is a number of some other kind.
+    "phone": r"\+(?<![\w+]\+)[1-9]\d{0,2}(?:[ .-]?\(?\d{1,4}\)?){1,6}(?![\d-])"
+    r"|\((?<![\w(]\()\d{3}\)[ \t]?\d{3}[ .-]\d{4}(?![\w-])"
+    r"|\d(?<![\w.-]\d)\d{2}-\d{3}-\d{4}(?![\w-])",
     # A PuTTY key file's private half (its lines, or put on one line) and its MAC.
     "ppk": r"Private-(?:Lines:[ \t]*\d+(?P<v_ppk>)(?:(?:\r?\n[A-Za-z0-9+/=]+)+"
     r"|(?:[ \t]+[A-Za-z0-9+/=]{16,})+)"
@@ -125,6 +131,16 @@ WORD_START = {
     r"(?=[A-Za-z0-9+/=._~-]{8})|(?=[^\s\"'\\]*\d|[^\s\"'\\]{16}))"
     r"(?P<v_authorization>)[^\r\n\"'\\]+",
     "cookie": r"(?i:(?:set-)?cookie)[ \t]*:[ \t]*(?P<v_cookie>)[^\r\n\"'\\]+",
+    # A key told by its name in words (or an environment name) and a space, not assigned:
+    # `application key <40 hex>`, `Invalid API Token <token>`, `CF_API_TOKEN <token>`,
+    # `signing secret <hex>`. The value holds a letter and a digit and is long: prose
+    # never does.
+    "named_key": r"(?:[A-Z][A-Z0-9_]*+(?:(?<=_API_KEY)|(?<=_APP_KEY)|(?<=_API_TOKEN)"
+    r"|(?<=_ACCESS_TOKEN)|(?<=_SIGNING_SECRET)|(?<=_WEBHOOK_SECRET)|(?<=_CLIENT_SECRET)"
+    r"|(?<=_APPLICATION_KEY))"
+    r"|(?i:api|app|application|access|signing|webhook|client)[ \t]+(?i:key|token|secret))"
+    r"[ \t]+(?P<v_named_key>)(?=[\w+/=-]{0,80}\d)(?=[\w+/=-]{0,80}[A-Za-z])"
+    r"[A-Za-z0-9_+/=-]{20,}(?![\w+/=-])",
     # Passwords given to a command: curl -u user:pw, sshpass -p, mysql -ppw, redis-cli -a,
     # docker login -p; and a .netrc's `machine h login u password pw`.
     "cli_password": r"(?:curl\b[^\n|;&]*?[ \t](?:-u|--user)[ \t=]*[\"']?[^\s:\"']*:"
@@ -146,10 +162,10 @@ WORD_START = {
     r"|gh[pousr]_[A-Za-z0-9]{30,}"
     r"|github_pat_[A-Za-z0-9_]{22,}|A[KS]IA[A-Z0-9]{16}(?![A-Za-z0-9])"
     r"|xox[abeoprs]-[A-Za-z0-9-]{10,}|xoxe\.xox[bp]-[A-Za-z0-9-]{10,}"
-    r"|xapp-[A-Za-z0-9-]{20,}|[sr]k_(?:live|test|prod)_[A-Za-z0-9]{16,}|whsec_[A-Za-z0-9]{24,}"
+    r"|xapp-[A-Za-z0-9-]{20,}|[sr]k_(?:live|test|prod)_[A-Za-z0-9]{16,}|whsec_[A-Za-z0-9+/]{24,}={0,2}"
     r"|gl(?:pat|dt|rt|ptt|ft|soat|cbt|imt|agent|oas|ffct)-[A-Za-z0-9_-]{20,}"
     r"|gl(?:sa|c)_[A-Za-z0-9+/_]{32,}={0,3}|GR1348941[A-Za-z0-9_-]{20}"
-    r"|AIza[0-9A-Za-z_-]{35}|ya29\.[0-9A-Za-z_-]{20,}|hf_[A-Za-z0-9]{30,}|api_org_[A-Za-z]{30,}"
+    r"|AIza[0-9A-Za-z_-]{35}|ya29\.[0-9A-Za-z_-]{20,}|hf_[A-Za-z0-9]{30,}|api_org_[A-Za-z0-9]{30,}"
     r"|npm_[A-Za-z0-9]{36}|pypi-AgE[A-Za-z0-9_-]{50,}|SK[0-9a-fA-F]{32}(?![0-9A-Za-z])"
     r"|AC[0-9a-f]{32}(?::[0-9a-f]{32})?(?![0-9A-Za-z])"
     r"|SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}|key-[0-9a-f]{32}(?![0-9a-z])"
@@ -236,6 +252,8 @@ LABEL = {
     "api_key_glued": "[REDACTED:api_key]",
     "card": "[REDACTED:card]",
     "ssn": "[REDACTED:ssn]",
+    "phone": "[REDACTED:phone]",
+    "named_key": "[REDACTED:secret]",
 }
 
 
@@ -252,7 +270,7 @@ def _holds_any_case(*words: str) -> Callable[[str], bool]:
 # without that rule, which cannot change what the rules find in it; so a process
 # compiles only the rules its texts could trigger, not the whole alternation (~10 ms,
 # on every capture). A rule changed here changes its gate too; the rules without one
-# (key_shape, card, ssn, email, ip) are always compiled.
+# (key_shape, card, ssn, phone, email, ip) are always compiled.
 GATES: dict[str, Callable[[str], bool]] = {
     "private_key": _holds("-----BEGIN"),
     "credentials": _holds("://"),
@@ -264,6 +282,7 @@ GATES: dict[str, Callable[[str], bool]] = {
     # every key end and environment name holds one of these words
     "secret": _holds_any_case("pass", "secret", "token", "pwd", "key", "sess", "auth", "signature"),
     "weak_key": _holds_any_case("auth", "pass", "pw"),
+    "named_key": _holds_any_case("key", "token", "secret"),
     "authorization": _holds_any_case("authorization"),
     "cookie": _holds_any_case("cookie"),
     "cli_password": _holds("curl", "sshpass", "mysql", "redis-cli", "docker", "machine"),
@@ -332,6 +351,11 @@ VERSIONED = lazy.compile(
 # 64 hex digits after 0x are a wallet's private key unless a transaction, block or hash
 # is named just before them.
 _NAMES_A_HASH = lazy.compile(r"(?i:tx|txn|transaction|hash|block|receipt|commit)\w*[\s:=\"'(]*$")
+
+
+def is_phone(number: str) -> bool:
+    """An international number has 8 to 15 digits (E.164); a North American one 10."""
+    return 8 <= sum(c.isdigit() for c in number) <= 15
 
 
 def is_card(number: str) -> bool:

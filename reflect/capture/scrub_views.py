@@ -16,8 +16,9 @@ from reflect import lazy
 
 # A terminal wraps a long line wherever its width ends, maybe inside a token; a tool may
 # lead the continuation with an indent, or end the line with a backslash. A full line that
-# runs straight into the next, no space either side, may hold half a secret.
-_TOKEN_CHAR = r"[\w+/=.:@~%$\"'-]"
+# runs straight into the next, no space either side, may hold half a secret (a URL's `&`
+# and `?`, and a bracket, are part of what a cut may fall inside).
+_TOKEN_CHAR = r"[\w+/=.:@~%$&?()\"'-]"
 _TOKEN = lazy.compile(_TOKEN_CHAR)
 _NEWLINE = lazy.compile(r"(\\?)\r?\n")
 _ESCAPE = lazy.compile(r"%[0-9A-Fa-f]{2}|\+")
@@ -73,10 +74,13 @@ class View:
         return a, b, differs
 
 
-def unwrapped(text: str, wraps: Wraps) -> View | None:
-    """The text with its wrapped lines joined; None when no line looks wrapped."""
+def unwrapped(text: str, wraps: Wraps) -> list[View]:
+    """The text with its wrapped lines joined, read as cut (inside a token, or beside a
+    space where a line leads with more than the continuations' indent) and, where one
+    line leads with an indent no other shares, as cut beside a space (a lone
+    continuation, whose indent cannot tell); none when no line looks wrapped."""
     if "\n" not in text:
-        return None
+        return []
     newlines = list(_NEWLINE.finditer(text))
     starts = [0, *(m.end() for m in newlines)]  # where each line starts
     # a line's width holds its closing backslash
@@ -105,10 +109,24 @@ def unwrapped(text: str, wraps: Wraps) -> View | None:
                 joints.append(joint)
         i += 1
     if not joints:
-        return None
+        return []
+    indents = [len(text[a:b]) - len(text[a:b].rstrip(" \t")) for a, b in joints]
+    lead = min((n for n in indents if n >= 2), default=0)  # the continuations' own indent
+    as_cut = [" " if lead and n > lead else "" for n in indents]
+    # An indent no other cut shares may hold the space the cut fell beside: read both ways
+    # (a traceback's indents repeat, and are read once).
+    once = {n for n in indents if indents.count(n) == 1}
+    spaced = [" " if n >= 2 and n in once else sep for n, sep in zip(indents, as_cut, strict=True)]
+    views = [_joined(text, joints, as_cut)]
+    return views if spaced == as_cut else [*views, _joined(text, joints, spaced)]
+
+
+def _joined(text: str, joints: list[tuple[int, int]], seps: list[str]) -> View:
+    """The text with each joint's span read as its separator."""
     view, done = View(text), 0
-    for a, b in joints:
+    for (a, b), sep in zip(joints, seps, strict=True):
         view.add(text[done:a], done, a)
+        view.add(sep, a, b)
         done = b
     view.add(text[done:], done, len(text))
     return view
