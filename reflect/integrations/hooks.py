@@ -27,10 +27,9 @@ from typing import IO, TYPE_CHECKING, Any, NamedTuple
 
 from reflect import config
 from reflect.capture import tool_calls
-from reflect.capture.numbers import whole_number
 from reflect.capture.tool_calls import action_of
 from reflect.index.atomic import write_atomically
-from reflect.integrations import budget
+from reflect.integrations import budget, event_json
 from reflect.integrations.shown import unseen
 from reflect.text import clip, format_error
 
@@ -100,8 +99,7 @@ def run(parse: Callable[[dict[str, Any]], Event | None], stdin: IO[str] = sys.st
     raw: Any = None
     recorded: list[str] = []
     try:
-        # any number of digits (Python's int() stops at 4300): bounded where it is used
-        raw = json.loads(read_event(stdin) or "null", parse_int=whole_number)
+        raw = parsed(*read_event(stdin))
         if not isinstance(raw, dict):
             raise ValueError("the event on stdin is not a JSON object")
         answer = respond(parse(raw), raw.get("cwd"), recorded)
@@ -138,15 +136,28 @@ def detached(work: Callable[[], object]) -> None:
         os._exit(0)
 
 
-def read_event(stdin: IO[str]) -> str:
+def read_event(stdin: IO[str]) -> tuple[str, bool]:
     """The event on stdin, read in bounded time and size as capture reads its input
-    (reflect/capture/reading.py); invalid UTF-8 becomes U+FFFD."""
+    (reflect/capture/reading.py), and whether there was more; invalid UTF-8 becomes
+    U+FFFD."""
     from reflect.capture.reading import read_bounded
 
     data, _ = read_bounded("-", STDIN_BYTES, tail=False, stdin=stdin, seconds=STDIN_SECONDS)
-    if len(data) > STDIN_BYTES:
-        raise ValueError(f"the event on stdin is larger than {STDIN_BYTES // 2**20} MB")
-    return data.decode("utf-8", "replace")
+    return data[:STDIN_BYTES].decode("utf-8", "replace"), len(data) > STDIN_BYTES
+
+
+def parsed(text: str, cut: bool) -> Any:
+    """The event: any number of digits (Python's int() stops at 4300; bounded where it is
+    used), and one past the size read or too deep for json read as far as it goes."""
+    size = f"larger than {STDIN_BYTES // 2**20} MB"
+    try:
+        raw, left_out = event_json.loads(text, cut)
+    except ValueError as e:
+        raise ValueError(f"the event on stdin is {size}, and {e}" if cut else str(e)) from e
+    if left_out:
+        size = f"; it is {size}" if cut else ""
+        config.warn(f"hook: the event is read in part ({left_out}{size})")
+    return raw
 
 
 def respond(event: Event | None, cwd: str | None = None,
