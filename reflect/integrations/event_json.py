@@ -3,7 +3,7 @@
 the fields a capture needs, which come first and sit near the top (the event's name,
 session, command and the head of its output).
 
-The text is copied token by token: a value nested deeper than ``MAX_DEPTH`` becomes
+Such a text is copied token by token: a value nested deeper than ``MAX_DEPTH`` becomes
 ``null``, and a text cut short is closed (its last string ended, its open arrays and
 objects closed, a key left without its value given ``null``)."""
 
@@ -38,9 +38,11 @@ def loads(text: str, cut: bool) -> tuple[Any, str]:
     for ending in _endings(body):
         for value in ("", "null", ":null"):
             try:
-                return json.loads(ending + value + closers, parse_int=whole_number), said
+                raw = json.loads(ending + value + closers, parse_int=whole_number)
             except ValueError:
                 continue
+            if isinstance(raw, dict):
+                return raw, said
     raise ValueError("what was read of it is no JSON object")
 
 
