@@ -17,8 +17,9 @@ from reflect import lazy
 # A terminal wraps a long line wherever its width ends, maybe inside a token; a tool may
 # lead the continuation with an indent, or end the line with a backslash. A full line that
 # runs straight into the next, no space either side, may hold half a secret (a URL's `&`
-# and `?`, and a bracket, are part of what a cut may fall inside).
-_TOKEN_CHAR = r"[\w+/=.:@~%$&?()\"'-]"
+# and `?` are part of what a cut may fall inside; a bracket only beside a digit, as in a
+# telephone number's `(415) 555-0132`: code's lines end in brackets).
+_TOKEN_CHAR = r"[\w+/=.:@~%$&?\"'-]"
 _TOKEN = lazy.compile(_TOKEN_CHAR)
 _NEWLINE = lazy.compile(r"(\\?)\r?\n")
 _ESCAPE = lazy.compile(r"%[0-9A-Fa-f]{2}|\+")
@@ -147,14 +148,21 @@ def _joint(text: str, newline: re.Match[str]) -> tuple[int, int] | None:
     before = text[newline.start() - 1:newline.start()]
     indent = _leading(text, newline.end())
     after = text[newline.end() + len(indent):newline.end() + len(indent) + 1]
-    if not _TOKEN.fullmatch(after or "\n"):
-        return None
-    if _TOKEN.fullmatch(before or "\n"):
+    if _runs_on(before, after):
         return newline.start(), newline.end() + (0 if indent == " " else len(indent))
-    if before == " " and indent != " " and _TOKEN.fullmatch(
-            text[newline.start() - 2:newline.start() - 1] or "\n"):
+    if before == " " and indent != " " and _runs_on(
+            text[newline.start() - 2:newline.start() - 1], after):
         return newline.start(), newline.end() + len(indent)
     return None
+
+
+def _runs_on(before: str, after: str) -> bool:
+    """Whether the character before a cut can run on into the one after it: both of a
+    token, or a bracket beside a digit."""
+    if _TOKEN.fullmatch(before or "\n") and _TOKEN.fullmatch(after or "\n"):
+        return True
+    pair = before + after
+    return len(pair) == 2 and any(c in "()" for c in pair) and any(c.isdigit() for c in pair)
 
 
 def percent_decoded(text: str) -> View | None:
