@@ -173,3 +173,24 @@ def test_mini_s_confirm_mode_asks_before_an_action_runs(tmp_path):
     assert answered, screen.decode(errors="replace")[-2000:]
     assert b"Commands not executed" in screen
     assert not (tmp_path / "MARKER").exists()
+
+
+def test_the_house_rules_join_the_task_before_the_first_step_and_are_not_repeated(mini):
+    for _ in range(2):  # earlier runs of the project that hit the same mistake
+        mini(FAILING, "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT").run(TASK)
+    agent = mini(FAILING, "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT")
+    agent.run(TASK)
+    task = agent.messages[1]
+    assert task["content"].startswith(TASK)
+    assert "HOUSE RULES (from 2 earlier runs" in task["content"]
+    assert "yaml_for_the_report" in task["content"]
+    [failed] = observations(agent)
+    assert "HOUSE RULES" not in failed["content"]  # shown once, at the start
+    with Memory() as mem:
+        assert [e.goal for e in mem.failures(run=agent.reflect_run)] == [TASK]
+
+
+def test_a_first_run_s_task_is_the_task_alone(mini):
+    agent = mini("echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT")
+    agent.run(TASK)
+    assert agent.messages[1]["content"] == TASK

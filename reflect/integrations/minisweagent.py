@@ -2,16 +2,18 @@
 
     mini --agent-class reflect.integrations.minisweagent.ReflectAgent
 
-It is mini's own agent class with ``execute_actions`` extended, so every setting and
-safety stays: the ``mini`` command's ``InteractiveAgent`` by default (its confirm mode,
-whitelist, human mode, confirm on exit), or the class named by ``-c agent.wraps=...``
-(``default``, ``interactive`` or a dotted path). Every action of a step that ends with a
-non-zero ``returncode`` is captured (its ``raw_output`` as the error text, the task as
-the goal, the step as the iteration, one run per agent run), and the run's block is
-appended to that step's last failed observation, less the items this run was already
-shown; an action that passes is the outcome of the failures it reruns. As for a hook, the
-embedding model is never loaded in the agent's process: a step that failed starts the
-detached worker that embeds what its captures queued.
+It is mini's own agent class with ``query`` and ``execute_actions`` extended, so every
+setting and safety stays: the ``mini`` command's ``InteractiveAgent`` by default (its
+confirm mode, whitelist, human mode, confirm on exit), or the class named by
+``-c agent.wraps=...`` (``default``, ``interactive`` or a dotted path). Before the first
+step, the house rules (what earlier runs of the project hit) join the task's message.
+Every action of a step that ends with a non-zero ``returncode`` is captured (its
+``raw_output`` as the error text, the task as the goal, the step as the iteration, one
+run per agent run), and the run's block is appended to that step's last failed
+observation, less the items this run was already shown; an action that passes is the
+outcome of the failures it reruns. As for a hook, the embedding model is never loaded in
+the agent's process: a step that failed starts the detached worker that embeds what its
+captures queued.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from typing import TYPE_CHECKING, Any, cast
 from minisweagent import Agent, Environment, Model
 from minisweagent.agents import get_agent_class
 
-from reflect import Memory, Settings, config
+from reflect import Memory, Recall, Settings, config
 from reflect.integrations.shown import unseen
 
 MINI_DEFAULT = "interactive"  # the class `mini` builds when no --agent-class is given
@@ -63,7 +65,20 @@ class MemoryMixin(Extended):
         # As a hook's: what needs the embedding model is queued for the detached worker
         # that the step's capture starts, never loaded in the agent's process.
         with Memory(run=self.reflect_run, settings=Settings(embed_here=False)) as self.memory:
+            try:
+                self.reflect_opening = self.shown_new(self.memory.recall(goal=task, iteration=1))
+            except Exception as e:  # memory never costs the agent its run
+                config.warn(f"mini-swe-agent: memory failed ({e}); the agent goes on")
+                self.reflect_opening = ""
             return super().run(task, **kwargs)
+
+    def query(self) -> dict[str, Any]:
+        # Before the first step: the house rules join the task's message, which mini
+        # renders in `run` (the run's goal stays the task).
+        if self.reflect_opening and self.messages:
+            append(self.messages[-1], self.reflect_opening)
+            self.reflect_opening = ""
+        return super().query()
 
     def execute_actions(self, message: dict[str, Any]) -> list[dict[str, Any]]:
         # The class's own: its confirmation comes first, and a rejected step runs nothing.
@@ -91,11 +106,15 @@ class MemoryMixin(Extended):
             failed = observation
         if failed is not None:
             self.memory.ensure_worker()
-            rec = self.memory.recall(goal=self.reflect_goal, iteration=step + 1)
-            block, digests = unseen(rec, self.reflect_shown)
-            self.reflect_shown.update(digests)
+            block = self.shown_new(self.memory.recall(goal=self.reflect_goal, iteration=step + 1))
             if block:
                 append(failed, block)
+
+    def shown_new(self, rec: Recall) -> str:
+        """The block less what this run was shown; what it shows is then shown."""
+        block, digests = unseen(rec, self.reflect_shown)
+        self.reflect_shown.update(digests)
+        return block
 
 
 def append(observation: dict[str, Any], text: str) -> None:
