@@ -10,16 +10,16 @@ objects closed, a key left without its value given ``null``)."""
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
+from reflect import lazy
 from reflect.capture.numbers import whole_number
 
 MAX_DEPTH = 64  # no client's event nests deeper; json's own limit is near 1000
 # A whole string, a bracket, a run of anything else, or a string cut short (tried last).
-_TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]|[^"\[\]{}]+|(?P<cut>"[\s\S]*)')
-_CUT_ESCAPE = re.compile(r"(?<!\\)(?:\\\\)*(\\(?:u[0-9a-fA-F]{0,3})?)$")
-_CUT_SCALAR = re.compile(r"[\w.+-]+$")
+_TOKEN = lazy.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]|[^"\[\]{}]+|(?P<cut>"[\s\S]*)')
+_CUT_ESCAPE = lazy.compile(r"(?<!\\)(?:\\\\)*(\\(?:u[0-9a-fA-F]{0,3})?)$")
+_CUT_SCALAR = lazy.compile(r"[\w.+-]+$")
 
 
 def loads(text: str, cut: bool) -> tuple[Any, str]:
@@ -57,7 +57,8 @@ def _copied(text: str) -> tuple[str, str, bool]:
         token = m[0]
         if token in ("[", "{"):
             if skipped or len(stack) >= MAX_DEPTH:
-                out += [] if skipped else ["null"]
+                if not skipped:  # the value left out, where it stood
+                    out.append("null")
                 skipped += 1
                 deep = True
             else:
