@@ -105,6 +105,7 @@ STEPS = (
     bench("predictor"),
     bench("learn"),
     bench("house_rules"),
+    bench("action_signal"),
 )
 
 
