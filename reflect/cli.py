@@ -155,6 +155,9 @@ def add_recall(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     c.add_argument("--goal", default="", help="what the run is trying to do: lessons that fit")
     c.add_argument("--phase", default="", help="the phase about to run")
     c.add_argument("--iteration", type=number, help="the iteration about to run")
+    c.add_argument("--action", default="",
+                   help="the command about to run: what earlier runs' commands of its kind "
+                        "failed with")
     c.add_argument("--max-tokens", type=number, default=DEFAULT_MAX_TOKENS,
                    help=f"the block's budget, four characters a token "
                         f"(default {DEFAULT_MAX_TOKENS})")
@@ -334,7 +337,8 @@ def cmd_recall(args: argparse.Namespace) -> int:
         max_tokens = bounded(args.max_tokens, "--max-tokens", 0)
         rec = mem.recall(run=args.run, goal=args.goal, phase=args.phase,
                          iteration=bounded(args.iteration, "iteration", 0),
-                         max_tokens=DEFAULT_MAX_TOKENS if max_tokens is None else max_tokens)
+                         max_tokens=DEFAULT_MAX_TOKENS if max_tokens is None else max_tokens,
+                         action=args.action)
         # Said to a person at a terminal, not into a harness's log at every empty step.
         note = mem.elsewhere() if not rec.text and sys.stderr.isatty() else ""
     emit(args, rec.to_dict(), rec.text)

@@ -293,16 +293,18 @@ class Memory:
 
     def query(self, run: str | None = None, goal: str = "", phase: str = "",
               iteration: int | None = None, max_tokens: int = DEFAULT_MAX_TOKENS,
-              sections: tuple[str, ...] = ("recent", "lessons")) -> Query:
-        """What a recall asks the store (``recall.block.Query``): the goal scrubbed, the
-        clock read; the scope is the store's, filled in by the caller that can read it."""
+              sections: tuple[str, ...] = ("recent", "lessons"), action: str = "") -> Query:
+        """What a recall asks the store (``recall.block.Query``): the goal and the action
+        scrubbed, the clock read; the scope is the store's, filled in by the caller that
+        can read it."""
         from reflect.recall import block
 
         return block.Query(
             run=self._run_id(run), goal=clip(self.scrubber.scrub(goal)[0], MAX_GOAL_CHARS),
             phase=phase, iteration=numbers.iteration(iteration), scope="global", now=self.clock(),
             max_tokens=max_tokens, sections=sections, embed=self.settings.embed_here,
-            escalate_after=self.settings.escalate_after)
+            escalate_after=self.settings.escalate_after,
+            action=self.scrubber.scrub(action)[0] if action else "")
 
     def recall(
         self,
@@ -312,17 +314,20 @@ class Memory:
         iteration: int | None = None,
         max_tokens: int = DEFAULT_MAX_TOKENS,
         sections: tuple[str, ...] = ("recent", "lessons"),
+        action: str = "",
     ) -> Recall:
         """The block for the next prompt: this run's recent failures (one item per root
         cause, newest first), then lessons of what this run is likely to hit, predicted
-        from earlier runs. ``sections`` limits what is searched."""
+        from earlier runs. ``sections`` limits what is searched. ``action``: the command
+        about to run, where the client tells it (a PreToolUse hook): what earlier runs'
+        commands of its kind failed with may move the lessons (``Predictor.action``)."""
         if not self.enabled:
             return Recall()
         from reflect.recall import block
 
         if self.offline:  # recency only: this run's failures and hints, from SQL
             sections = tuple(s for s in sections if s == "recent")
-        query = self.query(run, goal, phase, iteration, max_tokens, sections)
+        query = self.query(run, goal, phase, iteration, max_tokens, sections, action)
         run, goal, now, iteration = query.run, query.goal, query.now, query.iteration
         try:
             if self._kept_aside is not None:  # this step's capture found the store held

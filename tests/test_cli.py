@@ -224,3 +224,12 @@ def test_an_empty_recall_at_a_terminal_says_where_it_looked_and_what_is_elsewher
     assert said.startswith("reflect: nothing to recall: looked in the lessons of ")
     assert f"{tmp_path}, which is in no git repository" in said
     assert "1 lesson(s) of other repositories" in said
+
+
+def test_recall_told_the_command_about_to_run_brings_the_lesson_taught_for_it():
+    taught = run_cli("teach", "when running manage.py migrate: pass --run-syncdb on a fresh db")
+    assert taught.returncode == 0, taught.stderr
+    told = run_cli("recall", "--run", "r", "--action", "cd /repo && python manage.py migrate")
+    untold = run_cli("recall", "--run", "r")
+    assert told.returncode == 0 and b"--run-syncdb" in told.stdout, told.stdout + told.stderr
+    assert untold.returncode == 0 and untold.stdout == b""

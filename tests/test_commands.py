@@ -61,3 +61,20 @@ def test_brief_leaves_out_comment_lines():
 ])
 def test_a_line_that_only_looks_changes_nothing(action, looks):
     assert commands.inspects(action) is looks
+
+
+@pytest.mark.parametrize(("action", "kind"), [
+    ("cd /testbed && python reproduce.py 2>&1 | head -20", "reproduce.py"),
+    ("python -m pytest tests/test_x.py -q", "pytest"),
+    ("A=1 timeout 30 pytest -x", "pytest"),  # a wrapper's own arguments are not the program
+    ("nice -n 5 make", "make"),
+    ('(cd x && python3 -c "print(1)")', "python -c"),
+    (HEREDOC, "repro.py"),  # the heredoc's step writes what the next one runs
+    ("/usr/bin/python3 ./tests/runtests.py admin_views", "runtests.py"),
+    ("sed -i 's/a/b/' f.py && python t.py", "sed"),
+    ("git diff --exit-code", "git diff"),
+    ("echo done", ""),
+    ("", ""),
+])
+def test_the_kind_of_a_command_is_its_first_working_step_s_program_or_script(action, kind):
+    assert commands.kind(action) == kind

@@ -102,7 +102,26 @@ def test_recall_never_sees_the_failure_about_to_happen(monkeypatch):
     monkeypatch.setattr(Memory, "recall", spy)
     replay(SYNTHETIC, "on")
     assert len(seen) == len(SYNTHETIC)
-    assert {tuple(sorted(k)) for k in seen} == {("goal", "iteration", "max_tokens", "phase", "run")}
+    assert {tuple(sorted(k)) for k in seen} == {
+        ("action", "goal", "iteration", "max_tokens", "phase", "run")}
+    assert {k["action"] for k in seen} == {""}  # told only with actions=True, below
+
+
+def test_told_the_command_about_to_run_the_block_is_a_pretooluse_hook_s():
+    from dataclasses import replace
+
+    def step(run, action, error):
+        return replace(rec(run, 1, error), action=action)
+
+    # Three runs' scripts raised KeyError; two runs' pytest missed a module; C's pytest then
+    # misses it too. One place: the KeyError rule, unless the block knows pytest is next.
+    trace = [step(r, "python x.py", E2) for r in "DEF"]
+    trace += [step(r, "python -m pytest -q", E1) for r in "GH"] + [step("C", "pytest", E1)]
+    one = Predictor(max_items=1, action=3.0)
+    untold = replay(trace, "on", embeddings="off", predictor=one)
+    told = replay(trace, "on", embeddings="off", predictor=one, actions=True)
+    assert untold["totals"]["covered_cross"] + 1 == told["totals"]["covered_cross"]
+    assert told["actions"] and not untold["actions"]
 
 
 def test_modes_differ_only_in_what_is_injected(tmp_path):

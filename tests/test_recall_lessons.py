@@ -360,3 +360,40 @@ def test_a_house_rule_of_one_cause_names_no_one_run_s_values(mem):
     (item,) = lesson_items(mem.recall(run="c"))
     assert "in 2 of the last 2 runs" in item.text and "assert N == N" in item.text
     assert "5 == 4" not in item.text and "3 == 2" not in item.text
+
+
+def command_store(mem):
+    """Six runs whose script failed on a missing table, three whose tests missed a module."""
+    for i in range(6):
+        mem.capture(run=f"s{i}", action="cd /repo && python repro.py", exit_code=1,
+                    error_text=NO_TABLE)
+    for i in range(3):
+        mem.capture(run=f"t{i}", action="python -m pytest tests/ -q", exit_code=1,
+                    error_text=NO_YAML)
+
+
+def test_the_command_about_to_run_brings_what_its_kind_failed_with_and_says_so(own_store):
+    with Memory(settings=Settings(predictor=Predictor(max_items=1, action=3.0))) as mem:
+        command_store(mem)
+        (before_tests,) = lesson_items(mem.recall(run="new", action="pytest tests/test_a.py"))
+        (before_script,) = lesson_items(mem.recall(run="new", action="python repro.py"))
+        (untold,) = lesson_items(mem.recall(run="new"))
+    assert "No module named" in before_tests.text, before_tests.text
+    assert "`pytest` failed with it in 3 of the last 9 runs" in before_tests.text
+    assert "no such table" in before_script.text and "no such table" in untold.text
+    assert "failed with it" not in untold.text and "in 6 of the last 9 runs" in untold.text
+
+
+def test_the_command_moves_nothing_while_its_weight_is_off(mem):
+    command_store(mem)
+    told = mem.recall(run="new", action="python -m pytest -q")
+    assert told.text == mem.recall(run="new").text and "failed with it" not in told.text
+
+
+def test_a_secret_in_the_command_about_to_run_reaches_no_block(own_store):
+    token = "ghp_" + "Z" * 36
+    with Memory(settings=Settings(predictor=Predictor(action=3.0))) as mem:
+        command_store(mem)
+        rec = mem.recall(run="new", action=f"GITHUB_TOKEN={token} pytest -q")
+        query = mem.query(run="new", action=f"curl -H 'Authorization: token {token}' x")
+    assert token not in rec.text and token not in query.action and "REDACTED" in query.action

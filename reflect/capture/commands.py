@@ -20,6 +20,7 @@ _ASSIGNMENT = lazy.compile(r"^[A-Za-z_]\w*=")
 # Steps that set the scene for the command rather than being it.
 _PRELUDE = {"cd", "export", "source", ".", "set", "echo", "true", "pushd", "popd", "sleep"}
 _WRAPPERS = {"sudo", "env", "timeout", "time", "nice", "command", "exec", "xargs"}
+_WRAPPER_ARG = lazy.compile(r"^(?:-\S*|\d[\d.]*[smhd]?)$")
 _PYTHON = lazy.compile(r"^python(?:\d(?:\.\d+)?)?$")
 # Programs that only look (at files, the tree, the repository); with ``_PRELUDE``, a line
 # made of them alone changes nothing, unless it writes a file or edits one in place.
@@ -69,6 +70,8 @@ def simple_commands(action: str) -> list[list[str]]:
         words = [w.strip("'\"") for w in part.split()]
         while words and (_ASSIGNMENT.match(words[0]) or words[0] in _WRAPPERS):
             words = words[1:]
+            while words and _WRAPPER_ARG.match(words[0]):  # `timeout 30s`, `nice -n 5`
+                words = words[1:]
         if words and not words[0].startswith("#"):
             out.append(words)
     return out
@@ -98,6 +101,21 @@ def _split(words: list[str]) -> tuple[str, list[str]]:
 
 def program(words: list[str]) -> str:
     return _split(words)[0]
+
+
+def kind(action: str) -> str:
+    """The kind of command a line runs, as earlier runs' failures are grouped by it: the
+    program of its first step that does work (``cd``, assignments and a heredoc's step
+    aside; the first, as ``python x.py | head`` is python's), ``python -m X`` as X, a
+    script by its name (``reproduce.py``), ``python -c`` as such; "" for no command."""
+    for words in simple_commands(action.replace("(", " ").replace(")", " ")):
+        if words[0] in _PRELUDE or any(w.startswith("<<") for w in words):
+            continue  # a heredoc's step writes the file a later step runs
+        name, rest = _split(words)
+        if name == "python" and rest:
+            return "python -c" if rest[0] == "-c" else rest[0].rsplit("/", 1)[-1]
+        return name
+    return ""
 
 
 def inspects(action: str) -> bool:

@@ -57,6 +57,9 @@ def add_eval_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
     p.add_argument("--scope-by-project", action="store_true",
                    help="give each run's project (the trace's `project`) a scope of its own,"
                    " as a team store scoped by project: no lesson crosses projects")
+    p.add_argument("--actions", action="store_true",
+                   help="tell each recall the step's command, as a client's PreToolUse hook"
+                   " does (the block before the command runs)")
     format_option(p)
 
     p = what.add_parser(
@@ -187,7 +190,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
     records = read_trace(args.trace)
     summary = replay(records, args.mode, args.out, store=args.store,
                      max_tokens=args.max_tokens, seed=args.seed, trace=args.trace,
-                     embeddings=args.embeddings, scope_by_project=args.scope_by_project)
+                     embeddings=args.embeddings, scope_by_project=args.scope_by_project,
+                     actions=args.actions)
     if args.format == "json":
         print(json.dumps(summary, ensure_ascii=False))
         return 0

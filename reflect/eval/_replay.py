@@ -2,8 +2,10 @@
 
 Before each record the block is recalled from what a harness knows then: the
 run, its goal and phase and the iteration number (the store holds the run's
-history). The record's own action and error are never used for recall. Then
-a failure is captured and a success reported as the outcome. Modes:
+history). The record's own error is never used for recall, nor its action unless
+``actions`` is set: then the block is the one a client that tells the command about to
+run (a PreToolUse hook) would get. Then a failure is captured and a success reported as
+the outcome. Modes:
 
 - ``on``: recall with every section (this run's failures and, where the
   store has them, lessons from earlier runs);
@@ -71,7 +73,7 @@ class Injector:
         self.signatures: dict[str, str | None] = {}
         self.failed_runs: set[str] = set()
 
-    def recall(self, run: str, goal: str, phase: str, iteration: int
+    def recall(self, run: str, goal: str, phase: str, iteration: int, action: str = ""
                ) -> tuple[Recall, dict[str, Any]]:
         """The block before an iteration, and its log row (items with provenance)."""
         if self.mode == "off":
@@ -83,7 +85,7 @@ class Injector:
                                        iteration=iteration, max_tokens=self.max_tokens)
         else:
             rec = self.mem.recall(run=run, goal=goal, phase=phase, iteration=iteration,
-                                  max_tokens=self.max_tokens, **sections)
+                                  max_tokens=self.max_tokens, action=action, **sections)
         elapsed = (time.perf_counter() - start) * 1000
         items = [
             {
@@ -153,6 +155,7 @@ def replay(
     predictor: Predictor | None = None,
     observe: Callable[[Memory, TraceRecord], None] | None = None,
     scope_by_project: bool = False,
+    actions: bool = False,
 ) -> dict[str, Any]:
     """Replay ``records`` in order; returns the summary (also written under ``out``).
 
@@ -163,7 +166,8 @@ def replay(
     each record's ``project`` a scope of its own, as a team store scoped by project has
     it (lessons of one project are not recalled in another). ``observe`` is called with the
     memory and the record after each recall, before the record is captured (a bench reads
-    the predictor's estimates there).
+    the predictor's estimates there). ``actions`` tells each recall the record's action,
+    the command about to run.
     """
     if mode not in REPLAY_MODES:
         raise ReplayError(f"unknown mode {mode!r}; choose one of {', '.join(REPLAY_MODES)}")
@@ -186,10 +190,10 @@ def replay(
                 clock=lambda: now[0], credit=False, predictor=predictor)) as mem:
             mem.scope = "global"  # not the working directory's: a replay is of its trace
             rows = _rows(records, Injector(mem, mode, max_tokens), now, progress, observe,
-                         scope_by_project)
+                         scope_by_project, actions)
         wall = time.perf_counter() - started
     summary = {"mode": mode, "trace": trace, "records": len(records),
-               "scope_by_project": scope_by_project,
+               "scope_by_project": scope_by_project, "actions": actions,
                "embeddings": embeddings, "wall_seconds": round(wall, 3),
                "blocks": blocks(rows), "matched": matched(rows), **summarize(rows, seed=seed)}
     if out is not None:
@@ -202,14 +206,15 @@ def replay(
 def _rows(records: Sequence[TraceRecord], injector: Injector, now: list[float],
           progress: Callable[[int, int], None] | None,
           observe: Callable[[Memory, TraceRecord], None] | None,
-          scope_by_project: bool) -> list[dict[str, Any]]:
+          scope_by_project: bool, actions: bool) -> list[dict[str, Any]]:
     """Each record recalled for, then captured or reported, on the store's clock ``now``."""
     mem, rows = injector.mem, []
     for index, r in enumerate(records):
         now[0] = max(r.ts, now[0]) if r.ts is not None else now[0] + 1.0
         if scope_by_project:
             mem.scope = project_scope(r.project) if r.project else "global"
-        _, injected = injector.recall(r.run, r.goal, r.phase, r.iteration)
+        _, injected = injector.recall(r.run, r.goal, r.phase, r.iteration,
+                                      r.action if actions else "")
         if observe is not None:
             observe(mem, r)
         outcome = injector.report(r.run, r.iteration, r.goal, r.phase, r.action,

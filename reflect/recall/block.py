@@ -7,10 +7,18 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
+from reflect.capture.commands import kind
 from reflect.embedding import Vectors
 from reflect.recall import taught
 from reflect.recall.holdout import DEMOTED, PROMOTED, WITHHELD, Holdout, arm, effects
-from reflect.recall.predict import Estimate, Neighbourhood, Predictor, estimate, similar_by_words
+from reflect.recall.predict import (
+    Estimate,
+    Neighbourhood,
+    Predictor,
+    command_hits,
+    estimate,
+    similar_by_words,
+)
 from reflect.recall.render import (
     LESSONS_HEADER,
     RECENT_HEADER,
@@ -47,6 +55,7 @@ class Query:
     sections: tuple[str, ...] = ("recent", "lessons")
     embed: bool = False  # compute this goal's vector here (loads the model once)
     escalate_after: int = 2
+    action: str = ""  # the command about to run, where the client tells it (scrubbed)
 
 
 R = TypeVar("R", bound=Mapping[str, Any])  # a failure's row, whole or lean
@@ -184,7 +193,8 @@ def relative(similar: list[tuple[str, float]]) -> list[tuple[str, float]]:
 def neighbourhood(store: RecallStore, vectors: Vectors, q: Query, predictor: Predictor,
                   seen: set[str]) -> Neighbourhood:
     """Earlier runs like this one: by goal vector where this goal has one (else by the
-    goal's words), and those that hit a family this run has hit."""
+    goal's words), those that hit a family this run has hit, and those whose command of
+    the kind about to run failed."""
     latest, hits = store.recent_families(q.run, q.scope, predictor.window)
     long, long_hits = latest, hits  # a store no larger than the window: the same runs
     if latest == predictor.window and predictor.long_window > latest:
@@ -192,6 +202,10 @@ def neighbourhood(store: RecallStore, vectors: Vectors, q: Query, predictor: Pre
     near = Neighbourhood(
         following=store.families_after(seen, q.run) if predictor.follow else {},
         latest=latest, latest_hits=hits, long=long, long_hits=long_hits)
+    if predictor.action and (command := kind(q.action)):
+        near.command = command
+        near.commands, actions = store.recent_commands(q.run, q.scope, predictor.action_window)
+        near.command_runs, near.command_hits = command_hits(actions, command)
     if q.goal and predictor.k:
         vector = vectors.query_vector(q.goal, q.embed) if vectors.spec is not None else None
         if vector is not None:
@@ -223,7 +237,7 @@ def lesson_items(store: RecallStore, vectors: Vectors, q: Query, predictor: Pred
     its place)."""
     seen = {row["family"] for row in rows}
     latest = store.failures_by_id([rows[0]["id"]])[rows[0]["id"]] if rows else None
-    query = "\n".join([q.goal, q.phase, *(
+    query = "\n".join([q.goal, q.phase, q.action, *(
         (error_query(latest), latest["action"]) if latest else ())])
     rules = Rules(taught=[
         RecallItem(section="lesson", id=lesson["id"],
@@ -237,8 +251,10 @@ def lesson_items(store: RecallStore, vectors: Vectors, q: Query, predictor: Pred
     rules.header = house_header(earlier, q.scope != GLOBAL)
     # The places are those the run started with: a family it hit keeps its place (the
     # recent section shows it), so no less likely lesson takes it. With what followed
-    # on, the estimates move with what the run hit, and it is left out of them.
-    estimates = predicted(store, vectors, q, predictor, seen if predictor.follow else set())
+    # or the command about to run, the estimates move within the run, and what it hit
+    # is left out of them.
+    moves = predictor.follow or (predictor.action and q.action)
+    estimates = predicted(store, vectors, q, predictor, seen if moves else set())
     estimates = estimates[:2 * predictor.max_items + len(seen)]
     lessons = store.family_lessons([e.family for e in estimates], q.run, q.scope)
     verdicts = {}

@@ -4,7 +4,8 @@ Evidence is counted by family (``fingerprint.family``: a cause with its subject 
 so ten runs each missing another module are ten runs of one mistake), and one estimate
 per family is made, the probability that this run fails with it:
 
-    p(f) = (sum_n w_n y_nf + sum_g v y'_gf + prior * base(f)) / (sum_n w_n + sum_g v + prior)
+    p(f) = (sum_n w_n y_nf + sum_g v y'_gf + sum_c a y''_cf + prior * base(f))
+           / (sum_n w_n + sum_g v + sum_c a + prior)
 
 - ``n`` ranges over the ``k`` earlier runs whose goals are most like this one, ``w_n``
   their similarity (the goal vectors' cosine, or before a vector exists, as in the CLI
@@ -13,6 +14,11 @@ per family is made, the probability that this run fails with it:
 - ``g`` ranges over earlier runs that failed with a family this run has already hit,
   each of weight ``follow``, and ``y'_gf`` says whether f came after it there: what
   this run has done so far moves the estimate;
+- with ``action`` set and the command about to run known (a client's PreToolUse,
+  ``recall(action=...)``), ``c`` ranges over the latest ``action_window`` runs in which
+  a command of its kind (``capture.commands.kind``: ``pytest``, ``reproduce.py``) failed,
+  each of weight ``action``, and ``y''_cf`` says whether one failed with f: what earlier
+  runs' commands of this kind failed with;
 - the base rate is the share of the latest ``window`` runs that failed with f, shrunk
   toward the share of the latest ``long_window`` (itself shrunk by ``prior`` runs that
   did not) with ``recent_prior`` runs (in a store of no more runs than that, the share
@@ -41,6 +47,8 @@ import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
+
+from reflect.capture.commands import kind
 
 if TYPE_CHECKING:
     from reflect.store.protocol import GoalSearch, RunStore
@@ -77,6 +85,9 @@ class Predictor:
     # mini-swe-agent-dev), which a lesson shown may save: what it is worth
     step_tokens: int = 600
     candidates: int = 20  # the most widespread families, which always get an estimate
+    # weight of an earlier run whose command of the kind about to run failed (0: off)
+    action: float = 0.0
+    action_window: int = 50  # the latest runs in scope whose commands are read
 
 
 @dataclass
@@ -93,6 +104,9 @@ class Estimate:
     recent: int = 0  # of the latest runs in scope, those that failed with it
     latest: int = 0  # the latest runs in scope (at most the window)
     long: int = 0  # the latest runs in scope of the longer window (``runs`` is of them)
+    command: str = ""  # the kind of the command about to run
+    by_command: int = 0  # of the latest runs, those whose command of that kind failed with it
+    commands: int = 0  # the latest runs (at most ``action_window``) whose commands were read
 
     def why(self, project: bool = False) -> str:
         """What the lesson's count is of: this family in this scope's latest runs (or in
@@ -100,6 +114,9 @@ class Estimate:
         if self.similar and self.share >= self.recent / max(self.latest, 1):
             return f"in {self.similar} of {self.neighbours} similar runs"
         of = " of this project" if project else ""
+        if self.by_command:
+            return (f"`{self.command}` failed with it in {self.by_command} of the last"
+                    f" {self.commands} runs{of}")
         if self.recent <= 1 < self.runs:  # a rule of more runs than the latest show
             return f"in {self.runs} of the last {self.long} runs{of}"
         return f"in {self.recent} of the last {self.latest} runs{of}"
@@ -115,6 +132,10 @@ class Neighbourhood:
     latest_hits: dict[str, int] = field(default_factory=dict)  # family -> those that hit it
     long: int = 0  # the latest runs of the longer window
     long_hits: dict[str, int] = field(default_factory=dict)
+    command: str = ""  # the kind of the command about to run ("": none told)
+    commands: int = 0  # the latest runs whose commands were read
+    command_runs: int = 0  # of them, those in which a command of that kind failed
+    command_hits: dict[str, int] = field(default_factory=dict)  # family -> of those, with it
 
 
 def words(text: str) -> list[str]:
@@ -134,19 +155,33 @@ def similar_by_words(store: GoalSearch, goal: str, run: str, scope: str, k: int
     return [(r, score / best) for r, score in hits if best > 0 and score > 0]
 
 
+def command_hits(actions: set[tuple[str, str, str]], command: str) -> tuple[int, dict[str, int]]:
+    """Of the (run, action, family) of earlier runs' failures: the runs in which a command
+    of kind ``command`` failed, and of them, those that failed with each family."""
+    runs: set[str] = set()
+    hits: defaultdict[str, set[str]] = defaultdict(set)
+    for run, action, family in actions:
+        if kind(action) == command:
+            runs.add(run)
+            hits[family].add(run)
+    return len(runs), {f: len(r) for f, r in hits.items()}
+
+
 def estimate(store: RunStore, predictor: Predictor, near: Neighbourhood, run: str, earlier: int,
              exclude: set[str]) -> list[Estimate]:
     """Every candidate family's estimate, most probable first; ``earlier``: the runs in
     scope other than ``run``."""
     incidence = store.run_families([r for r, _ in near.similar])
     candidates = set(store.widespread_families(predictor.candidates))
-    for families in (*incidence.values(), *near.following.values(), near.latest_hits):
+    for families in (*incidence.values(), *near.following.values(), near.latest_hits,
+                     near.command_hits):
         candidates |= set(families)
     candidates -= exclude
     if not candidates:
         return []
     near_weight = sum(w for _, w in near.similar)
-    weight = near_weight + predictor.follow * len(near.following)
+    weight = (near_weight + predictor.follow * len(near.following)
+              + predictor.action * near.command_runs)
     mass: defaultdict[str, float] = defaultdict(float)  # weighted neighbours that hit it
     hits: Counter[str] = Counter()  # and how many they are
     for r, w in near.similar:
@@ -165,13 +200,15 @@ def estimate(store: RunStore, predictor: Predictor, near: Neighbourhood, run: st
             base = ((near.latest_hits.get(c, 0) + predictor.recent_prior * overall)
                     / (near.latest + predictor.recent_prior))
         followed = came_after[c]
-        p = ((mass[c] + predictor.follow * followed + predictor.prior * base)
-             / (weight + predictor.prior))
+        by_command = near.command_hits.get(c, 0)
+        p = ((mass[c] + predictor.follow * followed + predictor.action * by_command
+              + predictor.prior * base) / (weight + predictor.prior))
         found.append(Estimate(
             c, round(p, 4), similar=hits[c], neighbours=len(near.similar),
             share=mass[c] / near_weight if near_weight else 0.0,
             runs=runs, earlier=earlier, followed=followed,
             sharing=len(near.following), recent=near.latest_hits.get(c, 0),
-            latest=near.latest, long=near.long))
+            latest=near.latest, long=near.long, command=near.command,
+            by_command=by_command, commands=near.commands))
     found.sort(key=lambda e: (e.p, e.runs), reverse=True)
     return found

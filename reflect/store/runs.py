@@ -74,17 +74,32 @@ class RunQueries(Backend):
                 found[run].add(family)
         return found
 
+    def _latest_runs(self, run: str, scope: str, limit: int) -> list[str]:
+        """The latest ``limit`` runs in ``scope`` (or global) other than ``run``."""
+        return [r[0] for r in self._rows(
+            "SELECT run FROM runs WHERE run != ? AND scope IN (?, 'global')"
+            " ORDER BY seq DESC LIMIT ?", (run, scope, limit))]
+
     def recent_families(self, run: str, scope: str, limit: int) -> tuple[int, dict[str, int]]:
         """The latest ``limit`` runs in ``scope`` (or global) other than ``run``: how many
         there are, and in how many of them each family failed."""
-        latest = [r[0] for r in self._rows(
-            "SELECT run FROM runs WHERE run != ? AND scope IN (?, 'global')"
-            " ORDER BY seq DESC LIMIT ?", (run, scope, limit))]
+        latest = self._latest_runs(run, scope, limit)
         counts: dict[str, int] = {}
         for families in self.run_families(latest).values():
             for f in families:
                 counts[f] = counts.get(f, 0) + 1
         return len(latest), counts
+
+    def recent_commands(self, run: str, scope: str, limit: int
+                        ) -> tuple[int, set[tuple[str, str, str]]]:
+        """The latest ``limit`` runs in ``scope`` (or global) other than ``run``: how many
+        there are, and the (run, action, family) of each of their failures."""
+        latest = self._latest_runs(run, scope, limit)
+        if not latest:
+            return 0, set()
+        return len(latest), {(r[0], r[1], r[2]) for r in self._rows(
+            f"SELECT DISTINCT run, action, family FROM failures WHERE run IN ({marks(latest)})",
+            latest)}
 
     def families_after(self, families: set[str], run: str) -> dict[str, set[str]]:
         """Earlier runs that failed with one of ``families`` (the latest ``FOLLOW_RUNS`` for
