@@ -5,15 +5,18 @@ Run: .venv/bin/python bench/house_rules.py [DATA_DIR]   (about 2 minutes a grid 
 
 For mini-swe-agent-dev and DebugBench from the shared data, each point of a small grid of
 `Predictor` values (the window of latest runs the base rate starts from; what followed a
-family this run hit, off or on) replays the trace in task order through the product's own
-`replay` (mode `on`, no embeddings; the value is passed in, nothing is patched). The runs
-are split into folds of repositories (`reflect.eval._matched.fold_groups`: SWE-bench's
-repository, DebugBench's kind of bug). For each fold in turn the point with the largest
-margin over the best popularity list on the other folds (summed over both keys and both
-readings) is chosen, and judged on the held-out fold: its cross-run coverage and
-precision beside the best list's, by signature and by group, in the block before the
-step and anywhere earlier in the run. A signal belongs in the default only if the point
-with it holds on every fold of both sets; the simplest point that holds ships.
+family this run hit, off or on; the weight of what the latest runs' commands of the kind
+about to run failed with, off or on) replays the trace in task order through the
+product's own `replay` (mode `on`, no embeddings, each recall told the step's command as
+a PreToolUse hook tells it; the value is passed in, nothing is patched). The runs are
+split into folds of repositories (`reflect.eval._matched.fold_groups`: SWE-bench's
+repository, DebugBench's kind of bug). For each fold in turn the point that held the
+most readings on the other folds (coverage and precision at least the best popularity
+list's, both keys, both readings), then with the largest margin over that list, is
+chosen, and judged on the held-out fold: its cross-run coverage and precision beside the
+best list's, by signature and by group, in the block before the step and anywhere
+earlier in the run. A signal belongs in the default only if the point with it holds on
+every fold of both sets; the simplest point that holds ships.
 """
 
 from __future__ import annotations
@@ -31,13 +34,21 @@ from reflect.eval._replay import replay
 from reflect.recall.predict import Predictor
 
 SETS = {"mini-swe-agent-dev": "mini-swe-agent", "debugbench": "debugbench"}
-# The simplest first: on a tie the earlier point is chosen.
-GRID = [replace(Predictor(), window=w, follow=f) for f in (0.0, 0.5) for w in (25, 10, 50)]
+# The simplest first: on a tie the earlier point is chosen. Every point is told the command
+# about to run (as a PreToolUse hook tells it); only a point with an action weight uses it.
+GRID = [*(replace(Predictor(), window=w, follow=f) for f in (0.0, 0.5) for w in (25, 10, 50)),
+        *(replace(Predictor(), action=a) for a in (1.0, 3.0))]
 
 
 def margin(fold: dict[str, Any]) -> int:
     """The mode's covered repeats over the best list's, both keys, both readings."""
     return sum(figures["mode"]["covered"] - max(t["covered"] for t in figures["matched"].values())
+               for readings in fold["keys"].values() for figures in readings.values())
+
+
+def held(fold: dict[str, Any]) -> int:
+    """How many of the fold's readings (both keys, both readings) the mode held."""
+    return sum(verdict(figures).endswith("held")
                for readings in fold["keys"].values() for figures in readings.values())
 
 
@@ -47,14 +58,14 @@ def holds(fold: dict[str, Any]) -> bool:
 
 
 def label(point: Predictor) -> str:
-    return f"window {point.window}, follow {point.follow}"
+    return f"window {point.window}, follow {point.follow}, action {point.action}"
 
 
 def cross_validate(name: str, kind: str, data: Path) -> dict[str, Any]:
     records = convert(kind, [data / name])
     folds = {}
     for point in GRID:
-        summary = replay(records, "on", embeddings="off", predictor=point)
+        summary = replay(records, "on", embeddings="off", predictor=point, actions=True)
         folds[label(point)] = summary["matched"]["folds"]
         print(f"== {name}, {label(point)}: every fold "
               f"{'held' if all(holds(f) for f in folds[label(point)]) else 'not held'}")
@@ -67,8 +78,10 @@ def cross_validate(name: str, kind: str, data: Path) -> dict[str, Any]:
     n_folds = len(next(iter(folds.values())))
     print(f"== {name}: each fold judged with the point chosen on the others")
     for held_out in range(n_folds):
-        best = max(GRID, key=lambda p: sum(margin(f) for i, f in enumerate(folds[label(p)])
-                                           if i != held_out))
+        others = {label(p): [f for i, f in enumerate(folds[label(p)]) if i != held_out]
+                  for p in GRID}
+        best = max(GRID, key=lambda p: (sum(map(held, others[label(p)])),
+                                        sum(map(margin, others[label(p)]))))
         fold = folds[label(best)][held_out]
         chosen.append({"fold": held_out + 1, "point": label(best), "held": holds(fold),
                        "keys": fold["keys"]})

@@ -156,8 +156,7 @@ def add_recall(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     c.add_argument("--phase", default="", help="the phase about to run")
     c.add_argument("--iteration", type=number, help="the iteration about to run")
     c.add_argument("--action", default="",
-                   help="the command about to run: what earlier runs' commands of its kind "
-                        "failed with")
+                   help="the command about to run: lessons taught for it are recalled")
     c.add_argument("--max-tokens", type=number, default=DEFAULT_MAX_TOKENS,
                    help=f"the block's budget, four characters a token "
                         f"(default {DEFAULT_MAX_TOKENS})")
