@@ -71,7 +71,8 @@ def test_every_tool_over_stdio():
     listed, recorded, recalled, outcome, taught, found = session(calls)
     assert listed == TOOLS
     assert not recorded.is_error and "no such table" in text(recorded)
-    assert "python repro.py" in text(recalled)
+    assert "python repro.py" in text(recorded)  # the run's block came with the record
+    assert text(recalled).startswith("Nothing new")
     assert "Resolved 1 failure(s)" in text(outcome)
     assert text(taught).startswith("L-")
     [lesson] = found.structured_content["result"]
@@ -283,3 +284,31 @@ def test_the_early_answer_is_the_sdk_s_own(version):
         return await s.list_tools()
 
     assert {t.name for t in session(calls).tools} == TOOLS
+
+
+def test_a_run_is_told_each_item_once_unless_it_asks_again():
+    """An MCP client keeps its conversation: the house rules and a failure already in it
+    are not sent again; a new failure is, alone; repeat=true sends the whole block."""
+    with Memory() as mem:
+        for i in range(3):  # three earlier runs make a house rule
+            mem.capture(run=f"old{i}", action="pytest -q", exit_code=1,
+                        error_text="ModuleNotFoundError: No module named 'yaml'")
+
+    async def calls(s):
+        first = await s.call_tool("recall", {"goal": "Fix the user count", "run": "t"})
+        again = await s.call_tool("recall", {"goal": "Fix the user count", "run": "t"})
+        recorded = await s.call_tool("record_failure", {
+            "action": "python repro.py", "exit_code": 1, "error_text": NO_TABLE, "run": "t"})
+        after = await s.call_tool("recall", {"goal": "Fix the user count", "run": "t"})
+        whole = await s.call_tool("recall", {"goal": "Fix the user count", "run": "t",
+                                             "repeat": True})
+        other = await s.call_tool("recall", {"goal": "Fix the user count", "run": "u"})
+        return first, again, recorded, after, whole, other
+
+    first, again, recorded, after, whole, other = map(text, session(calls))
+    assert first.startswith("HOUSE RULES") and "yaml" in first, first
+    assert again.startswith("Nothing new: the 1 item(s)"), again
+    assert "no such table" in recorded and "HOUSE RULES" not in recorded, recorded
+    assert after.startswith("Nothing new"), after
+    assert "HOUSE RULES" in whole and "no such table" in whole, whole
+    assert other.startswith("HOUSE RULES"), other  # another run is told from the start

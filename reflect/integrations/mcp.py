@@ -1,9 +1,11 @@
 """``reflect mcp``: the memory as tools of an MCP server over stdio (the ``mcp`` SDK 2.x).
 
 Tools: ``recall``, ``record_failure``, ``record_outcome``, ``teach``, ``search_lessons``,
-``show_lesson``. Forgetting and quarantine stay a person's commands. A bad argument or
-an unknown id comes back as a tool error, never as a crash of the server. Without a
-``run`` argument, every call of one server process belongs to one run.
+``show_lesson``. A client keeps what it was told: a run's recall and record_failure answer
+with the items of its block it has not been given yet. Forgetting and quarantine stay a
+person's commands. A bad argument or an unknown id comes back as a tool error, never as
+a crash of the server. Without a ``run`` argument, every call of one server process
+belongs to one run.
 
 Like the hooks, the server never loads the embedding model: a recall uses the vectors
 already computed and keyword search, and what needs a model (the goal's vector, a new
@@ -18,6 +20,7 @@ import contextlib
 import json
 import os
 import uuid
+from collections import defaultdict
 from typing import IO, TYPE_CHECKING, Any, Self, cast
 
 import anyio
@@ -28,6 +31,7 @@ from mcp.shared.message import SessionMessage
 
 from reflect import Memory, Settings, __version__, config, lazy
 from reflect.integrations.mcp_start import INSTRUCTIONS, NAME, Readable
+from reflect.integrations.shown import unseen
 from reflect.store import Rejected, StoreUnavailable
 from reflect.text import format_error
 
@@ -39,15 +43,32 @@ LESSON_FIELDS = ("id", "status", "kind", "trigger", "guidance", "resolution", "c
 
 def server(mem: Memory) -> MCPServer:  # noqa: C901 - six small tools, closures over one Memory
     app = MCPServer(NAME, version=__version__, instructions=INSTRUCTIONS)
+    # A client keeps its conversation: each run is told an item once (``shown.unseen``).
+    shown: defaultdict[str, set[str]] = defaultdict(set)
+
+    def new_items(run: str, goal: str, phase: str, action: str = "") -> tuple[str, int]:
+        """The run's block as far as this client has not read it, and how many items the
+        whole block holds."""
+        rec = mem.recall(run=run or None, goal=goal, phase=phase, action=action)
+        text, digests = unseen(rec, shown[run])
+        shown[run].update(digests)
+        return (text if digests else ""), len(rec.items)
 
     @app.tool()
-    def recall(goal: str = "", run: str = "", phase: str = "") -> str:
+    def recall(goal: str = "", run: str = "", phase: str = "", action: str = "",
+               repeat: bool = False) -> str:
         """This run's recent failures with their hints, and lessons from earlier runs that
-        fit the goal: the block to read before the next attempt."""
-        text = mem.recall(run=run or None, goal=goal, phase=phase).text
+        fit the goal: the block to read before the next attempt. Items this run was shown
+        already are left out unless ``repeat``; ``action``: the command about to run."""
+        if repeat:
+            shown.pop(run, None)
+        text, items = new_items(run, goal, phase, action)
         mem.ensure_worker()
         if text:
             return text
+        if items:
+            return (f"Nothing new: the {items} item(s) of this run's block were in an earlier"
+                    " reply (repeat=true shows them again).")
         note = mem.elsewhere()  # started outside the repository whose lessons are stored
         return f"Nothing to recall: {note}." if note else "Nothing to recall."
 
@@ -63,7 +84,7 @@ def server(mem: Memory) -> MCPServer:  # noqa: C901 - six small tools, closures 
                             exit_code=exit_code, error_text=error_text)
         if entry is None:
             return "Failure memory is switched off (REFLECT_FAILURE_MEMORY=0)."
-        block = mem.recall(run=entry.run, goal=goal, phase=phase).text
+        block, _ = new_items(run, goal, phase)
         mem.ensure_worker()
         recorded = format_error(entry.error_type, entry.message)
         return f"Recorded {entry.failure_id}: {recorded}\n\n{block}"
