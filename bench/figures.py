@@ -106,6 +106,7 @@ STEPS = (
     bench("learn"),
     bench("house_rules"),
     bench("action_signal"),
+    bench("kin_signal"),
 )
 
 
