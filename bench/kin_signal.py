@@ -46,7 +46,7 @@ from reflect.records import Failure
 from reflect.store import error_query, open_store
 
 SETS = {"mini-swe-agent-dev": "mini-swe-agent", "debugbench": "debugbench"}
-FLOORS = (0.5, 0.7)  # cosines of error lines: MiniLM puts unrelated errors near 0.3
+FLOORS = (0.5, 0.7)  # the cosine of error lines a kin needs at least
 _COMMAND = re.compile(r"`([^`]*)`")  # a resolution quotes the commands it ran
 
 
