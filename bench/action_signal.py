@@ -41,7 +41,7 @@ class ActionSignal:
         self.everyone, self.recent = by_kind(self.history), by_kind(self.history[-RECENT:])
         self.own = defaultdict(set)
 
-    def ranked(self, index: int, hit: set[str]) -> list[str]:
+    def ranked(self, index: int) -> list[str]:
         action = kind(self.records[index].action or "")
         runs = self.recent.get(action) or self.everyone.get(action) or Counter()
         return [k for k, _ in runs.most_common()]

@@ -85,7 +85,7 @@ class KinSignal:
         if self.earlier:
             self.matrix = np.stack([v for v, _, _ in self.earlier])
 
-    def ranked(self, index: int, hit: set[str]) -> list[str]:
+    def ranked(self, index: int) -> list[str]:
         if self.latest is None or not self.earlier:
             return []
         cause = self.failures.of[self.latest]["cause"]

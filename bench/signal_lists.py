@@ -40,7 +40,7 @@ class Signal(Protocol):
     ranks keys before each step."""
 
     def started(self, run: str) -> None: ...
-    def ranked(self, index: int, hit: set[str]) -> list[str]: ...
+    def ranked(self, index: int) -> list[str]: ...
     def failed(self, index: int, value: str) -> None: ...
     def ended(self, run: str) -> None: ...
 
@@ -76,7 +76,7 @@ def tallies(rows: list[dict[str, Any]], key: str, signal: Signal
         shown: dict[tuple[str, int], set[str]] = defaultdict(set)
         for index, later in zip(indexes, ahead(rows, indexes, key), strict=True):
             value = rows[index].get(key)
-            lists = shown_lists(hit, recent or everyone, signal.ranked(index, hit))
+            lists = shown_lists(hit, recent or everyone, signal.ranked(index))
             for (name, n), listed in lists.items():
                 for k in set(listed) - shown[name, n]:
                     counts[name + " shown"][n] += 1
