@@ -16,7 +16,9 @@ list's, both keys, both readings), then with the largest margin over that list, 
 chosen, and judged on the held-out fold: its cross-run coverage and precision beside the
 best list's, by signature and by group, in the block before the step and anywhere
 earlier in the run. A signal belongs in the default only if the point with it holds on
-every fold of both sets; the simplest point that holds ships.
+every fold of both sets; the simplest point that holds ships. Beside each point, each
+popularity list is judged as the house rules are (against the best of the lists, at the
+house rules' items): how many readings it held says what holding every fold asks.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from typing import Any
 
 from figures import DATA, emit
 
-from reflect.eval._compare import verdict
+from reflect.eval._compare import best_list, holds_against, verdict
 from reflect.eval._convert import convert
 from reflect.eval._replay import replay
 from reflect.recall.predict import Predictor
@@ -42,19 +44,32 @@ GRID = [*(replace(Predictor(), window=w, follow=f) for f in (0.0, 0.5) for w in 
 
 def margin(fold: dict[str, Any]) -> int:
     """The mode's covered repeats over the best list's, both keys, both readings."""
-    return sum(figures["mode"]["covered"] - max(t["covered"] for t in figures["matched"].values())
-               for readings in fold["keys"].values() for figures in readings.values())
+    return sum(f["mode"]["covered"] - best_list(f)[1]["covered"] for f in readings(fold))
+
+
+def readings(fold: dict[str, Any]) -> list[dict[str, Any]]:
+    """The fold's readings: both keys, both readings."""
+    return [figures for by_key in fold["keys"].values() for figures in by_key.values()]
 
 
 def held(fold: dict[str, Any]) -> int:
-    """How many of the fold's readings (both keys, both readings) the mode held."""
-    return sum(verdict(figures).endswith("held")
-               for readings in fold["keys"].values() for figures in readings.values())
+    """How many of the fold's readings the mode held."""
+    return sum(holds_against(f["mode"], best_list(f)[1]) for f in readings(fold))
 
 
 def holds(fold: dict[str, Any]) -> bool:
-    return all(verdict(figures).endswith("held")
-               for readings in fold["keys"].values() for figures in readings.values())
+    return held(fold) == len(readings(fold))
+
+
+def lists_held(folds: list[dict[str, Any]]) -> dict[str, int]:
+    """How many readings of the folds each popularity list held, judged as the mode is:
+    against the best of the lists (itself among them), at the mode's items."""
+    out: dict[str, int] = {}
+    for figures in (f for fold in folds for f in readings(fold)):
+        best = best_list(figures)[1]
+        for pool, tally in figures["matched"].items():
+            out[pool] = out.get(pool, 0) + holds_against(tally, best)
+    return out
 
 
 def label(point: Predictor) -> str:
@@ -63,12 +78,16 @@ def label(point: Predictor) -> str:
 
 def cross_validate(name: str, kind: str, data: Path) -> dict[str, Any]:
     records = convert(kind, [data / name])
-    folds = {}
+    folds, lists = {}, {}
     for point in GRID:
         summary = replay(records, "on", embeddings="off", predictor=point, actions=True)
         folds[label(point)] = summary["matched"]["folds"]
+        lists[label(point)] = lists_held(folds[label(point)])
         print(f"== {name}, {label(point)}: every fold "
-              f"{'held' if all(holds(f) for f in folds[label(point)]) else 'not held'}")
+              f"{'held' if all(holds(f) for f in folds[label(point)]) else 'not held'};"
+              f" readings held {sum(map(held, folds[label(point)]))}; each list, judged as"
+              f" the house rules are: " + ", ".join(
+                  f"{pool} {n}" for pool, n in lists[label(point)].items()))
         for n, fold in enumerate(folds[label(point)], 1):
             print(f"  fold {n} ({fold['runs']} runs: {', '.join(fold['groups'])})")
             for key, readings in fold["keys"].items():
@@ -88,7 +107,7 @@ def cross_validate(name: str, kind: str, data: Path) -> dict[str, Any]:
         print(f"  fold {held_out + 1}: chosen {label(best)}; "
               + "; ".join(f"{key} {reading} {verdict(f)}" for key, readings in
                           fold["keys"].items() for reading, f in readings.items()))
-    return {"points": {k: v for k, v in folds.items()}, "chosen": chosen}
+    return {"points": folds, "lists_held": lists, "chosen": chosen}
 
 
 def main() -> int:

@@ -6,7 +6,7 @@ import sys
 import pytest
 from conftest import run_cli
 
-from reflect.eval._compare import CompareError, chart, compare, table
+from reflect.eval._compare import CompareError, chart, compare, table, verdict
 from reflect.eval._metrics import RATIOS, bootstrap, per_run
 from reflect.eval._replay import replay
 from reflect.eval._trace import TraceRecord
@@ -140,3 +140,21 @@ def test_bad_inputs(tmp_path):
     done = run_cli("eval", "compare", str(tmp_path / "absent"))
     assert done.returncode == 1 and b"replay --out DIR" in done.stderr
     assert run_cli("eval", "compare").returncode == 2
+
+
+def test_a_reading_is_held_only_at_the_best_lists_coverage_and_precision():
+    def tally(covered, precision):
+        return {"covered": covered, "repeats": 10, "precision": precision}
+
+    def reading(mode, **lists):
+        return {"mode": tally(*mode), "matched": {k: tally(*v) for k, v in lists.items()}}
+
+    # the best list is the one that covers most, then the more precise of a tie
+    assert verdict(reading((5, 0.2), a=(5, 0.1), b=(4, 0.3))) == \
+        "5/10 (precision 20.0%) vs popular/a 5 (10.0%) held"
+    assert verdict(reading((5, 0.1), a=(5, 0.2), b=(5, 0.1))).endswith("popular/a 5 (20.0%) LOST")
+    # covering more at a lower precision is not holding
+    assert verdict(reading((6, 0.1), a=(5, 0.2))).endswith("LOST")
+    assert verdict(reading((4, 0.5), a=(5, 0.2))).endswith("LOST")
+    # a list that showed nothing has no precision, and any mode's is at least it
+    assert verdict(reading((0, None), a=(0, None))).endswith("held")

@@ -166,14 +166,23 @@ def matched_lines(arm: dict[str, Any]) -> list[str]:
     return lines
 
 
+def best_list(figures: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """The reading's best popularity list (by coverage, then precision): its pool and tally."""
+    matched: dict[str, dict[str, Any]] = figures["matched"]
+    return max(matched.items(), key=lambda kv: (kv[1]["covered"], kv[1]["precision"] or 0))
+
+
+def holds_against(tally: dict[str, Any], best: dict[str, Any]) -> bool:
+    """At least the best list's coverage and its precision."""
+    return (tally["covered"] >= best["covered"]
+            and (tally["precision"] or 0) >= (best["precision"] or 0))
+
+
 def verdict(figures: dict[str, Any]) -> str:
-    """The mode against the best list (by coverage, then precision): k/n against its k,
-    and whether the mode has at least its coverage and its precision."""
+    """The mode against the best list: k/n against its k, and whether the mode held."""
     mode = figures["mode"]
-    pool, best = max(figures["matched"].items(),
-                     key=lambda kv: (kv[1]["covered"], kv[1]["precision"] or 0))
-    held = (mode["covered"] >= best["covered"]
-            and (mode["precision"] or 0) >= (best["precision"] or 0))
+    pool, best = best_list(figures)
+    held = holds_against(mode, best)
     return (f"{mode['covered']}/{mode['repeats']} (precision {_pct(mode['precision'])}) vs "
             f"popular/{pool} {best['covered']} ({_pct(best['precision'])}) "
             f"{'held' if held else 'LOST'}")
