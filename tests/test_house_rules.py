@@ -2,6 +2,10 @@
 iteration, every word true of what it counts (the wordings here were each read in a block
 that said more than its count held)."""
 
+import os
+import subprocess
+import sys
+
 from reflect import Memory, Settings
 from reflect.recall.predict import Predictor
 from reflect.recall.render import HOUSE_HEADER
@@ -158,3 +162,27 @@ def test_a_rule_the_latest_runs_hit_once_is_counted_over_the_longer_window():
         rules = house(mem)
     (text,) = [t for t in rules if "AError" in t]
     assert "in 11 of the last 35 runs" in text and "in 1 of" not in text, text
+
+
+TIED = '''
+import sys, tempfile
+from reflect import Memory
+errors = ["NameError: name 'x' is not defined", "KeyError: 'k'", "TypeError: bad operand",
+          "ValueError: bad value", "ZeroDivisionError: division by zero",
+          "AttributeError: 'A' object has no attribute 'b'"]
+with tempfile.TemporaryDirectory() as home, Memory(home=home) as mem:
+    for i, error in enumerate(errors * 2):  # six causes, each in two of twelve runs
+        mem.capture(run=f"r{i}", iteration=1, action="python check.py", exit_code=1,
+                    error_text=error)
+    rec = mem.recall(run="new", goal="a task", iteration=1)
+    sys.stdout.write(" ".join(i.fingerprint for i in rec.items if i.section == "lesson"))
+'''
+
+
+def test_equally_likely_rules_come_in_the_same_order_in_every_process():
+    # A harness that calls `reflect recall` each iteration starts a process each time, and
+    # each hashes strings with its own seed: the rules shown must not change with it.
+    shown = {subprocess.run([sys.executable, "-c", TIED], capture_output=True, text=True,
+                            check=True, env={**os.environ, "PYTHONHASHSEED": seed}).stdout
+             for seed in ("1", "2", "3")}
+    assert len(shown) == 1 and len(shown.pop().split()) >= 4, shown

@@ -210,5 +210,8 @@ def estimate(store: RunStore, predictor: Predictor, near: Neighbourhood, run: st
             sharing=len(near.following), recent=near.latest_hits.get(c, 0),
             latest=near.latest, long=near.long, command=near.command,
             by_command=by_command, commands=near.commands))
-    found.sort(key=lambda e: (e.p, e.runs), reverse=True)
+    # A tie goes to the family's key: the candidates are a set, whose order changes with
+    # each process's string hashing, and a harness recalling through the CLI starts a
+    # process each iteration (the rules shown changed between them; so did a replay's).
+    found.sort(key=lambda e: (e.p, e.runs, e.family), reverse=True)
     return found
