@@ -26,6 +26,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from reflect.eval._compare import best_list, holds_against
+
 REPO = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ.get("REFLECT_DATA") or REPO.parent / "shared" / "data")
 FIGURES_ENV = "BENCH_FIGURES"
@@ -304,17 +306,31 @@ def house_rules_table(f: dict) -> str:
             rows.append([f"{TITLES.get(name, name)}, fold {c['fold']}", c["point"],
                          *(verdict_cell(c["keys"][key][reading])
                            for key in ("group", "signature") for reading in ("block", "run"))])
-    return table(["held-out fold", "chosen on the others", "by group, block before",
-                  "by group, anywhere earlier", "by signature, block before",
-                  "by signature, anywhere earlier"], rows)
+    chosen = table(["held-out fold", "chosen on the others", "by group, block before",
+                    "by group, anywhere earlier", "by signature, block before",
+                    "by signature, anywhere earlier"], rows)
+    return chosen + "\n\n" + house_rules_points(f["house_rules"]["sets"])
+
+
+def house_rules_points(sets: dict) -> str:
+    """Each point: the readings the house rules held of each set's, and beside them the
+    readings each popularity list held, judged the same way."""
+    def held(s: dict, point: str) -> str:
+        lists = s["lists_held"][point]
+        return (f"{s['held'][point]}; lists: "
+                + ", ".join(f"{pool} {n}" for pool, n in lists.items()))
+    names = list(sets)
+    return table(["point", *(f"{TITLES.get(n, n)}: readings held" for n in names)],
+                 [[point, *(held(sets[n], point) for n in names)]
+                  for point in sets[names[0]]["points"]])
 
 
 def verdict_cell(figures: dict) -> str:
     mode = figures["mode"]
-    pool, best = max(figures["matched"].items(),
-                     key=lambda kv: (kv[1]["covered"], kv[1]["precision"] or 0))
+    pool, best = best_list(figures)
+    held = "held" if holds_against(mode, best) else "lost"
     return (f"{mode['covered']}/{mode['repeats']} ({precision_of(mode)}) vs {best['covered']}"
-            f" ({precision_of(best)}, {pool})")
+            f" ({precision_of(best)}, {pool}), {held}")
 
 
 def predictor_tables(f: dict) -> str:

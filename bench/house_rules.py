@@ -107,7 +107,8 @@ def cross_validate(name: str, kind: str, data: Path) -> dict[str, Any]:
         print(f"  fold {held_out + 1}: chosen {label(best)}; "
               + "; ".join(f"{key} {reading} {verdict(f)}" for key, readings in
                           fold["keys"].items() for reading, f in readings.items()))
-    return {"points": folds, "lists_held": lists, "chosen": chosen}
+    return {"points": folds, "held": {point: sum(map(held, f)) for point, f in folds.items()},
+            "lists_held": lists, "chosen": chosen}
 
 
 def main() -> int:
