@@ -90,9 +90,9 @@ def cross_validate(name: str, kind: str, data: Path) -> dict[str, Any]:
                   f"{pool} {n}" for pool, n in lists[label(point)].items()))
         for n, fold in enumerate(folds[label(point)], 1):
             print(f"  fold {n} ({fold['runs']} runs: {', '.join(fold['groups'])})")
-            for key, readings in fold["keys"].items():
+            for key, by_reading in fold["keys"].items():
                 print(f"    by {key:<9} " + "; ".join(
-                    f"{reading} {verdict(f)}" for reading, f in readings.items()))
+                    f"{reading} {verdict(f)}" for reading, f in by_reading.items()))
     chosen = []
     n_folds = len(next(iter(folds.values())))
     print(f"== {name}: each fold judged with the point chosen on the others")
@@ -105,8 +105,8 @@ def cross_validate(name: str, kind: str, data: Path) -> dict[str, Any]:
         chosen.append({"fold": held_out + 1, "point": label(best), "held": holds(fold),
                        "keys": fold["keys"]})
         print(f"  fold {held_out + 1}: chosen {label(best)}; "
-              + "; ".join(f"{key} {reading} {verdict(f)}" for key, readings in
-                          fold["keys"].items() for reading, f in readings.items()))
+              + "; ".join(f"{key} {reading} {verdict(f)}" for key, by_reading in
+                          fold["keys"].items() for reading, f in by_reading.items()))
     return {"points": folds, "held": {point: sum(map(held, f)) for point, f in folds.items()},
             "lists_held": lists, "chosen": chosen}
 

@@ -212,6 +212,6 @@ def estimate(store: RunStore, predictor: Predictor, near: Neighbourhood, run: st
             by_command=by_command, commands=near.commands))
     # A tie goes to the family's key: the candidates are a set, whose order changes with
     # each process's string hashing, and a harness recalling through the CLI starts a
-    # process each iteration (the rules shown changed between them; so did a replay's).
+    # process each iteration: one store must show it the same rules each time.
     found.sort(key=lambda e: (e.p, e.runs, e.family), reverse=True)
     return found
