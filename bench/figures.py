@@ -315,14 +315,13 @@ def house_rules_table(f: dict) -> str:
 def house_rules_points(sets: dict) -> str:
     """Each point: the readings the house rules held of each set's, and beside them the
     readings each popularity list held, judged the same way."""
-    def held(s: dict, point: str) -> str:
-        lists = s["lists_held"][point]
-        return (f"{s['held'][point]}; lists: "
-                + ", ".join(f"{pool} {n}" for pool, n in lists.items()))
+    def cell(s: dict, point: str) -> str:
+        return f"{s['held'][point]}; lists: " + ", ".join(
+            f"{pool} {n}" for pool, n in s["lists_held"][point].items())
     names = list(sets)
     return table(["point", *(f"{TITLES.get(n, n)}: readings held" for n in names)],
-                 [[point, *(held(sets[n], point) for n in names)]
-                  for point in sets[names[0]]["points"]])
+                 [[point, *(cell(sets[n], point) for n in names)]
+                  for point in sets[names[0]]["held"]])
 
 
 def verdict_cell(figures: dict) -> str:

@@ -78,17 +78,18 @@ def label(point: Predictor) -> str:
 
 def cross_validate(name: str, kind: str, data: Path) -> dict[str, Any]:
     records = convert(kind, [data / name])
-    folds, lists = {}, {}
+    folds, readings_held, lists = {}, {}, {}
     for point in GRID:
         summary = replay(records, "on", embeddings="off", predictor=point, actions=True)
-        folds[label(point)] = summary["matched"]["folds"]
-        lists[label(point)] = lists_held(folds[label(point)])
-        print(f"== {name}, {label(point)}: every fold "
-              f"{'held' if all(holds(f) for f in folds[label(point)]) else 'not held'};"
-              f" readings held {sum(map(held, folds[label(point)]))}; each list, judged as"
-              f" the house rules are: " + ", ".join(
-                  f"{pool} {n}" for pool, n in lists[label(point)].items()))
-        for n, fold in enumerate(folds[label(point)], 1):
+        at = label(point)
+        folds[at] = summary["matched"]["folds"]
+        readings_held[at] = sum(map(held, folds[at]))
+        lists[at] = lists_held(folds[at])
+        print(f"== {name}, {at}: every fold "
+              f"{'held' if all(map(holds, folds[at])) else 'not held'};"
+              f" readings held {readings_held[at]}; each list, judged as the house rules"
+              f" are: " + ", ".join(f"{pool} {n}" for pool, n in lists[at].items()))
+        for n, fold in enumerate(folds[at], 1):
             print(f"  fold {n} ({fold['runs']} runs: {', '.join(fold['groups'])})")
             for key, by_reading in fold["keys"].items():
                 print(f"    by {key:<9} " + "; ".join(
@@ -107,8 +108,7 @@ def cross_validate(name: str, kind: str, data: Path) -> dict[str, Any]:
         print(f"  fold {held_out + 1}: chosen {label(best)}; "
               + "; ".join(f"{key} {reading} {verdict(f)}" for key, by_reading in
                           fold["keys"].items() for reading, f in by_reading.items()))
-    return {"points": folds, "held": {point: sum(map(held, f)) for point, f in folds.items()},
-            "lists_held": lists, "chosen": chosen}
+    return {"points": folds, "held": readings_held, "lists_held": lists, "chosen": chosen}
 
 
 def main() -> int:
