@@ -34,7 +34,7 @@ $(DEMO)/.installed: pyproject.toml $(CONSTRAINTS)
 demo:
 	@if [ -f $(STAMP) ]; then py=$(BIN)/python; \
 	else $(MAKE) --no-print-directory $(DEMO)/.installed && py=$(DEMO)/bin/python; fi; \
-	$$py -m reflect.demo
+	$$py -m reflect.cli.demo
 
 # The suite under coverage (child processes too: [tool.coverage] in pyproject.toml), the
 # store's tests on SQLite and on a throwaway PostgreSQL server (.ci/postgres, stopped

@@ -4,7 +4,7 @@ bundled model, its peak RSS, CPU time and wall time, beside the same worker with
 hashing embedder and `python -c pass`, measured in one run; then STORES stores with
 embedding jobs at once, a worker each started together (`--idle-exit 1`), sampled every
 50 ms: the most RSS they held together and the most that had a model loaded at the same
-time, with the user's model lock (reflect/model_lock.py) and with its folder open to
+time, with the user's model lock (reflect/reflection/model_lock.py) and with its folder open to
 others, where it is not used (each worker loads its own model, as before the lock).
 
 Run: .venv/bin/python bench/embedding_worker.py

@@ -61,7 +61,7 @@ def bench(name: str) -> Step:
 
 
 def iterations_to_success(out: str, _: Path) -> dict:
-    """The closing lines of `python -m reflect.demo`."""
+    """The closing lines of `python -m reflect.cli.demo`."""
     tail = out.split("===== iterations to success =====", 1)[-1]
     return dict(re.findall(r"^\s+(memory \w+)\s+(.+?)\s*$", tail, re.M))
 
@@ -86,7 +86,7 @@ FAULTS = ("tests/test_pending.py", "tests/test_bounds.py", "tests/test_store_gua
 STORE_FAULTS = ("tests/test_doctor.py", "tests/test_store_bound.py")
 
 STEPS = (
-    Step("demo", ("-m", "reflect.demo"), iterations_to_success),
+    Step("demo", ("-m", "reflect.cli.demo"), iterations_to_success),
     bench("capture_recall"),
     bench("hung_provider"),
     bench("recall"),

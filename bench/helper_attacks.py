@@ -25,7 +25,8 @@ import hooks  # noqa: E402
 from test_resident_trust import Listener, answer, patterns_held  # noqa: E402
 
 from reflect import Memory  # noqa: E402
-from reflect.integrations import budget, resident  # noqa: E402
+from reflect.cli import resident  # noqa: E402
+from reflect.integrations import budget  # noqa: E402
 
 EVENT = json.loads((TESTS / "fixtures" / "claude_code" / "PostToolUseFailure.json").read_text())
 OTHER_UID = 4242

@@ -2,7 +2,7 @@
 recall` and `reflect hook claude-code` for each event, from process start to answer,
 side by side with `python -c pass` and `python -c "import numpy"` in one run; each hook
 both as a cold process (`REFLECT_HELPER=off`) and answered by the resident helper
-(`reflect.integrations.resident`, started before the runs). The package's bytecode is
+(`reflect.cli.resident`, started before the runs). The package's bytecode is
 compiled first, as an install leaves it.
 
 Run: .venv/bin/python bench/hooks.py
@@ -29,7 +29,7 @@ from figures import emit
 
 import reflect
 from reflect import Memory
-from reflect.integrations import resident
+from reflect.cli import resident
 
 RUNS = 21
 SESSION = "bench-session"
@@ -45,7 +45,7 @@ EVENTS = ("PreToolUse", "PostToolUse", "PostToolUseFailure", "UserPromptSubmit",
 
 
 def start_helper(home: Path, env: dict) -> subprocess.Popen:
-    helper = subprocess.Popen([sys.executable, "-m", "reflect.integrations.resident",
+    helper = subprocess.Popen([sys.executable, "-m", "reflect.cli.resident",
                                str(home)], env=env)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:

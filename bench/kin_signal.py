@@ -38,11 +38,11 @@ from figures import DATA, emit
 from reflect.index.embedders import SentenceTransformerEmbedder, load_embedder
 from signal_lists import by_run, report, rows_of, verdicts
 
+from reflect.base.records import Failure
 from reflect.capture.commands import kind
 from reflect.capture.details import foreign
 from reflect.eval._convert import convert
 from reflect.recall.predict import words
-from reflect.records import Failure
 from reflect.store import error_query, open_store
 
 SETS = {"mini-swe-agent-dev": "mini-swe-agent", "debugbench": "debugbench"}

@@ -31,9 +31,9 @@ from figures import emit
 from reflect.index import to_blob
 
 from reflect import Memory
+from reflect.base.records import new_id
+from reflect.base.text import text_key
 from reflect.capture.fingerprint import cause
-from reflect.records import new_id
-from reflect.text import text_key
 
 DATA = SHARED / "mini-swe-agent" / "trajs"
 TEMPLATES = [

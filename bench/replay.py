@@ -25,7 +25,7 @@ from pathlib import Path
 from figures import DATA, emit, no_data
 
 from reflect import Memory
-from reflect.choices import REPLAY_MODES as MODES
+from reflect.base.choices import REPLAY_MODES as MODES
 from reflect.eval._compare import compare, curve_chart, load, table
 from reflect.eval._convert import convert
 from reflect.eval._replay import replay

@@ -63,7 +63,7 @@ def printed(call) -> str:
 
 def demo() -> str:
     """`make demo`: the memory-on arm from its third iteration, and the summary."""
-    from reflect import demo as scripted
+    from reflect.cli import demo as scripted
 
     with isolated():
         out = printed(scripted.main)
@@ -109,7 +109,7 @@ def learn() -> str:
     """`reflect learn claude-code` on the transcripts the real binary wrote."""
     from pathlib import Path
 
-    from reflect.cli import main
+    from reflect.cli.main import main
 
     here = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "transcripts"
     with isolated():
@@ -120,7 +120,7 @@ def learn() -> str:
 
 def commands() -> Iterator[tuple[str, argparse.ArgumentParser]]:
     """Every command and subcommand of `reflect`, with its parser, in `--help`'s order."""
-    from reflect.cli import parser
+    from reflect.cli.main import parser
 
     def walk(p: argparse.ArgumentParser, name: str):
         yield name, p

@@ -1,5 +1,5 @@
 import sys
 
-from reflect.launch import main
+from reflect.cli.launch import main
 
 sys.exit(main())

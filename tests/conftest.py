@@ -198,7 +198,7 @@ def own_store(tmp_path, monkeypatch, backend):
     monkeypatch.setenv("REFLECT_WORKER", "off")
     # So is the resident helper of the hooks (tests/test_resident.py): none outlives a test.
     monkeypatch.setenv("REFLECT_HELPER", "off")
-    # The user's lock of the embedding model (reflect/model_lock.py): one per test, so no
+    # The user's lock of the embedding model (reflect/reflection/model_lock.py): one per test, so no
     # other run of the suite on this machine holds it.
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path / "run"))
     # The fallback for an unwritable store lives in the temp directory: keep it per test.
@@ -263,7 +263,7 @@ def resident_helper(request, monkeypatch, own_store):
     hook starts, as users run them by default."""
     monkeypatch.setenv("REFLECT_HELPER", request.param)
     yield request.param
-    from reflect.integrations.resident import SOCKET_NAME
+    from reflect.cli.resident import SOCKET_NAME
 
     socket = own_store / SOCKET_NAME
     if request.param == "on":

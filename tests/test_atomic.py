@@ -12,8 +12,8 @@ import pytest
 from reflect.index import VectorIndex
 from reflect.index.atomic import write_atomically
 
+from reflect.api.exchange import write_atomically as write_rules
 from reflect.eval import _trace as trace
-from reflect.exchange import write_atomically as write_rules
 from reflect.integrations import hooks, settings
 
 ROOT = Path(__file__).resolve().parents[1]

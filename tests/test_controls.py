@@ -7,10 +7,10 @@ import pytest
 from conftest import run_cli
 
 from reflect import Memory, Settings
-from reflect.confidence import PRIOR_WEIGHT, confidence
-from reflect.controls import FEEDBACK_WEIGHT, PinnedLesson, UnknownLesson
+from reflect.api.controls import FEEDBACK_WEIGHT, PinnedLesson, UnknownLesson
+from reflect.base.confidence import PRIOR_WEIGHT, confidence
+from reflect.base.supersession import may_supersede, merges
 from reflect.store import DB_NAME
-from reflect.supersession import may_supersede, merges
 
 DAY = 86400.0
 NO_YAML = "ModuleNotFoundError: No module named 'yaml'"
@@ -263,7 +263,7 @@ def test_a_newer_lesson_with_the_same_trigger_that_says_otherwise_supersedes(mem
 
 
 def test_the_worker_consolidates_once_a_day(clock, monkeypatch):
-    from reflect import consolidation
+    from reflect.reflection import consolidation
 
     runs = []
     real = consolidation.consolidate

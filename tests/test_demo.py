@@ -3,11 +3,11 @@
 import subprocess
 import sys
 
-from reflect import demo
+from reflect.cli import demo
 
 
 def test_memory_off_never_solves_it_and_memory_on_names_the_fixes():
-    out = subprocess.run([sys.executable, "-m", "reflect.demo"], capture_output=True,
+    out = subprocess.run([sys.executable, "-m", "reflect.cli.demo"], capture_output=True,
                          text=True, timeout=120, check=True).stdout
     off, on = out.split("===== memory on =====")
     assert "PAST FAILURES" not in off and off.count("--- iteration") == demo.MAX_ITERATIONS

@@ -4,11 +4,11 @@ import textwrap
 import pytest
 from conftest import run_cli
 
+from reflect.api.memory import Memory
 from reflect.eval._convert import convert
 from reflect.eval._replay import ReplayError, replay
 from reflect.eval._signature import signature
 from reflect.eval._trace import TraceRecord, write_trace
-from reflect.memory import Memory
 from reflect.recall.predict import Predictor
 from reflect.recall.render import LESSONS_HEADER, RECENT_HEADER, estimate_tokens
 from reflect.store import StoreUnavailable

@@ -7,7 +7,7 @@ import pytest
 from conftest import NO_TABLE
 
 from reflect import Memory
-from reflect.exchange import ImportReport, export_lessons, import_lessons, write_atomically
+from reflect.api.exchange import ImportReport, export_lessons, import_lessons, write_atomically
 
 NO_YAML = "ModuleNotFoundError: No module named 'yaml'"
 NO_PYTEST = "bash: pytest: command not found"

@@ -247,7 +247,7 @@ def test_the_effect_table_and_chart(tmp_path):
 
 
 def test_a_failure_counts_against_the_arm_it_followed_logged_before_or_after_it():
-    from reflect.records import Eligible
+    from reflect.base.records import Eligible
 
     with Memory() as mem:
         entry = earlier_runs(mem, 1)

@@ -10,7 +10,7 @@ from hostile_corpus import BENIGN_LESSONS, HOSTILE_LESSONS
 from test_worker import LESSON, MODEL, TRACEBACK, api, provider_env, reply  # noqa: F401
 
 from reflect import Memory
-from reflect.exchange import import_lessons
+from reflect.api.exchange import import_lessons
 
 
 def lesson(mem, lesson_id) -> dict:

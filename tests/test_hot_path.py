@@ -24,7 +24,7 @@ PROBE = textwrap.dedent("""
     sys.addaudithook(lambda event, args: event in SPAWN and spawned.append(event))
 
     from reflect import Memory
-    from reflect.cli import main
+    from reflect.cli.main import main
 
     with open("err.log", "w") as f:
         f.write("Traceback (most recent call last):\\n  File 'a.py', line 1\\n"

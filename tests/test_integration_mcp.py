@@ -12,8 +12,8 @@ from conftest import NO_TABLE
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
 from reflect import Memory
+from reflect.base.text import text_key
 from reflect.capture.scrub import storable
-from reflect.text import text_key
 
 TOOLS = {"recall", "record_failure", "record_outcome", "teach", "search_lessons", "show_lesson"}
 
@@ -223,7 +223,7 @@ class Held:
                 time.sleep(0.01)
         return None
 sys.meta_path.insert(0, Held())
-from reflect.cli import main
+from reflect.cli.main import main
 sys.exit(main(["mcp"]))
 """
 

@@ -1,7 +1,8 @@
 """The folders are layers (docs/design.md, "Layout"): every import of the package, those
-made only for type checking too, goes to its own layer or one below it, and no modules
-import each other in a circle. The table is read from the page, so the page draws what
-this test enforces."""
+made in a function or only for type checking too, goes to its own layer or one below it,
+never through a wall, no two folders import each other, and no modules import each other
+in a circle. The tables are read from the page, so the page draws what this test
+enforces."""
 
 import ast
 import re
@@ -10,6 +11,7 @@ from pathlib import Path
 from conftest import REPO
 
 TABLE = re.compile(r"^layer (\d+)  (.+)$", re.M)
+WALL = re.compile(r"^wall  (\S+)/ (\S+)/ ", re.M)
 
 
 def layers() -> dict[str, int]:
@@ -22,6 +24,18 @@ def layers() -> dict[str, int]:
             module = "reflect" if name == "__init__" else f"reflect.{name.rstrip('/')}"
             found[module] = int(number)
     return found
+
+
+def walls() -> set[tuple[str, str]]:
+    """The page's walls: (folder, folder it must not import), as room names."""
+    page = (REPO / "docs" / "design.md").read_text()
+    return {(f"reflect.{a}", f"reflect.{b}") for a, b in WALL.findall(page[page.index("## Layout"):])}
+
+
+def room(module: str) -> str:
+    """The folder a module lives in (``reflect.store.runs`` -> ``reflect.store``), or the
+    module itself at the top of the package."""
+    return ".".join(module.split(".")[:2])
 
 
 def modules() -> dict[str, Path]:
@@ -79,6 +93,37 @@ def test_no_import_goes_up_a_layer():
               for m, path in known.items() for t in imports(m, path, known)
               if layer_of(t, table) > layer_of(m, table)]
     assert upward == []
+
+
+def test_no_import_goes_through_a_wall():
+    table, known = walls(), modules()
+    assert table, "docs/design.md has lost its walls"
+    through = sorted(f"{m} imports {t}" for m, path in known.items()
+                     for t in imports(m, path, known) if (room(m), room(t)) in table)
+    assert through == []
+
+
+def test_no_two_folders_import_each_other():
+    known = modules()
+    edges: dict[tuple[str, str], str] = {}
+    for m, path in known.items():
+        for t in imports(m, path, known):
+            if room(m) != room(t):
+                edges.setdefault((room(m), room(t)), f"{m} imports {t}")
+    both = sorted(f"{edges[a, b]}; {edges[b, a]}" for a, b in edges if (b, a) in edges and a < b)
+    assert both == []
+
+
+def test_the_rooms_of_the_tables_are_folders():
+    """A layer or a wall names folders (and the package's own two files), so that
+    `ls reflect/` shows the layers."""
+    named = set(layers()) | {r for wall in walls() for r in wall}
+    loose = sorted(n for n in named - {"reflect", "reflect.__main__"}
+                   if not (REPO / n.replace("reflect.", "reflect/", 1).replace(".", "/")).is_dir()
+                   and n != "reflect.index")
+    assert loose == []
+    top = sorted(p.name for p in (REPO / "reflect").glob("*.py"))
+    assert top == ["__init__.py", "__main__.py"]
 
 
 def test_no_modules_import_each_other_in_a_circle():

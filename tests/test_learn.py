@@ -16,8 +16,8 @@ from transcript_fixtures import (
 )
 
 from reflect import Memory
-from reflect.cli_learn import progress_bar
-from reflect.learn import house_rules
+from reflect.api.learn import house_rules
+from reflect.cli.learn import progress_bar
 
 
 def failures(mem):

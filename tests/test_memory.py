@@ -6,8 +6,8 @@ import pytest
 from conftest import NO_TABLE, store_dump, store_held
 
 from reflect import Memory, Settings
+from reflect.api.controls import UnknownLesson
 from reflect.capture.defuse import NEUTRALIZED
-from reflect.controls import UnknownLesson
 from reflect.recall.render import RECENT_HEADER
 
 TRACEBACK = textwrap.dedent("""\
@@ -281,7 +281,7 @@ def test_an_answer_read_by_key_as_before_still_answers_with_a_warning(mem):
 
 def test_every_public_name_is_exported_from_reflect():
     import reflect
-    from reflect.answers import Answer
+    from reflect.base.answers import Answer
 
     found = {name: getattr(reflect, name) for name in reflect.__all__}
     assert {name for name, value in found.items()

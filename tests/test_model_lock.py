@@ -1,5 +1,5 @@
 """One embedding model loaded by a user's workers at a time: the lock in the user's runtime
-directory (``reflect/model_lock.py``), taken by real processes, and two workers of two
+directory (``reflect/reflection/model_lock.py``), taken by real processes, and two workers of two
 stores with the real bundled model, the second waiting for the first to let go."""
 
 import subprocess
@@ -12,12 +12,12 @@ from test_embedders import needs_bundled
 from test_worker import wait_for
 
 from reflect import Memory
-from reflect.model_lock import ModelLock, lock_path
+from reflect.reflection.model_lock import ModelLock, lock_path
 from reflect.reflection.worker import MODEL_RETRY, Worker
 
 HOLD = """import sys, time
 from pathlib import Path
-from reflect.model_lock import ModelLock
+from reflect.reflection.model_lock import ModelLock
 lock = ModelLock(Path(sys.argv[1]))
 print(lock.acquire(), flush=True)
 time.sleep(600)

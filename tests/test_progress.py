@@ -5,8 +5,8 @@ import itertools
 import pytest
 
 from reflect import Memory, Settings
-from reflect.answers import Pooled
-from reflect.repeat_rates import render, sparkline
+from reflect.api.repeat_rates import render, sparkline
+from reflect.base.answers import Pooled
 
 ERRORS = {k: f"ModuleNotFoundError: No module named 'pkg_{k.lower()}'" for k in "ABCDEF"}
 # Repeats drop over time: early runs meet A, B and C again, later runs fail in new ways.

@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from reflect import config
+from reflect.base import config
 from reflect.capture.heuristics import CATEGORIES, GUIDANCE_MAX, TRIGGER_MAX
 from reflect.capture.review import KINDS
 from reflect.reflection.prompting import USER_MARKER, load_template, reflection_messages

@@ -10,8 +10,8 @@ import threading
 import pytest
 
 from reflect import Memory, Settings
-from reflect.limits import Limits, next_day, postpone
-from reflect.records import DONE, Job, Verdict
+from reflect.base.limits import Limits, next_day, postpone
+from reflect.base.records import DONE, Job, Verdict
 from reflect.reflection.queue import Retries
 from reflect.store import open_store
 
@@ -194,8 +194,8 @@ OTHER_PROCESS = textwrap.dedent("""
     import sys
     from pathlib import Path
     from reflect import Memory, Settings
-    from reflect.limits import Limits
-    from reflect.records import DONE
+    from reflect.base.limits import Limits
+    from reflect.base.records import DONE
     from reflect.reflection.queue import Retries
     from reflect.store import open_store
     store = open_store(Path(sys.argv[1]))

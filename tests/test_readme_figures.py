@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from conftest import REPO
 
-from reflect.cli import parser
+from reflect.cli.main import parser
 
 README = REPO / "README.md"
 # The user's guide and the pages its design, evaluation, speed, security and shared-store

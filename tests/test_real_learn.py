@@ -8,7 +8,7 @@ from test_real_claude_code import COMMANDS, claude_session, installed_project
 from test_real_codex import codex_session
 
 from reflect import Memory
-from reflect.learn import house_rules
+from reflect.api.learn import house_rules
 
 
 def stored(mem):

@@ -1,4 +1,4 @@
-"""The resident helper of the hooks (``reflect.integrations.resident``): a real helper
+"""The resident helper of the hooks (``reflect.cli.resident``): a real helper
 process answers as the cold process would, on a private socket, and a helper that is
 stale, hung or dies mid-request costs the hook its speed, never its capture."""
 
@@ -16,7 +16,7 @@ import pytest
 from conftest import run_cli
 
 from reflect import Memory
-from reflect.integrations import resident
+from reflect.cli import resident
 
 FIXTURES = Path(__file__).parent / "fixtures" / "claude_code"
 SESSION = "9f2c1e7a-4b1d-4c61-a2f0-3e5b8d7c6a10"
@@ -76,7 +76,7 @@ def helper(own_store):
     """A real helper on the test's store, stopped at the end."""
     home = own_store
     home.mkdir(mode=0o700, parents=True, exist_ok=True)
-    process = subprocess.Popen([sys.executable, "-m", "reflect.integrations.resident",
+    process = subprocess.Popen([sys.executable, "-m", "reflect.cli.resident",
                                 str(home), "60"], env={**os.environ, **HELPER_ON})
     wait_for(lambda: listening(home / resident.SOCKET_NAME))
     yield process
@@ -90,11 +90,12 @@ def test_the_helper_answers_as_the_cold_process_does(own_store, helper):
     assert mode == 0o600
     warm = hook(importtime=True)
     # the hook process imported neither the CLI nor the library: the helper ran them
-    assert "reflect.integrations.resident" in imported(warm)
-    assert not imported(warm) & {"reflect.cli", "reflect.memory", "sqlite3", "litellm", "torch"}
+    assert "reflect.cli.resident" in imported(warm)
+    assert not imported(warm) & {"reflect.cli.main", "reflect.api.memory", "sqlite3", "litellm",
+                                 "torch"}
     assert "pytest: command not found" in block(warm)
     cold = hook({"REFLECT_HELPER": "off"}, importtime=True)
-    assert "reflect.memory" in imported(cold)
+    assert "reflect.api.memory" in imported(cold)
     assert stored(home) == 2  # one capture each, none twice
     # the same block but for the count: the helper's capture was the cold one's first
     assert block(cold) == block(warm).replace("iteration 1, phase bash:",
@@ -167,7 +168,7 @@ def test_a_stale_socket_gets_a_new_helper_which_exits_when_its_socket_goes(own_s
     assert "pytest: command not found" in block(first)
     wait_for(lambda: listening(path))
     second = hook(importtime=True)
-    assert "reflect.memory" not in imported(second)
+    assert "reflect.api.memory" not in imported(second)
     assert stored(home) == 2
     lock = open(home / resident.LOCK_NAME)  # noqa: SIM115
     path.unlink()  # the store's directory going away: the helper leaves
@@ -187,7 +188,7 @@ def free(lock) -> bool:
 def test_an_idle_helper_exits(own_store):
     home = own_store
     home.mkdir(mode=0o700, parents=True, exist_ok=True)
-    process = subprocess.Popen([sys.executable, "-m", "reflect.integrations.resident",
+    process = subprocess.Popen([sys.executable, "-m", "reflect.cli.resident",
                                 str(home), "0.5"])
     assert process.wait(30) == 0
     assert not (home / resident.SOCKET_NAME).exists()
@@ -220,7 +221,7 @@ def test_a_capture_never_starts_a_helper(own_store):
 
 def test_a_capture_uses_the_helper_that_is_up(own_store, helper):
     done = capture(importtime=True)
-    assert "reflect.memory" not in imported(done)
+    assert "reflect.api.memory" not in imported(done)
     assert b"ModuleNotFoundError: No module named 'yaml'" in done.stdout
     with Memory(own_store) as mem:
         [entry] = mem.failures(run=SESSION)

@@ -31,7 +31,8 @@ from test_resident import (
     wait_for,
 )
 
-from reflect.integrations import budget, resident
+from reflect.cli import resident
+from reflect.integrations import budget
 
 OTHER_UID = 4242  # a second local user: any uid will do, none needs to exist
 as_root = pytest.mark.skipif(
@@ -224,7 +225,7 @@ def test_the_warm_up_touches_no_real_store(own_store):
     threading.Thread(target=accept, daemon=True).start()
     own_store.mkdir(mode=0o700, parents=True)
     url = f"postgresql://team@127.0.0.1:{server.getsockname()[1]}/reflect"
-    process = subprocess.Popen([sys.executable, "-m", "reflect.integrations.resident",
+    process = subprocess.Popen([sys.executable, "-m", "reflect.cli.resident",
                                 str(own_store), "60"],
                                env={**os.environ, **HELPER_ON, "REFLECT_STORE": url})
     try:

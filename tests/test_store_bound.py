@@ -6,7 +6,8 @@ import sqlite3
 import pytest
 from conftest import run_cli
 
-from reflect import Memory, Settings, config
+from reflect import Memory, Settings
+from reflect.base import config
 from reflect.store import DB_NAME
 
 

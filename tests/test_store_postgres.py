@@ -10,7 +10,8 @@ import textwrap
 
 import pytest
 
-from reflect import Memory, controls, doctor
+from reflect import Memory
+from reflect.api import controls, doctor
 from reflect.store import StoreUnavailable, open_store
 from reflect.store.sqlite import SQLiteStore
 

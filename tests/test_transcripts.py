@@ -14,9 +14,9 @@ from transcript_fixtures import (
     synthesize,
 )
 
+from reflect.api.learn import sessions
 from reflect.capture.transcripts import COPIED, INTERRUPTED, REFUSED, TranscriptError
 from reflect.capture.transcripts.lines import MALFORMED, TOO_LONG, UNFINISHED, Skipped, records
-from reflect.learn import sessions
 
 
 def calls_of(client, paths):

@@ -2,7 +2,7 @@
 runs whose goal vector changed since the file was saved, and rebuilds it after a removal."""
 
 from reflect import Memory
-from reflect.embedding import Vectors
+from reflect.reflection.embedding import Vectors
 
 
 def capture_runs(mem, names):

@@ -21,9 +21,10 @@ import pytest
 import respx
 from conftest import store_dump
 
-from reflect import Memory, Settings, config
-from reflect.limits import next_day
-from reflect.records import DONE
+from reflect import Memory, Settings
+from reflect.base import config
+from reflect.base.limits import next_day
+from reflect.base.records import DONE
 from reflect.reflection.queue import Retries
 from reflect.reflection.worker import Worker
 

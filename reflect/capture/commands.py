@@ -8,8 +8,8 @@ key (program and target) that tells when a later step re-ran the same command.
 
 from __future__ import annotations
 
-from reflect import lazy
-from reflect.text import clip
+from reflect.base import lazy
+from reflect.base.text import clip
 
 MAX_BRIEF = 100  # characters of an action in a block
 MAX_ARG = 40  # a longer argument (an inline script, a long path) is elided

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-from reflect import lazy
+from reflect.base import lazy
 
 __all__ = ["NEUTRALIZED", "look_alikes_folded", "neutralize"]
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from reflect.records import Failure
+from reflect.base.records import Failure
 
 _DETAIL = re.compile(
     r"(?<![\w./-])("

@@ -12,6 +12,8 @@ import json
 from dataclasses import dataclass
 from typing import IO, Any, TypedDict, cast
 
+from reflect.base.records import Failure, Lesson, new_id, new_lesson
+from reflect.base.text import clip, format_error
 from reflect.capture.extract import Extracted, extract_exception, extract_text
 from reflect.capture.fingerprint import cause, family, fingerprint
 from reflect.capture.heuristics import (
@@ -25,8 +27,6 @@ from reflect.capture.numbers import bounded, whole_number
 from reflect.capture.reading import read_bounded
 from reflect.capture.review import reviewed_texts
 from reflect.capture.scrub import Scrubber
-from reflect.records import Failure, Lesson, new_id, new_lesson
-from reflect.text import clip, format_error
 
 MAX_ERROR_BYTES = 64 * 1024  # a tail this long always holds the error that ended the run
 MAX_FIELD = 4000

@@ -23,7 +23,7 @@ import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
-from reflect import lazy
+from reflect.base import lazy
 
 MAX_MESSAGE = 500
 MAX_FRAMES = 5

@@ -39,7 +39,7 @@ import hashlib
 import re
 from collections.abc import Sequence
 
-from reflect import lazy
+from reflect.base import lazy
 
 _MAX_INPUT = 4000
 

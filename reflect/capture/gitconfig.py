@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from reflect import lazy
+from reflect.base import lazy
 
 __all__ = ["repo_from_git_config"]
 

@@ -19,8 +19,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from reflect import lazy
-from reflect.text import clip, one_line
+from reflect.base import lazy
+from reflect.base.text import clip, one_line
 
 __all__ = ["CATEGORIES", "SEVERITIES", "Heuristic", "heuristic_lesson"]
 

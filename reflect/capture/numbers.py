@@ -12,14 +12,10 @@ import math
 import re
 from argparse import ArgumentTypeError
 
-from reflect.config import warn
+from reflect.base.config import warn
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 MAX_ITERATION = 2**31 - 1  # no run has more; the run's next number stays far from overflow
-# The run's next number counts on from its highest iteration below this: one a harness
-# gave past it (2**31 - 1) is kept on its row but numbers nothing after it, or every later
-# capture would land on the largest number there is. No run counts that far one by one.
-COUNTED_BELOW = 10**6
 _POWER = re.compile(r"\s*(-?\d+)\s*(?:\*\*|\^)\s*(\d{1,4})\s*")
 # Past this many digits a number is out of any range here: it is not computed (2**63 has
 # 19; "9"*4000 + "**9999" would take minutes, and Python refuses to print such an int).

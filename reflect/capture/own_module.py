@@ -15,7 +15,7 @@ import re
 from collections.abc import Iterable
 from pathlib import Path
 
-from reflect import lazy
+from reflect.base import lazy
 from reflect.capture import commands
 
 _MISSING = lazy.compile(r"No module named '?([A-Za-z_]\w*)")

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from reflect.base.records import Failure
 from reflect.capture import commands
-from reflect.records import Failure
 
 MAX_STEPS = 2  # steps that changed something: more, and no one of them can be named the fix
 STEP_CHARS = 45

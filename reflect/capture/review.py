@@ -17,11 +17,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from reflect.base.records import Failure
+from reflect.base.text import clip, one_line
 from reflect.capture.defuse import look_alikes_folded
 from reflect.capture.details import foreign
 from reflect.capture.heuristics import CATEGORIES, GUIDANCE_MAX, TRIGGER_MAX
-from reflect.records import Failure
-from reflect.text import clip, one_line
 
 __all__ = ["HOSTILE", "KINDS", "MalformedLesson", "Reviewed", "review", "reviewed_texts"]
 

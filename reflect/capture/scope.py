@@ -10,8 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Protocol
 
+from reflect.base.config import repo_root
 from reflect.capture.gitconfig import project_scope, repo_from_git_config
-from reflect.config import repo_root
 
 __all__ = ["ScopeCache", "elsewhere", "scope_of"]
 

@@ -37,7 +37,7 @@ import re
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from reflect import config, lazy
+from reflect.base import config, lazy
 from reflect.capture.gitconfig import repo_from_git_config
 from reflect.capture.scrub_rules import (
     ALL_RULES,

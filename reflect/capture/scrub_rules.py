@@ -20,7 +20,7 @@ import re
 from collections import Counter
 from collections.abc import Callable
 
-from reflect import lazy
+from reflect.base import lazy
 
 _B64 = r"[A-Za-z0-9+/=]"
 _TOKEN = r"[A-Za-z0-9._~+/=-]"

@@ -12,7 +12,7 @@ import bisect
 import re
 from dataclasses import dataclass, field
 
-from reflect import lazy
+from reflect.base import lazy
 
 # A terminal wraps a long line wherever its width ends, maybe inside a token; a tool may
 # lead the continuation with an indent, or end the line with a backslash. A full line that

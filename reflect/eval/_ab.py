@@ -40,12 +40,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from reflect.api.memory import DEFAULT_MAX_TOKENS, Memory
+from reflect.base.choices import REPLAY_MODES
 from reflect.capture.entry import decode_tail
-from reflect.choices import REPLAY_MODES
 from reflect.eval._metrics import summarize
 from reflect.eval._replay import ITERATIONS_FILE, SUMMARY_FILE, Injector
 from reflect.eval._trace import TraceRecord, write_json, write_jsonl, write_text, write_trace
-from reflect.memory import DEFAULT_MAX_TOKENS, Memory
 
 TRACE_FILE = "trace.jsonl"
 AB_FILE = "ab.json"

@@ -28,8 +28,9 @@ block within the same ``max_tokens``).
 
 from __future__ import annotations
 
-from reflect.choices import BASELINE_MODES
-from reflect.memory import Memory
+from reflect.api.memory import Memory
+from reflect.base.choices import BASELINE_MODES
+from reflect.base.records import Recall, RecallItem
 from reflect.recall.block import Query, recent_item, recent_items
 from reflect.recall.render import (
     LESSONS_HEADER,
@@ -37,7 +38,6 @@ from reflect.recall.render import (
     fit,
     lesson_item_text,
 )
-from reflect.records import Recall, RecallItem
 
 LAST_FAILURES = 3
 

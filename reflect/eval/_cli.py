@@ -12,9 +12,9 @@ import argparse
 import json
 import sys
 
-from reflect.choices import MEMORY_MODES, REPLAY_MODES, TRACE_FORMATS
-from reflect.config import DEFAULT_MAX_TOKENS
-from reflect.output import Handler, format_option
+from reflect.base.choices import MEMORY_MODES, REPLAY_MODES, TRACE_FORMATS
+from reflect.base.config import DEFAULT_MAX_TOKENS
+from reflect.base.output import Handler, format_option
 
 MAX_TOKENS = f"the block's budget in tokens (default {DEFAULT_MAX_TOKENS})"
 
@@ -215,8 +215,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 @_guarded
 def cmd_effect(args: argparse.Namespace) -> int:
+    from reflect.api.memory import Memory
     from reflect.eval._effect import chart, rows, table
-    from reflect.memory import Memory
 
     with Memory() as mem:
         effects = mem.effects()

@@ -47,7 +47,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from reflect.choices import TRACE_FORMATS
+from reflect.base.choices import TRACE_FORMATS
 from reflect.eval._trace import TraceRecord
 
 _RETURNCODE = re.compile(r"\s*<returncode>(-?\d+)</returncode>")
@@ -288,10 +288,10 @@ def _sessions(client: str, paths: Iterable[str | Path]) -> Iterator[TraceRecord]
     """The calls a live capture would have seen (``reflect.capture.transcripts``), each an
     iteration: every failure, and each shell command that passed. Texts are scrubbed as the
     store would keep them, so a trace can be shared."""
-    from reflect import config
+    from reflect.api.learn import sessions
+    from reflect.base import config
     from reflect.capture.scrub import Scrubber
     from reflect.capture.transcripts import Skipped, TranscriptError
-    from reflect.learn import sessions
 
     skipped = Skipped()
     try:

@@ -7,9 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from reflect.base.text import clip
 from reflect.eval._charts import pyplot, save
 from reflect.recall.holdout import Effect, Holdout, wilson
-from reflect.text import clip
 
 
 def rows(effects: list[Effect], rule: Holdout, triggers: dict[str, str]) -> list[dict[str, Any]]:

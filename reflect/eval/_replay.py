@@ -34,18 +34,18 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from reflect.api.memory import DEFAULT_MAX_TOKENS, Memory
+from reflect.api.settings import Settings
+from reflect.base.choices import REPLAY_MODES
+from reflect.base.records import Recall
 from reflect.capture.details import foreign
 from reflect.capture.gitconfig import project_scope
-from reflect.choices import REPLAY_MODES
 from reflect.eval._baselines import BASELINES
 from reflect.eval._matched import matched
 from reflect.eval._metrics import summarize
 from reflect.eval._signature import group, signature
 from reflect.eval._trace import TraceRecord, write_json, write_jsonl
-from reflect.memory import DEFAULT_MAX_TOKENS, Memory
 from reflect.recall.predict import Predictor
-from reflect.records import Recall
-from reflect.settings import Settings
 
 ITERATIONS_FILE = "iterations.jsonl"
 SUMMARY_FILE = "summary.json"

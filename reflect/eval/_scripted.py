@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from reflect.memory import Memory
+    from reflect.api.memory import Memory
 
 
 @dataclass(frozen=True)

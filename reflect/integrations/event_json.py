@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from reflect import lazy
+from reflect.base import lazy
 from reflect.capture.numbers import whole_number
 
 MAX_DEPTH = 64  # no client's event nests deeper; json's own limit is near 1000

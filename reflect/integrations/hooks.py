@@ -25,13 +25,13 @@ from pathlib import Path
 from types import FrameType
 from typing import IO, TYPE_CHECKING, Any, NamedTuple
 
-from reflect import config
+from reflect.base import config
+from reflect.base.text import clip, format_error
 from reflect.capture import tool_calls
 from reflect.capture.tool_calls import action_of
 from reflect.index.atomic import write_atomically
 from reflect.integrations import budget, event_json
 from reflect.integrations.shown import unseen
-from reflect.text import clip, format_error
 
 if TYPE_CHECKING:
     from reflect import Memory, Recall

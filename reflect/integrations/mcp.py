@@ -29,11 +29,11 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
 
-from reflect import Memory, Settings, __version__, config, lazy
+from reflect import Memory, Rejected, Settings, StoreUnavailable, __version__
+from reflect.base import config, lazy
+from reflect.base.text import format_error
 from reflect.integrations.mcp_start import INSTRUCTIONS, NAME, Readable
 from reflect.integrations.shown import unseen
-from reflect.store import Rejected, StoreUnavailable
-from reflect.text import format_error
 
 if TYPE_CHECKING:  # the SDK's protocol of a stream, from a module it keeps private
     from mcp.shared._stream_protocols import WriteStream

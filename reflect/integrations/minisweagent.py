@@ -25,7 +25,8 @@ from typing import TYPE_CHECKING, Any, cast
 from minisweagent import Agent, Environment, Model
 from minisweagent.agents import get_agent_class
 
-from reflect import Memory, Recall, Settings, config
+from reflect import Memory, Recall, Settings
+from reflect.base import config
 from reflect.integrations.shown import unseen
 
 MINI_DEFAULT = "interactive"  # the class `mini` builds when no --agent-class is given

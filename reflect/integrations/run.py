@@ -29,7 +29,7 @@ from collections.abc import Callable
 from types import FrameType
 from typing import IO, Any, Protocol, cast
 
-from reflect import config
+from reflect.base import config
 
 KEEP_BYTES = 64 * 1024  # of the output, its end: where the error is; capture reads no more
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)

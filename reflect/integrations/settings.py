@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from reflect.config import repo_root
+from reflect.base.config import repo_root
 from reflect.index.atomic import write_atomically
 
 TIMEOUT = 10  # seconds the client waits; the hook answers within its own, shorter budget

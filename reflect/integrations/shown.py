@@ -10,7 +10,7 @@ import hashlib
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from reflect.records import Recall, RecallItem
+    from reflect.base.records import Recall, RecallItem
 
 
 def unseen(rec: Recall, shown: set[str]) -> tuple[str, list[str]]:

@@ -7,8 +7,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
+from reflect.base.records import Eligible, Failure, Lesson, Recall, RecallItem
 from reflect.capture.commands import kind
-from reflect.embedding import Vectors
 from reflect.recall import taught
 from reflect.recall.holdout import DEMOTED, PROMOTED, WITHHELD, Holdout, arm, effects
 from reflect.recall.predict import (
@@ -29,7 +29,7 @@ from reflect.recall.render import (
     lesson_item_text,
     recent_item_text,
 )
-from reflect.records import Eligible, Failure, Lesson, Recall, RecallItem
+from reflect.reflection.embedding import Vectors
 from reflect.store import error_query
 from reflect.store.protocol import FailureStore, GoalSearch, InjectionLog, RunStore
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from reflect.answers import Measured
+    from reflect.base.answers import Measured
     from reflect.store.protocol import InjectionLog
 
 SHOWN, WITHHELD, PROMOTED, DEMOTED = "shown", "withheld", "promoted", "demoted"

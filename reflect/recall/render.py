@@ -13,12 +13,12 @@ import functools
 import json
 from collections import Counter
 
+from reflect.base.records import Failure, Lesson, Recall, RecallItem
+from reflect.base.text import clip, one_line
 from reflect.capture import commands, own_module
 from reflect.capture.defuse import neutralize
 from reflect.capture.fingerprint import family_template
 from reflect.capture.heuristics import heuristic_lesson
-from reflect.records import Failure, Lesson, Recall, RecallItem
-from reflect.text import clip, one_line
 
 RECENT_HEADER = "PAST FAILURES TO AVOID:"
 LESSONS_HEADER = "LESSONS FROM EARLIER RUNS:"

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from reflect.recall.predict import words
 
 if TYPE_CHECKING:
-    from reflect.records import Lesson
+    from reflect.base.records import Lesson
     from reflect.store.protocol import RunStore
 
 

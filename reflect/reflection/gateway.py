@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from reflect.text import clip
+from reflect.base.text import clip
 
 __all__ = ["Completion", "ProviderError", "complete", "provider_of"]
 

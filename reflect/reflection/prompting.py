@@ -16,9 +16,9 @@ from pathlib import Path
 from string import Template
 from typing import Any
 
+from reflect.base.text import clip
 from reflect.capture.heuristics import CATEGORIES, GUIDANCE_MAX, TRIGGER_MAX
 from reflect.capture.review import KINDS
-from reflect.text import clip
 
 __all__ = ["load_template", "reflection_messages"]
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from reflect.records import Job, Verdict
+from reflect.base.records import Job, Verdict
 
 HEARTBEAT_STALE = 30.0  # a worker silent this long is taken for dead
 POLL = 1.0  # seconds between a worker's looks at an empty queue, and at a running job's lease

@@ -19,17 +19,18 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from reflect import config, consolidation
+from reflect.base import config
+from reflect.base.config import ModelSettings
+from reflect.base.limits import Limits
+from reflect.base.records import DONE, Job, Verdict
 from reflect.capture import scrub
-from reflect.config import ModelSettings
-from reflect.consolidation import Upkeep
-from reflect.limits import Limits
-from reflect.model_lock import ModelLock, lock_path
-from reflect.records import DONE, Job, Verdict
+from reflect.reflection import consolidation
+from reflect.reflection.consolidation import Upkeep
+from reflect.reflection.model_lock import ModelLock, lock_path
 from reflect.reflection.queue import POLL, Retries
 from reflect.store import StoreUnavailable, open_store
 
-# While another worker of this user has the embedding model loaded (reflect.model_lock):
+# While another worker of this user has the embedding model loaded (reflect.reflection.model_lock):
 # how often an embedding job looks again, and how long a worker with nothing else to do
 # waits for it before it exits (the job stays queued for the next worker).
 MODEL_RETRY = 5.0
@@ -53,7 +54,7 @@ class Worker:
         jobs are taken); ``embeddings`` is the REFLECT_EMBEDDINGS spec (None: no embedding
         jobs are taken); ``poll``: seconds between looks at an empty queue, and at a
         running job's lease; ``model_lock``: the user's lock of the embedding model (None:
-        its place in the user's runtime directory, ``reflect.model_lock.lock_path``), let
+        its place in the user's runtime directory, ``reflect.reflection.model_lock.lock_path``), let
         go of after ``model_keep`` idle seconds."""
         self.store = open_store(home, url, busy_timeout)
         self.model = model
@@ -62,7 +63,9 @@ class Worker:
         self.model_keep = model_keep
         self.scrubber = scrub.for_store(home)
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-        from reflect.embedding import Vectors  # numpy: only in the worker, not on capture
+        from reflect.reflection.embedding import (
+            Vectors,  # numpy: only in the worker, not on capture
+        )
 
         self.vectors = Vectors(self.store, embeddings, clock,
                                ModelLock(model_lock or lock_path()))

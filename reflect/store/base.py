@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 if TYPE_CHECKING:
-    from reflect.records import Failure, Lesson
+    from reflect.base.records import Failure, Lesson
 
 # One row of the store as the domain modules see it: column name -> value.
 Row = dict[str, Any]

@@ -3,7 +3,7 @@ Shared by both backends (a mixin of ``SQLStore``)."""
 
 from __future__ import annotations
 
-from reflect.records import Failure, Lesson
+from reflect.base.records import Failure, Lesson
 from reflect.store.base import Backend, failure_row, lesson_row, marks
 
 

@@ -1,18 +1,18 @@
 """The store's queries about the injection log: what recall put into which prompt, and
 credit by how the iteration after it ended. Shared by both backends (a mixin of
-``SQLStore``); what an outcome earns is ``reflect.confidence``'s rule."""
+``SQLStore``); what an outcome earns is ``reflect.base.confidence``'s rule."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from reflect import confidence
-from reflect.records import Failure, RecallItem
+from reflect.base import confidence
+from reflect.base.records import Failure, RecallItem
 from reflect.store.base import Row, Tx, marks
 from reflect.store.lessons import LessonQueries
 
 if TYPE_CHECKING:
-    from reflect.records import Eligible
+    from reflect.base.records import Eligible
 
 
 class CreditQueries(LessonQueries):

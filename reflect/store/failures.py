@@ -5,17 +5,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, cast
 
-from reflect.records import Failure, Lesson, RecallItem
+from reflect.base.records import Failure, Lesson, RecallItem
+from reflect.base.text import clip, text_key
 from reflect.store.base import Row, Tx, failure_row, insert, lesson_row, marks, protected
 from reflect.store.credit import CreditQueries, recount_holdout
 from reflect.store.jobs import JobQueries
 from reflect.store.runs import MAX_GOAL_CHARS, RunQueries
 from reflect.store.vectors import drop_failure_texts, error_query
-from reflect.text import clip, text_key
 
 if TYPE_CHECKING:
-    from reflect.answers import Injection
-    from reflect.records import Eligible
+    from reflect.base.answers import Injection
+    from reflect.base.records import Eligible
 
 EMBED_TARGET = "pending"  # one embed job covers everything that lacks a vector
 

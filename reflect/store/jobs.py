@@ -13,13 +13,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, cast
 
-from reflect.limits import Limits, day_of
-from reflect.records import Job, Verdict
+from reflect.base.limits import Limits, day_of
+from reflect.base.records import Job, Verdict
 from reflect.store.base import Row, Tx, marks
 from reflect.store.lessons import LessonQueries
 
 if TYPE_CHECKING:
-    from reflect.answers import FailedJob
+    from reflect.base.answers import FailedJob
 
 STARTING = 10.0  # seconds a just-started worker gets to register before another is started
 _SPENT = "SELECT COALESCE(SUM(cost_usd), 0), COALESCE(SUM(calls), 0) FROM spend WHERE day = ?"

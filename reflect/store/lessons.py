@@ -3,8 +3,8 @@ that adds one (the worker's model lessons, imports, ``teach``) or brings one bac
 (``release``). Shared by both backends (a mixin of ``SQLStore``); searching lessons by
 their words is each backend's own.
 
-The rules are ``reflect.supersession`` (may a lesson supersede another, does it merge into
-it) and ``reflect.confidence`` (confidence); this module applies them, each in one place:
+The rules are ``reflect.base.supersession`` (may a lesson supersede another, does it merge into
+it) and ``reflect.base.confidence`` (confidence); this module applies them, each in one place:
 ``_replace`` and ``_supersede`` for supersession, ``_merge`` for merging,
 ``_add_outcomes`` for confidence.
 """
@@ -13,14 +13,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, cast
 
-from reflect.confidence import confidence
-from reflect.records import Lesson, RankedLesson, new_lesson
+from reflect.base.confidence import confidence
+from reflect.base.records import Lesson, RankedLesson, new_lesson
+from reflect.base.supersession import may_supersede, merges, same_meaning
 from reflect.store.base import Backend, Row, Tx, insert, lesson_row, marks, protected
 from reflect.store.vectors import drop_failure_texts
-from reflect.supersession import may_supersede, merges, same_meaning
 
 if TYPE_CHECKING:
-    from reflect.answers import LessonVersion, Provenance, SourceFailure
+    from reflect.base.answers import LessonVersion, Provenance, SourceFailure
 
 # Exports list the best first; ties broken so the same store always gives the same text.
 _BEST_FIRST = "l.confidence DESC, l.evidence DESC, runs DESC, l.id"

@@ -31,8 +31,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from reflect import config
-from reflect.records import Failure, Lesson
+from reflect.base import config
+from reflect.base.records import Failure, Lesson
 from reflect.store import Rejected, prepare_home
 from reflect.store.protocol import FailureStore
 

@@ -28,7 +28,7 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import RowMaker
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from reflect.records import Lesson
+from reflect.base.records import Lesson
 from reflect.store.base import Args, Cursor, Rejected, StoreUnavailable, lesson_row, marks
 from reflect.store.health import CannotRepair, Finding, Health, disk
 from reflect.store.postgres_migrations import MIGRATIONS, migrate
@@ -37,7 +37,7 @@ from reflect.store.sqlite import usable_home
 from reflect.store.sqlite_migrations import schema_names
 
 if TYPE_CHECKING:
-    from reflect.answers import Footprint
+    from reflect.base.answers import Footprint
 
 POOL_SIZE = 4  # connections one process keeps: its threads (a worker, recall's log) share them
 # Seconds. A server that accepts connections and never answers (hung, or a network that

@@ -1,6 +1,6 @@
 """The store's queries for ``reflect progress``: runs in the order they began, every
 failure's fingerprint, what was injected in each run. Shared by both backends (a mixin of
-``SQLStore``); what counts as a repeat is ``reflect.repeat_rates``'s."""
+``SQLStore``); what counts as a repeat is ``reflect.api.repeat_rates``'s."""
 
 from __future__ import annotations
 

@@ -16,9 +16,17 @@ from typing import TYPE_CHECKING, Protocol
 from reflect.store.base import Row
 
 if TYPE_CHECKING:
-    from reflect.answers import FailedJob, Footprint, Injection, Provenance
-    from reflect.limits import Limits
-    from reflect.records import Eligible, Failure, Job, Lesson, RankedLesson, RecallItem, Verdict
+    from reflect.base.answers import FailedJob, Footprint, Injection, Provenance
+    from reflect.base.limits import Limits
+    from reflect.base.records import (
+        Eligible,
+        Failure,
+        Job,
+        Lesson,
+        RankedLesson,
+        RecallItem,
+        Verdict,
+    )
     from reflect.store.health import Health
 
 

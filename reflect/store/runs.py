@@ -5,10 +5,9 @@ backend's own."""
 
 from __future__ import annotations
 
-from reflect.capture.numbers import COUNTED_BELOW
-from reflect.records import Failure, Lesson, new_id
+from reflect.base.records import COUNTED_BELOW, Failure, Lesson, new_id
+from reflect.base.text import clip, text_key
 from reflect.store.base import Backend, Row, Tx, failure_row, insert, lesson_row, marks
-from reflect.text import clip, text_key
 
 FOLLOW_RUNS = 50  # earlier runs per cause looked at for what followed it
 MAX_GOAL_CHARS = 2000  # goals are issue texts; their start says what they are about

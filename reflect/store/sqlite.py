@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from reflect.records import Lesson
+from reflect.base.records import Lesson
 from reflect.store.base import Args, NewerSchema, StoreUnavailable, lesson_row, marks
 from reflect.store.health import (
     CannotRepair,
@@ -41,7 +41,7 @@ from reflect.store.sqlite_health import Health as FileHealth
 from reflect.store.sqlite_migrations import MIGRATIONS, migrate, schema_names
 
 if TYPE_CHECKING:
-    from reflect.answers import Footprint
+    from reflect.base.answers import Footprint
 
 DB_NAME = "reflect.db"
 _INCREMENTAL = 2  # PRAGMA auto_vacuum
@@ -82,7 +82,7 @@ def _say_if_lost(path: Path) -> None:
     with contextlib.suppress(OSError):
         st = os.stat(path)
         if st.st_size == 0 and time.time() - st.st_mtime > LOST_AFTER:
-            from reflect import config
+            from reflect.base import config
 
             config.warn(f"{path} is {EMPTY}; a new store starts in it")
 

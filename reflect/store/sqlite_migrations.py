@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import sqlite3
 
+from reflect.base.text import text_key
 from reflect.store.base import NewerSchema
-from reflect.text import text_key
 
 
 def create_failures_and_lessons(conn: sqlite3.Connection) -> None:

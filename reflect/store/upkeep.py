@@ -7,12 +7,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from reflect.records import Lesson
+from reflect.base.records import Lesson
 from reflect.store.base import Backend, Tx, lesson_row, protected, put_meta
 from reflect.store.credit import recount_holdout
 
 if TYPE_CHECKING:
-    from reflect.answers import Footprint
+    from reflect.base.answers import Footprint
 
 
 class UpkeepQueries(Backend):

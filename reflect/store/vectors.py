@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from reflect.base.text import clip, format_error, text_key
 from reflect.store.base import Args, Backend, Tx, put_meta
 from reflect.store.runs import MAX_GOAL_CHARS
-from reflect.text import clip, format_error, text_key
 
 
 def error_query(failure: Mapping[str, Any]) -> str:

@@ -11,12 +11,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from reflect.config import DEFAULT_MAX_FAILURES
-from reflect.records import Lesson
+from reflect.base.config import DEFAULT_MAX_FAILURES
+from reflect.base.records import Lesson
 from reflect.store.protocol import UpkeepStore
 
 if TYPE_CHECKING:
-    from reflect.answers import Consolidation
+    from reflect.base.answers import Consolidation
 
 DAY = 86400.0
 GRACE_DAYS = 14.0  # a new lesson gets this long to prove itself
@@ -55,7 +55,7 @@ def consolidate(store: UpkeepStore, now: float, rule: Upkeep) -> Consolidation:
     failures, injections = store.prune(weak, now, now - rule.retain_days * DAY,
                                        rule.max_failures)
     store.purge()
-    from reflect.answers import Consolidation  # an answer's types: not on capture's path
+    from reflect.base.answers import Consolidation  # an answer's types: not on capture's path
 
     return Consolidation([r["id"] for r in weak], failures, injections, store.reclaim())
 

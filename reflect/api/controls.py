@@ -13,11 +13,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from reflect.records import Lesson, new_lesson
+from reflect.base.records import Lesson, new_lesson
 from reflect.store.protocol import LessonStore
 
 if TYPE_CHECKING:
-    from reflect.answers import LessonDetail, Measured
+    from reflect.base.answers import LessonDetail, Measured
 
 TAUGHT_CONFIDENCE = 0.9
 FEEDBACK_WEIGHT = 2  # a person's verdict counts as two outcomes
@@ -72,7 +72,7 @@ def search(store: LessonStore, text: str, limit: int = 20, bound: SearchBound = 
 def detail(store: LessonStore, lesson_id: str, holdout: Measured | None) -> LessonDetail:
     """A lesson with its provenance (failures, runs, injections and their outcomes) and
     what the holdout measured of it."""
-    from reflect.answers import LessonDetail  # an answer's types: not on capture's path
+    from reflect.base.answers import LessonDetail  # an answer's types: not on capture's path
 
     lesson = get(store, lesson_id)
     return LessonDetail(**lesson, **store.lesson_provenance(

@@ -9,22 +9,22 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from reflect.base.choices import EXPORT_FORMATS
+from reflect.base.output import emit, first_line, format_option, when
 from reflect.capture.numbers import count
-from reflect.choices import EXPORT_FORMATS
-from reflect.output import emit, first_line, format_option, when
 
 if TYPE_CHECKING:
-    from reflect.answers import ArmRate, Measured
-    from reflect.memory import Memory
-    from reflect.records import Lesson
+    from reflect.api.memory import Memory
+    from reflect.base.answers import ArmRate, Measured
+    from reflect.base.records import Lesson
 
 
 def open_memory(*, model: str | None = None, **settings: Any) -> Memory:
     """The library's ``Memory``, imported when a command opens it: the commands that need
     none of it (``reflect hook``, ``reflect install``) start without loading it.
     ``settings``: fields of ``reflect.Settings``."""
-    from reflect.memory import Memory
-    from reflect.settings import Settings
+    from reflect.api.memory import Memory
+    from reflect.api.settings import Settings
 
     return Memory(model=model, settings=Settings(**settings))
 
@@ -267,7 +267,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from reflect.exchange import write_atomically
+    from reflect.api.exchange import write_atomically
 
     with open_memory() as mem:
         text = mem.export(args.format)
@@ -290,7 +290,7 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 def cmd_progress(args: argparse.Namespace) -> int:
-    from reflect.repeat_rates import render
+    from reflect.api.repeat_rates import render
 
     with open_memory() as mem:
         data = mem.progress(min_runs=args.min_runs)
@@ -298,7 +298,7 @@ def cmd_progress(args: argparse.Namespace) -> int:
     return 0
 
 
-# name -> what adds it to the parser (``reflect.cli`` builds only the command that runs)
+# name -> what adds it to the parser (``reflect.cli.main`` builds only the command that runs)
 LESSON_COMMANDS = {
     "lessons": add_lessons, "teach": add_teach, "injections": add_injections,
     "consolidate": add_consolidate, "doctor": add_doctor, "export": add_export,

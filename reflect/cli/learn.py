@@ -7,11 +7,11 @@ import sys
 from collections.abc import Callable
 from typing import IO, TYPE_CHECKING
 
-from reflect.choices import LEARN_CLIENTS
-from reflect.output import emit, format_option
+from reflect.base.choices import LEARN_CLIENTS
+from reflect.base.output import emit, format_option
 
 if TYPE_CHECKING:
-    from reflect.learn import LearnReport
+    from reflect.api.learn import LearnReport
 
 BAR = 30  # characters of the progress bar
 
@@ -36,7 +36,7 @@ def add_learn(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def cmd_learn(args: argparse.Namespace) -> int:
     from reflect.capture.transcripts import TranscriptError
-    from reflect.cli_lessons import open_memory
+    from reflect.cli.lessons import open_memory
 
     bar = progress_bar(sys.stderr) if not args.quiet and sys.stderr.isatty() else None
     try:

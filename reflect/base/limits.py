@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from reflect.records import Verdict
+from reflect.base.records import Verdict
 
 
 def postpone(until: float, reason: str) -> Verdict:

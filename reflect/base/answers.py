@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any, TypedDict
 
-from reflect.records import Lesson
+from reflect.base.records import Lesson
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ Decisions:
 - Scope is exported as it is. A project scope is a hash of the repository's
   remote ``owner/name``, so the same repository cloned elsewhere has the same
   scope and its lessons stay with it; ``global`` lessons apply everywhere.
-- A fingerprint has one active lesson, and the rules of ``reflect.supersession`` say
+- A fingerprint has one active lesson, and the rules of ``reflect.base.supersession`` say
   what an imported one does to it, as they do for a model's lesson. One that
   says what the active one says, and is of no higher kind, is merged into it
   (``lessons.merges``): evidence adds up, confidence is the higher one.
@@ -35,17 +35,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO, TypeVar, cast
 
+from reflect.base.choices import EXPORT_FORMATS
+from reflect.base.records import Lesson, RankedLesson, new_lesson
+from reflect.base.supersession import KIND_RANK
+from reflect.base.text import clip, counted, one_line
 from reflect.capture.heuristics import CATEGORIES, GUIDANCE_MAX, SEVERITIES, TRIGGER_MAX
 from reflect.capture.review import reviewed_texts
-from reflect.choices import EXPORT_FORMATS
 from reflect.index import atomic
-from reflect.records import Lesson, RankedLesson, new_lesson
 from reflect.store.protocol import LessonStore
-from reflect.supersession import KIND_RANK
-from reflect.text import clip, counted, one_line
 
 if TYPE_CHECKING:
-    from reflect.answers import Measured
+    from reflect.base.answers import Measured
 
 __all__ = ["FORMATS", "ImportReport", "export_lessons", "import_lessons", "write_atomically"]
 

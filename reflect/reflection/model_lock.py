@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import IO
 
-from reflect import config
+from reflect.base import config
 
 LOCK_NAME = "embedding-model.lock"
 

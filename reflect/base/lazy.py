@@ -35,7 +35,7 @@ _made: list[_Pattern] = []
 
 def compile_all() -> None:
     """Compile every pattern made so far: for the resident helper, whose children each
-    start from its state (``reflect.integrations.resident``)."""
+    start from its state (``reflect.cli.resident``)."""
     for pattern in _made:
         pattern.search  # noqa: B018 (looked up, it is compiled)
 

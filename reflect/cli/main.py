@@ -14,18 +14,19 @@ from collections.abc import Iterable
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from reflect import __version__, config
+from reflect import __version__
+from reflect.base import config
+from reflect.base.choices import SEMANTIC_MODES
+from reflect.base.config import DEFAULT_MAX_TOKENS
+from reflect.base.output import Handler, emit, first_line, format_option, when
+from reflect.base.text import format_error
 from reflect.capture.numbers import bounded, count, number
-from reflect.choices import SEMANTIC_MODES
-from reflect.cli_learn import add_learn
-from reflect.cli_lessons import LESSON_COMMANDS, open_memory
-from reflect.config import DEFAULT_MAX_TOKENS
+from reflect.cli.learn import add_learn
+from reflect.cli.lessons import LESSON_COMMANDS, open_memory
 from reflect.integrations.clients import CLIENTS, DEFAULT_SCOPE
-from reflect.output import Handler, emit, first_line, format_option, when
-from reflect.text import format_error
 
 if TYPE_CHECKING:
-    from reflect.answers import StoreState
+    from reflect.base.answers import StoreState
 
 LOOP_COMMANDS = {"capture", "recall", "outcome"}
 PER_STEP = {*LOOP_COMMANDS, "hook"}  # a process per agent step or tool call

@@ -6,8 +6,8 @@ import os
 from collections.abc import Callable, Mapping
 from typing import NamedTuple, TypeVar
 
-from reflect.home import default_home as default_home  # the store's location, named here too
-from reflect.home import repo_root as repo_root
+from reflect.base.home import default_home as default_home  # the store's location, named here too
+from reflect.base.home import repo_root as repo_root
 
 DEFAULT_RUN = "default"
 DEFAULT_MAX_TOKENS = 400  # the block's budget, four characters a token

@@ -10,9 +10,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any
 
-from reflect import config
-from reflect.consolidation import Upkeep
+from reflect.base import config
 from reflect.recall.holdout import Holdout
+from reflect.reflection.consolidation import Upkeep
 from reflect.reflection.queue import POLL, Retries
 
 if TYPE_CHECKING:

@@ -18,16 +18,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from reflect import config
 from reflect import index as dense  # its names load numpy on first use
+from reflect.base import config
+from reflect.base.text import text_key
 from reflect.store.protocol import VectorStore
-from reflect.text import text_key
 
 if TYPE_CHECKING:
     import numpy as np
 
     from reflect.index import Embedder, VectorIndex
-    from reflect.model_lock import ModelLock
+    from reflect.reflection.model_lock import ModelLock
 
 BATCH = 64
 
@@ -40,7 +40,7 @@ class Vectors:
     def __init__(self, store: VectorStore, spec: str | None,
                  clock: Callable[[], float] = time.time, lock: ModelLock | None = None):
         """``lock``: taken before a model is loaded and held while it stays loaded (a
-        worker's: ``reflect.model_lock``); None loads without one (the in-process API's
+        worker's: ``reflect.reflection.model_lock``); None loads without one (the in-process API's
         own model)."""
         self.store = store
         self.spec = spec

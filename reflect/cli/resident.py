@@ -9,7 +9,7 @@ answer needs (reflect's settings, the locale, where home and temp are; never the
 keys), and prints what comes back once it is a well-formed answer, received in full
 within the hook's time budget and ``MAX_REPLY`` bytes. The helper forks a child per request,
 so requests run side by side and each starts from the same state; the child runs the
-command exactly as the cold process would (``reflect.cli.main``, with the client's
+command exactly as the cold process would (``reflect.cli.main.main``, with the client's
 environment, working directory, umask and event on its standard input).
 
 Nothing is lost to the helper: whenever the socket is absent, stale or slow, or the child
@@ -69,7 +69,7 @@ def enabled(env: Mapping[str, str] = os.environ) -> bool:
 def run(argv: list[str]) -> int:
     """Answer ``reflect <argv>`` through the helper when one answers, else in this process
     (and, for a hook, start a helper for the next one)."""
-    from reflect.home import default_home
+    from reflect.base.home import default_home
 
     try:
         home = default_home()
@@ -78,7 +78,7 @@ def run(argv: list[str]) -> int:
     client, missing = connect(home)
     if client is None:
         code = cold(argv)
-        from reflect import config  # loaded by the command already
+        from reflect.base import config  # loaded by the command already
 
         if argv[0] in STARTS and missing and config.enabled():
             start(home)
@@ -113,7 +113,7 @@ def cold(argv: list[str], data: bytes | None = None) -> int:
     """The command in this process; ``data``: the event already read from stdin."""
     if data is not None:
         os.dup2(event_fd(data), 0)  # what the command reads as its stdin, from the start
-    from reflect.cli import main
+    from reflect.cli.main import main
 
     return main(argv)
 
@@ -387,8 +387,8 @@ def warm_up() -> None:
     ``REFLECT_STORE`` would have it write into a real store."""
     import tempfile
 
-    import reflect.cli  # noqa: F401
-    from reflect import lazy
+    import reflect.cli.main  # noqa: F401
+    from reflect.base import lazy
     from reflect.integrations import claude_code, codex, hooks  # noqa: F401 (codex: imported)
 
     failed: dict[str, object] = {
@@ -514,7 +514,7 @@ def handle(conn: socket.socket, base: Mapping[str, str]) -> None:
     os.dup2(fds[0], 0)
     os.dup2(out, 1)
     os.dup2(err, 2)
-    from reflect.cli import main
+    from reflect.cli.main import main
 
     try:
         code = main(request["argv"])

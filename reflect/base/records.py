@@ -11,6 +11,11 @@ from typing import Any, NotRequired, TypedDict
 
 ID_ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"  # Crockford's base32: no i, l, o, u
 
+# The run's next number counts on from its highest iteration below this: one a harness
+# gave past it (2**31 - 1) is kept on its row but numbers nothing after it, or every later
+# capture would land on the largest number there is. No run counts that far one by one.
+COUNTED_BELOW = 10**6
+
 
 def new_id(prefix: str) -> str:
     """``F-…`` a failure, ``L-…`` a lesson: a person can tell them apart and type them.

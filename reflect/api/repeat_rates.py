@@ -9,9 +9,9 @@ failures cannot swing them.
 
 from __future__ import annotations
 
-from reflect.answers import Pooled, Progress, RunRepeats
+from reflect.base.answers import Pooled, Progress, RunRepeats
+from reflect.base.text import counted
 from reflect.store.protocol import ProgressStore
-from reflect.text import counted
 
 __all__ = ["render", "report"]
 

@@ -6,8 +6,8 @@ import argparse
 import json
 from collections.abc import Callable, Mapping
 
-from reflect.choices import OUTPUT_FORMATS
-from reflect.text import clip
+from reflect.base.choices import OUTPUT_FORMATS
+from reflect.base.text import clip
 
 Handler = Callable[[argparse.Namespace], int]  # a command: its parsed arguments to its exit code
 

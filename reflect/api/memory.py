@@ -11,27 +11,28 @@ from dataclasses import fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from reflect import config, consolidation, controls
+from reflect.api import controls
+from reflect.api.settings import Settings
+from reflect.base import config
+from reflect.base.records import COUNTED_BELOW, ErrorEntry, Failure, Lesson, Recall
+from reflect.base.text import clip
 from reflect.capture import benign, numbers, own_module, resolution, scrub
 from reflect.capture.entry import MAX_FIELD, Parsed, entry_rows, kept_rows, parse, synthesize
 from reflect.capture.scope import elsewhere, scope_of
 from reflect.recall.holdout import Holdout
-from reflect.records import ErrorEntry, Failure, Lesson, Recall
-from reflect.reflection import queue
-from reflect.settings import Settings
+from reflect.reflection import consolidation, queue
 from reflect.store import Rejected, Store, StoreUnavailable, open_store, pending
 from reflect.store import store_url as store_url_of
 from reflect.store.runs import MAX_GOAL_CHARS
-from reflect.text import clip
 
 if TYPE_CHECKING:
-    from reflect.answers import Consolidation, Injection, LessonDetail, Progress, Stats, Status
-    from reflect.embedding import Vectors
-    from reflect.exchange import ImportReport
-    from reflect.learn import LearnReport
+    from reflect.api.exchange import ImportReport
+    from reflect.api.learn import LearnReport
+    from reflect.base.answers import Consolidation, Injection, LessonDetail, Progress, Stats, Status
     from reflect.recall.block import Query
     from reflect.recall.holdout import Effect
     from reflect.recall.predict import Predictor
+    from reflect.reflection.embedding import Vectors
     from reflect.store.health import Finding
 
 DEFAULT_MAX_TOKENS = config.DEFAULT_MAX_TOKENS
@@ -96,7 +97,7 @@ class Memory:
     def vectors(self) -> Vectors:
         """Dense search for this store (numpy is imported here: capture never needs it)."""
         if self._vectors is None:
-            from reflect.embedding import Vectors
+            from reflect.reflection.embedding import Vectors
 
             self._vectors = Vectors(self.store, self.embeddings, self.clock)
         return self._vectors
@@ -227,7 +228,7 @@ class Memory:
             with contextlib.suppress(StoreUnavailable, Rejected, OSError):
                 stored = self._store.next_iteration(run)
         aside = [f["iteration"] or 0 for f, _ in pending.kept(self.home, self._redo)
-                 if f["run"] == run and (f["iteration"] or 0) < numbers.COUNTED_BELOW]
+                 if f["run"] == run and (f["iteration"] or 0) < COUNTED_BELOW]
         return max([stored, *(n + 1 for n in aside)])
 
     def _own_module(self, parsed: Parsed, run: str, iteration: int | None,
@@ -359,7 +360,7 @@ class Memory:
         disk, each session a run as a live capture would have made it; with no ``paths``,
         the current project's sessions where the client keeps them. Learning a session again
         adds nothing. ``progress(done, total)`` is called after each session."""
-        from reflect.learn import learn
+        from reflect.api.learn import learn
 
         return learn(self, client, paths, progress)
 
@@ -396,7 +397,7 @@ class Memory:
             worker.close()
 
     def status(self) -> Status:
-        from reflect.answers import Status
+        from reflect.base.answers import Status
 
         now = self.clock()
         cost, calls = self.store.spent_today(now)
@@ -466,7 +467,7 @@ class Memory:
         return _entry(row, self.store.active_lessons([row["fingerprint"]]).get(row["fingerprint"]))
 
     def stats(self, run: str | None = None) -> Stats:
-        from reflect.answers import Stats
+        from reflect.base.answers import Stats
 
         run = self._only(run)
         by_type = self.store.count_by("error_type", run)
@@ -540,7 +541,7 @@ class Memory:
         """The confident lessons (and every pinned or taught one), best first: ``markdown``
         a house-rules file for people, ``jsonl`` for ``import_lessons`` in another store.
         Lessons the holdout promoted lead as house rules; those it demoted are left out."""
-        from reflect.exchange import export_lessons
+        from reflect.api.exchange import export_lessons
 
         verdicts = {e.lesson_id: e.to_dict(self.holdout) for e in self.effects() if e.verdict}
         return export_lessons(self.store, fmt, min_confidence, verdicts)
@@ -548,14 +549,14 @@ class Memory:
     def import_lessons(self, path: str | os.PathLike[str]) -> ImportReport:
         """Read a ``jsonl`` export, every line checked and scrubbed again; a bad line is
         reported by number while the rest is imported."""
-        from reflect.exchange import import_lessons
+        from reflect.api.exchange import import_lessons
 
         return import_lessons(self.store, Path(path), self.scrubber.scrub, self.clock())
 
     def progress(self, min_runs: int = 5) -> Progress:
         """Repeat rates run by run, early runs against recent ones once there are
-        ``min_runs``; ``reflect.repeat_rates.render`` writes it for people."""
-        from reflect import repeat_rates
+        ``min_runs``; ``reflect.api.repeat_rates.render`` writes it for people."""
+        from reflect.api import repeat_rates
 
         return repeat_rates.report(self.store, min_runs)
 
@@ -563,14 +564,14 @@ class Memory:
 
     def doctor(self) -> list[Finding]:
         """What is wrong with the store and how to recover: ``doctor.Finding`` each."""
-        from reflect import doctor
+        from reflect.api import doctor
 
         return doctor.diagnose(self.home, self.settings.upkeep.max_failures)
 
     def repair(self) -> list[str]:
         """Keep a damaged store aside, start a new one, replay what was kept aside, apply
         the size bound."""
-        from reflect import doctor
+        from reflect.api import doctor
 
         self.close()
         return doctor.repair(self.home, self.clock(), self.settings.upkeep.max_failures)

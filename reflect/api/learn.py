@@ -20,15 +20,15 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from reflect.base.choices import LEARN_CLIENTS
+from reflect.base.records import COUNTED_BELOW
 from reflect.capture import tool_calls
-from reflect.capture.numbers import COUNTED_BELOW
 from reflect.capture.scope import scope_of
 from reflect.capture.transcripts import Session, Skipped, TranscriptError, claude_code, codex
-from reflect.choices import LEARN_CLIENTS
 
 if TYPE_CHECKING:
-    from reflect.memory import Memory
-    from reflect.records import RecallItem
+    from reflect.api.memory import Memory
+    from reflect.base.records import RecallItem
 
 NEW_SESSION = "(a new session)"  # the run a preview of the house rules recalls for; not stored
 
