@@ -1,14 +1,16 @@
 """reflect: failure memory for autonomous coding agents.
 
-The public API is what this module exports: ``Memory``, the ``Settings`` it takes with the
-rules a setting may hold (``Predictor``, ``Holdout``, ``Retries``), the records and answers its
-methods hand out, and the errors they raise (``StoreUnavailable``, ``Rejected``).
+The public API is what this module exports: ``Memory``, the ``RunContext`` and ``Settings`` it
+takes with the rules a setting may hold (``Predictor``, ``Holdout``, ``Retries``), the records
+and answers its methods hand out, and the errors they raise (``StoreUnavailable``,
+``Rejected``).
 Evaluation is ``reflect.eval``'s. Every other module is internal (docs/design.md, "Layout")."""
 
 from __future__ import annotations
 
 TYPE_CHECKING = False  # typing itself costs a hook ~2 ms to import
 if TYPE_CHECKING:
+    from reflect.api.context import RunContext
     from reflect.api.exchange import ImportReport
     from reflect.api.learn import LearnReport
     from reflect.api.memory import Memory
@@ -23,14 +25,15 @@ if TYPE_CHECKING:
 
 __all__ = ["Consolidation", "Effect", "ErrorEntry", "Finding", "Holdout", "ImportReport",
            "Injection", "LearnReport", "Lesson", "LessonDetail", "Memory", "Predictor",
-           "Progress", "Recall", "RecallItem", "Rejected", "Retries", "Settings", "Stats", "Status",
-           "StoreUnavailable"]
+           "Progress", "Recall", "RecallItem", "Rejected", "Retries", "RunContext", "Settings",
+           "Stats", "Status", "StoreUnavailable"]
 __version__ = "0.1.0"
 
 # Where each name lives: loaded on first use, so a command (a hook) that needs none of the
 # library starts fast.
 _HOMES = {
     "Memory": "reflect.api.memory", "Settings": "reflect.api.settings",
+    "RunContext": "reflect.api.context",
     "ErrorEntry": "reflect.base.records", "Lesson": "reflect.base.records",
     "Recall": "reflect.base.records", "RecallItem": "reflect.base.records",
     "Predictor": "reflect.recall.predict", "Holdout": "reflect.recall.holdout",

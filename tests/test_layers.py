@@ -29,7 +29,8 @@ def layers() -> dict[str, int]:
 def walls() -> set[tuple[str, str]]:
     """The page's walls: (folder, folder it must not import), as room names."""
     page = (REPO / "docs" / "design.md").read_text()
-    return {(f"reflect.{a}", f"reflect.{b}") for a, b in WALL.findall(page[page.index("## Layout"):])}
+    layout = page[page.index("## Layout"):]
+    return {(f"reflect.{a}", f"reflect.{b}") for a, b in WALL.findall(layout)}
 
 
 def room(module: str) -> str:

@@ -1,4 +1,5 @@
 import json
+import os
 import textwrap
 from dataclasses import replace
 
@@ -151,7 +152,8 @@ def test_a_setting_given_as_a_keyword_as_before_settings_still_works_and_says_so
     with pytest.warns(DeprecationWarning, match=r"Settings\(busy_timeout=\.\.\., clock="):
         mem = Memory(busy_timeout=0.5, clock=lambda: float(next(ticks)))
     with mem:
-        assert mem.settings == replace(Settings(), busy_timeout=0.5, clock=mem.clock).with_env()
+        expected = replace(Settings(), busy_timeout=0.5, clock=mem.clock).with_env(os.environ)
+        assert mem.settings == expected
         assert mem.capture(run="r", exit_code=1, error_text="boom").ts == 100.0
 
 

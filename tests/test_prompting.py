@@ -1,6 +1,7 @@
 """The reflection prompt: template loading and the messages built from scrubbed fields."""
 
 import json
+import os
 import re
 
 import pytest
@@ -48,7 +49,8 @@ def test_a_template_directory_overrides_the_shipped_one(tmp_path, monkeypatch):
         "# my comment\nBe brief. Kinds: $kinds\n=== user ===\nError: $message costs $$5\n"
     )
     monkeypatch.setenv("REFLECT_PROMPTS", str(tmp_path))
-    prompts = config.model_settings("openai/gpt-4o-mini").prompts  # read once, as Memory does
+    # read once, as Memory does
+    prompts = config.model_settings("openai/gpt-4o-mini", os.environ).prompts
     assert load_template("reflection", prompts).startswith("Be brief.")
     system, user = (m["content"] for m in reflection_messages(FAILURE, [], HEURISTIC,
                                                               prompts=prompts))

@@ -2,10 +2,13 @@
 method, a capture kept aside replayed as it would have been stored, and every setting of
 the environment checked once."""
 
+import os
+
 import pytest
 from conftest import run_cli, store_held
 
 from reflect import Memory, Settings
+from reflect.api.context import RunContext
 
 ADDRESSED = "ci-alice@example.com-42"  # scrubbed as it is stored: [REDACTED:email]-42
 MISSING = "ModuleNotFoundError: No module named 'yaml'"
@@ -109,3 +112,62 @@ def test_recall_and_outcome_take_an_absurd_iteration_as_capture_does(own_store, 
         assert mem.recall(run="r", iteration=2**70).items
         assert mem.outcome(run="r", iteration=2**70, success=True, action="python report.py")
     assert "is not a whole number from 0 to" in caplog.text
+
+
+def test_a_run_whose_id_the_scrubber_changes_keeps_its_history_for_its_own_module(own_store):
+    """The run's earlier steps are asked for by the run id as it is stored: the module an
+    earlier step of the run made is the run's own, however the run id is written."""
+    with Memory() as mem:
+        mem.capture(run=ADDRESSED, action="touch widgets.py && python app.py", exit_code=1,
+                    error_text="ValueError: no widgets yet")
+        entry = mem.capture(run=ADDRESSED, action="python app.py", exit_code=1,
+                            error_text="ModuleNotFoundError: No module named 'widgets'")
+        assert entry is not None
+        guidance = mem.lesson(entry.lesson_id)["guidance"]
+        assert "run's own code" in guidance and "pip install" not in guidance
+
+
+def test_a_memory_given_a_store_url_is_the_store_its_doctor_examines(own_store):
+    """The doctor asks the store the Memory was given, not the one of the environment."""
+    with Memory(store_url="postgresql://agent@127.0.0.1:9/reflect") as mem:
+        findings = {f.what: f for f in mem.doctor()}
+    assert findings["store"].ok is False and "127.0.0.1:9" in findings["store"].text
+
+
+def test_the_context_a_detached_worker_is_given_is_the_callers(own_store, monkeypatch):
+    monkeypatch.setenv("REFLECT_MODEL", "openai/gpt-4o-mini")
+    monkeypatch.setenv("REFLECT_MAX_COST_USD", "0.5")
+    given = RunContext.from_env(os.environ, run=ADDRESSED, embeddings="hash",
+                                settings=Settings(max_failures=77, holdout=0.25))
+    again = RunContext.from_env(given.environ())
+    assert again == given
+    assert (again.run, again.model and again.model.max_cost_usd) == (given.run, 0.5)
+    assert again.settings.max_failures == 77 and "alice" not in again.run
+
+
+def test_nothing_below_the_boundary_reads_the_environment(own_store, monkeypatch):
+    """A Memory made with a context does what the context says, whatever the process's
+    environment says after it was made."""
+    context = RunContext.from_env({"REFLECT_HOME": str(own_store), "REFLECT_RUN": "given"})
+    monkeypatch.setenv("REFLECT_FAILURE_MEMORY", "0")
+    monkeypatch.setenv("REFLECT_RUN", "elsewhere")
+    with Memory(context=context) as mem:
+        entry = mem.capture(exit_code=1, error_text="ValueError: recorded all the same")
+        assert entry is not None and [f.run for f in mem.failures()] == ["given"]
+
+
+@pytest.mark.parametrize(("variable", "value", "field", "default"), [
+    ("REFLECT_MODEL_TIMEOUT", "-1", "timeout", 30.0),
+    ("REFLECT_MODEL_TIMEOUT", "nan", "timeout", 30.0),
+    ("REFLECT_MAX_COST_USD", "-0.5", "max_cost_usd", None),
+    ("REFLECT_MAX_COST_USD", "inf", "max_cost_usd", None),
+    ("REFLECT_MAX_CALLS_PER_RUN", "-3", "max_calls_per_run", 50),
+])
+def test_a_model_setting_out_of_range_is_named_and_its_default_stands(
+        own_store, caplog, variable, value, field, default):
+    env = {"REFLECT_HOME": str(own_store), "REFLECT_MODEL": "openai/gpt-4o-mini",
+           variable: value}
+    model = RunContext.from_env(env).model
+    assert model is not None and getattr(model, field) == default
+    [said] = [r.getMessage() for r in caplog.records if variable in r.getMessage()]
+    assert f"{variable}={value!r}" in said and "using" in said

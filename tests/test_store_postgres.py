@@ -58,7 +58,7 @@ def test_an_unreachable_server_is_said_so_and_capture_keeps_the_failure(own_stor
                                                                          monkeypatch):
     monkeypatch.setenv("REFLECT_STORE", "postgresql://agent:s3cret@127.0.0.1:9/reflect")
     with pytest.raises(StoreUnavailable, match="is the server running") as raised:
-        open_store(own_store)
+        open_store(own_store, os.environ["REFLECT_STORE"])
     assert "s3cret" not in str(raised.value)
     with Memory() as mem:
         kept = mem.capture(run="r", exit_code=1, error_text="ValueError: while away")
@@ -76,7 +76,7 @@ def test_its_tables_have_the_columns_of_sqlites(own_store):
         name: [c[1] for c in sqlite.execute(f"PRAGMA table_info({name})")]
         for (name,) in sqlite.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
         if name not in own and not name.startswith(("lessons_fts_", "runs_fts_"))}
-    store = open_store(own_store)
+    store = open_store(own_store, os.environ["REFLECT_STORE"])
     try:
         found = {}
         for table, column in store._rows(
@@ -92,7 +92,7 @@ def test_its_tables_have_the_columns_of_sqlites(own_store):
 @on_postgres
 def test_run_goals_rank_by_words_as_fts5_ranks_them(own_store):
     sqlite_store = SQLiteStore(own_store / "sqlite")
-    shared = open_store(own_store)
+    shared = open_store(own_store, os.environ["REFLECT_STORE"])
     try:
         for store in (sqlite_store, shared):
             for i, goal in enumerate(GOALS):
@@ -112,7 +112,7 @@ def test_run_goals_rank_by_words_as_fts5_ranks_them(own_store):
 @on_postgres
 def test_lessons_are_found_by_all_of_the_words_as_in_sqlite(own_store):
     sqlite_store = SQLiteStore(own_store / "sqlite")
-    shared = open_store(own_store)
+    shared = open_store(own_store, os.environ["REFLECT_STORE"])
     texts = ["when the auth_user table is missing: run the migrations first",
              "when the wheel is old: pin numpy below 2", "when auth tokens expire: refresh them",
              "when the parser fails: end the file with a newline"]
@@ -131,20 +131,21 @@ def test_lessons_are_found_by_all_of_the_words_as_in_sqlite(own_store):
 
 @on_postgres
 def test_a_newer_schema_is_refused_with_what_to_do(own_store):
-    store = open_store(own_store)
+    store = open_store(own_store, os.environ["REFLECT_STORE"])
     with store.write() as tx:
         tx.execute("INSERT INTO migrations (version, name) VALUES (99, 'from_the_future')")
     store.close()
     # its version, not how many migrations it holds (len(MIGRATIONS) + 1)
     with pytest.raises(StoreUnavailable, match=r"schema version 99, .*upgrade reflect"):
-        open_store(own_store)
+        open_store(own_store, os.environ["REFLECT_STORE"])
 
 
 OPEN = textwrap.dedent("""
     from pathlib import Path
     import sys
+    import os
     from reflect.store import open_store
-    store = open_store(Path(sys.argv[1]))
+    store = open_store(Path(sys.argv[1]), os.environ["REFLECT_STORE"])
     store.register_run(sys.argv[2], "goal", "global", 0.0)
     store.close()
 """)
@@ -157,7 +158,7 @@ def test_processes_opening_a_new_database_at_once_migrate_it_once(own_store):
     for p in procs:
         _, err = p.communicate(timeout=120)
         assert p.returncode == 0, err.decode()
-    store = open_store(own_store)
+    store = open_store(own_store, os.environ["REFLECT_STORE"])
     try:
         assert store._value("SELECT COUNT(*) FROM migrations") == len(MIGRATIONS)
         assert store.earlier_runs("none", "global") == 6
@@ -168,10 +169,10 @@ def test_processes_opening_a_new_database_at_once_migrate_it_once(own_store):
 def test_the_doctor_says_an_unreachable_shared_store_cannot_be_reached(own_store,
                                                                        monkeypatch):
     monkeypatch.setenv("REFLECT_STORE", "postgresql://agent@127.0.0.1:9/reflect")
-    store, *_ = doctor.diagnose(own_store, None)
+    store, *_ = doctor.diagnose(own_store, os.environ["REFLECT_STORE"], None)
     assert (store.what, store.ok) == ("store", False) and "server running" in store.text
     with pytest.raises(doctor.CannotRepair, match="server running"):
-        doctor.repair(own_store, 0.0)
+        doctor.repair(own_store, os.environ["REFLECT_STORE"], 0.0)
 
 
 @on_postgres
@@ -182,10 +183,10 @@ def test_the_doctor_replays_what_was_kept_aside_into_the_shared_store(own_store,
     with Memory() as mem:
         mem.capture(run="r", exit_code=1, error_text="ValueError: while away")
     monkeypatch.setenv("REFLECT_STORE", shared)
-    findings = doctor.diagnose(own_store, None)
+    findings = doctor.diagnose(own_store, shared, None)
     assert [(f.what, f.ok) for f in findings] == [
         ("store", True), ("disk", True), ("kept aside", True), ("size", True)]
-    assert doctor.repair(own_store, 0.0) == ["replayed 1 kept-aside capture(s) into it"]
+    assert doctor.repair(own_store, shared, 0.0) == ["replayed 1 kept-aside capture(s) into it"]
     with Memory() as mem:
         assert [f.message for f in mem.failures(run="r")] == ["while away"]
 

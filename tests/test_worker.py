@@ -579,7 +579,7 @@ def test_a_worker_killed_during_its_call_leaves_the_job_to_the_next(monkeypatch,
                 proc.wait(10)
             log.close()
 
-        model = config.model_settings(MODEL)
+        model = config.model_settings(MODEL, os.environ)
         now = Worker(mem.home, mem.store_url, model, None)
         try:
             assert now.run_once() == 0  # the dead worker's lease has not run out

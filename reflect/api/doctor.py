@@ -24,16 +24,15 @@ from reflect.store import (
     backend,
     open_store,
     pending,
-    store_url,
 )
 from reflect.store.health import size
 
 __all__ = ["CannotRepair", "Finding", "diagnose", "repair"]
 
 
-def diagnose(home: Path, max_failures: int | None) -> list[Finding]:
-    """Each finding once: the store's, the captures kept aside, the size bound."""
-    url = store_url()
+def diagnose(home: Path, url: str, max_failures: int | None) -> list[Finding]:
+    """Each finding once: the store's (``url``'s, else the SQLite file in ``home``), the
+    captures kept aside, the size bound."""
     try:
         health = backend(url).health(home, url)
     except StoreUnavailable as e:  # REFLECT_STORE names a store this reflect cannot open
@@ -75,14 +74,13 @@ def _bound(bytes_: int, failures: int, max_failures: int | None) -> Finding:
         " on its schedule, or now by `reflect doctor --repair`, each dropping the oldest"))
 
 
-def repair(home: Path, now: float, max_failures: int | None = None) -> list[str]:
+def repair(home: Path, url: str, now: float, max_failures: int | None = None) -> list[str]:
     """What the store can repair (``Store.repair``), then what was kept aside replayed
     into it and the size bound applied; what was done, one line each. Raises
     ``CannotRepair`` when the trouble is not one a repair mends."""
-    url = store_url()
     try:
         done = backend(url).repair(home, now, url)
-        store = open_store(home)
+        store = open_store(home, url)
     except StoreUnavailable as e:
         raise CannotRepair(f"nothing repaired: {e}") from e
     try:

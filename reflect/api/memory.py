@@ -12,17 +12,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from reflect.api import controls
+from reflect.api.context import RunContext
 from reflect.api.settings import Settings
 from reflect.base import config
 from reflect.base.records import COUNTED_BELOW, ErrorEntry, Failure, Lesson, Recall
 from reflect.base.text import clip
-from reflect.capture import benign, numbers, own_module, resolution, scrub
+from reflect.capture import benign, numbers, own_module, resolution
 from reflect.capture.entry import MAX_FIELD, Parsed, entry_rows, kept_rows, parse, synthesize
 from reflect.capture.scope import elsewhere, scope_of
 from reflect.recall.holdout import Holdout
 from reflect.reflection import consolidation, queue
 from reflect.store import Rejected, Store, StoreUnavailable, open_store, pending
-from reflect.store import store_url as store_url_of
 from reflect.store.runs import MAX_GOAL_CHARS
 
 if TYPE_CHECKING:
@@ -51,6 +51,7 @@ class Memory:
         model: str | None = None,
         embeddings: str | None = None,
         settings: Settings | None = None,
+        context: RunContext | None = None,
         **before_settings: Any,
     ):
         """``model`` (else ``REFLECT_MODEL``) names the litellm model that writes lessons.
@@ -58,19 +59,20 @@ class Memory:
         forbids it. ``store_url`` (else ``REFLECT_STORE``) names a shared PostgreSQL
         store; "" is the SQLite file in ``home``, which holds what stays on this machine
         either way. The rest is ``settings``; a field of it given as a keyword, as before
-        ``Settings`` was, still works, with a ``DeprecationWarning``."""
-        # The run context, made once here: the environment is not read after this.
-        env = os.environ
-        settings = self.settings = _settings(settings, before_settings).with_env(env)
-        self.home = Path(home) if home is not None else config.default_home(env)
-        self.store_url = store_url_of(store_url)
-        self.enabled = config.enabled(env)
-        self.offline = config.offline(env)
-        self.scrubber = scrub.for_store(self.home, settings.scrub_patterns)
-        self.run = self._run_id(run or config.default_run(env))
+        ``Settings`` was, still works, with a ``DeprecationWarning``. ``context``: the run
+        context a boundary made already (``RunContext.from_env``), instead of all these;
+        without it, this is the boundary, and the process's environment is read here."""
+        if context is None:
+            context = RunContext.from_env(
+                os.environ, home=home, store_url=store_url, run=run, model=model,
+                embeddings=embeddings, settings=_settings(settings, before_settings))
+        self.context = context
+        settings = self.settings = context.settings
+        self.home, self.store_url, self.run = context.home, context.store_url, context.run
+        self.enabled, self.offline = context.enabled, context.offline
+        self.scrubber = context.scrubber
         self.benign_exits = benign.rules(self.home)
-        self.model = config.model_settings(model, env) if self.enabled else None
-        self.embeddings = config.embeddings_spec(embeddings, env) if self.enabled else None
+        self.model, self.embeddings = context.model, context.embeddings
         self._store: Store | None = None
         # Why this Memory's last capture was kept aside (the store was locked or down):
         # the rest of that step (its worker, its block) does not wait for the store again.
@@ -161,13 +163,14 @@ class Memory:
         benign: counted, never recalled."""
         if not self.enabled:
             return None
+        run = self._run_id(run)  # every query below asks for the run as it is stored
         # Within what the store holds: an overflow would cost the failure its record.
         iteration = numbers.iteration(iteration)
         exit_code = numbers.bounded(exit_code, "exit code")
         if exc is None and not crash:
             program = benign.benign(action, exit_code, error_text, self.benign_exits)
             if program:
-                return self._keep_benign(run or self.run, iteration, goal, phase, action,
+                return self._keep_benign(run, iteration, goal, phase, action,
                                          exit_code, program)
         try:
             parsed = parse(
@@ -182,10 +185,10 @@ class Memory:
         except (StoreUnavailable, Rejected, OSError) as e:
             scope = "global"  # the store is unreachable: the capture is kept aside below
             self._kept_aside = e
-        failure, lesson = entry_rows(parsed, run=run or self.run, iteration=iteration, goal=goal,
+        failure, lesson = entry_rows(parsed, run=run, iteration=iteration, goal=goal,
                                      action=action, scrubber=self.scrubber, scope=scope,
                                      now=self.clock(), own_module=self._own_module(
-                                         parsed, run or self.run, iteration, action))
+                                         parsed, run, iteration, action))
         try:
             if self._kept_aside is not None:  # waited once already: not a second time
                 raise self._kept_aside
@@ -273,9 +276,8 @@ class Memory:
         return None if run is None else self._run_id(run)
 
     def _run_id(self, run: str | None) -> str:
-        """The run id as capture stores it (scrubbed, cut): recall, outcome and the logs
-        use the same, so a run id holding an address finds its own failures."""
-        return clip(self.scrubber.scrub(run or self.run)[0], MAX_FIELD)
+        """The run id as capture stores it: recall, outcome and the logs use the same."""
+        return self.context.run_id(run or None)
 
     def _keep_benign(self, run: str, iteration: int | None, goal: str, phase: str,
                      action: str, exit_code: int | None, program: str) -> ErrorEntry:
@@ -377,7 +379,7 @@ class Memory:
             return False
         from reflect.reflection.worker import start_detached  # a process and its pipes: rare
 
-        start_detached(self.home, self.store_url, self.model)
+        start_detached(self.home, self.context.environ())
         return True
 
     def run_worker(self, once: bool = False, idle_exit: float | None = None) -> int:
@@ -566,7 +568,7 @@ class Memory:
         """What is wrong with the store and how to recover: ``doctor.Finding`` each."""
         from reflect.api import doctor
 
-        return doctor.diagnose(self.home, self.settings.upkeep.max_failures)
+        return doctor.diagnose(self.home, self.store_url, self.settings.upkeep.max_failures)
 
     def repair(self) -> list[str]:
         """Keep a damaged store aside, start a new one, replay what was kept aside, apply
@@ -574,7 +576,8 @@ class Memory:
         from reflect.api import doctor
 
         self.close()
-        return doctor.repair(self.home, self.clock(), self.settings.upkeep.max_failures)
+        return doctor.repair(self.home, self.store_url, self.clock(),
+                             self.settings.upkeep.max_failures)
 
 
 def _settings(settings: Settings | None, keywords: dict[str, Any]) -> Settings:

@@ -4,7 +4,6 @@ environment again: the worker, the block, upkeep and the doctor take these value
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
@@ -65,7 +64,7 @@ class Settings:
     def upkeep(self) -> Upkeep:
         return Upkeep(self.half_life_days, self.max_failures or None)
 
-    def with_env(self, env: Mapping[str, str] = os.environ) -> Settings:
+    def with_env(self, env: Mapping[str, str]) -> Settings:
         """These settings, each field left at its default taken from its environment
         variable, checked: a value out of range is said once, naming the variable and its
         range, and the default stands (a setting never breaks the agent loop)."""
@@ -85,6 +84,15 @@ class Settings:
                 continue
             found[name] = value
         return replace(self, **found)
+
+    def environ(self) -> dict[str, str]:
+        """The variables ``with_env`` reads these settings' values back from (those a
+        variable can hold: a whole ``Holdout`` rule or a predictor cannot travel so)."""
+        values = {name: getattr(self, name) for name in ENVIRONMENT}
+        if isinstance(values["holdout"], Holdout):
+            values["holdout"] = values["holdout"].p
+        values["start_worker"] = "on" if values["start_worker"] else "off"
+        return {variable: str(values[name]) for name, (variable, *_) in ENVIRONMENT.items()}
 
 
 def _share(value: object) -> bool:

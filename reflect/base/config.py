@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import os
+import math
 from collections.abc import Callable, Mapping
 from typing import NamedTuple, TypeVar
 
@@ -43,16 +43,16 @@ def warn(message: str) -> None:
     logging.getLogger("reflect").warning(message)
 
 
-def enabled(env: Mapping[str, str] = os.environ) -> bool:
+def enabled(env: Mapping[str, str]) -> bool:
     """``REFLECT_FAILURE_MEMORY=0`` turns capture and recall into silent no-ops."""
     return env.get("REFLECT_FAILURE_MEMORY", "1").strip().lower() not in {"0", "false", "off", "no"}
 
 
-def offline(env: Mapping[str, str] = os.environ) -> bool:
+def offline(env: Mapping[str, str]) -> bool:
     return env.get("REFLECT_OFFLINE", "").strip().lower() in {"1", "true", "on", "yes"}
 
 
-def embeddings_spec(value: str | None = None, env: Mapping[str, str] = os.environ) -> str | None:
+def embeddings_spec(value: str | None, env: Mapping[str, str]) -> str | None:
     """The embedding model to use: ``value`` (else ``REFLECT_EMBEDDINGS``); "" is the
     bundled model, "hash" the numpy fallback; None when dense search is off."""
     spec = (value if value is not None else env.get("REFLECT_EMBEDDINGS", "")).strip()
@@ -61,19 +61,7 @@ def embeddings_spec(value: str | None = None, env: Mapping[str, str] = os.enviro
     return spec
 
 
-
-
-
-
-
-
-
-
-
-
-
-
-def default_run(env: Mapping[str, str] = os.environ) -> str:
+def default_run(env: Mapping[str, str]) -> str:
     return env.get("REFLECT_RUN") or DEFAULT_RUN
 
 
@@ -93,9 +81,9 @@ class ModelSettings(NamedTuple):
     prompts: str = ""  # a directory of prompt templates overriding the shipped ones
 
 
-def model_settings(model: str | None = None,
-                   env: Mapping[str, str] = os.environ) -> ModelSettings | None:
-    """``REFLECT_MODEL`` (or ``model``) names a litellm model; ``REFLECT_OFFLINE`` wins."""
+def model_settings(model: str | None, env: Mapping[str, str]) -> ModelSettings | None:
+    """``REFLECT_MODEL`` (or ``model``) names a litellm model; ``REFLECT_OFFLINE`` wins. A
+    number out of its range is said in one line and its default stands."""
     model = model or env.get("REFLECT_MODEL", "").strip()
     if not model or offline(env):
         return None
@@ -103,23 +91,43 @@ def model_settings(model: str | None = None,
         model=model,
         api_base=env.get("REFLECT_API_BASE") or None,
         api_key=env.get("REFLECT_API_KEY") or None,
-        timeout=_number(env, "REFLECT_MODEL_TIMEOUT", float, 30.0),
-        max_cost_usd=_number(env, "REFLECT_MAX_COST_USD", float, None),
-        max_calls_per_run=_number(env, "REFLECT_MAX_CALLS_PER_RUN", int, 50),
+        timeout=_number(env, "REFLECT_MODEL_TIMEOUT", float, 30.0, "above 0"),
+        max_cost_usd=_number(env, "REFLECT_MAX_COST_USD", float, None, "0 or more"),
+        max_calls_per_run=_number(env, "REFLECT_MAX_CALLS_PER_RUN", int, 50, "0 or more"),
         prompts=env.get("REFLECT_PROMPTS", ""),
     )
 
 
+# The variable of each of ModelSettings' fields the environment sets.
+MODEL_VARIABLES = {"model": "REFLECT_MODEL", "api_base": "REFLECT_API_BASE",
+                   "api_key": "REFLECT_API_KEY", "timeout": "REFLECT_MODEL_TIMEOUT",
+                   "max_cost_usd": "REFLECT_MAX_COST_USD",
+                   "max_calls_per_run": "REFLECT_MAX_CALLS_PER_RUN", "prompts": "REFLECT_PROMPTS"}
+
+
+def model_environ(model: ModelSettings) -> dict[str, str]:
+    """The variables ``model_settings`` reads ``model`` back from."""
+    values = model._asdict()
+    return {variable: "" if values[name] is None else str(values[name])
+            for name, variable in MODEL_VARIABLES.items()}
+
+
 _N = TypeVar("_N", int, float)
 _D = TypeVar("_D", int, float, None)
+_RANGES: dict[str, Callable[[float], bool]] = {
+    "above 0": lambda n: 0 < n < math.inf, "0 or more": lambda n: 0 <= n < math.inf}
 
 
-def _number(env: Mapping[str, str], name: str, kind: Callable[[str], _N], default: _D) -> _N | _D:
+def _number(env: Mapping[str, str], name: str, kind: Callable[[str], _N], default: _D,
+            valid: str) -> _N | _D:
     raw = env.get(name, "").strip()
     if not raw:
         return default
     try:
-        return kind(raw)
+        value = kind(raw)
     except ValueError:
-        warn(f"{name}={raw!r} is not a number; using {default}")
+        value = None
+    if value is None or not _RANGES[valid](value):
+        warn(f"{name}={raw!r} is not a number {valid}; using {default}")
         return default
+    return value

@@ -4,7 +4,6 @@ helper finds the helper's socket without importing the settings."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -16,7 +15,7 @@ def repo_root(start: Path) -> Path | None:
     return None
 
 
-def default_home(env: Mapping[str, str] = os.environ, cwd: Path | None = None) -> Path:
+def default_home(env: Mapping[str, str], cwd: Path | None = None) -> Path:
     """``REFLECT_HOME``, else ``.reflect`` at the repository root, else in the working directory."""
     if env.get("REFLECT_HOME"):
         return Path(env["REFLECT_HOME"]).expanduser()

@@ -40,7 +40,7 @@ def cmd_learn(args: argparse.Namespace) -> int:
 
     bar = progress_bar(sys.stderr) if not args.quiet and sys.stderr.isatty() else None
     try:
-        with open_memory() as mem:
+        with open_memory(args.env) as mem:
             report = mem.learn(args.client, args.paths, progress=bar)
     except TranscriptError as e:
         print(f"reflect: error: {e}", file=sys.stderr)

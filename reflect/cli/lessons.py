@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -19,14 +20,17 @@ if TYPE_CHECKING:
     from reflect.base.records import Lesson
 
 
-def open_memory(*, model: str | None = None, **settings: Any) -> Memory:
+def open_memory(env: Mapping[str, str], *, model: str | None = None,
+                **settings: Any) -> Memory:
     """The library's ``Memory``, imported when a command opens it: the commands that need
-    none of it (``reflect hook``, ``reflect install``) start without loading it.
+    none of it (``reflect hook``, ``reflect install``) start without loading it. ``env``:
+    the command's environment (``args.env``), its run context made from it here;
     ``settings``: fields of ``reflect.Settings``."""
+    from reflect.api.context import RunContext
     from reflect.api.memory import Memory
     from reflect.api.settings import Settings
 
-    return Memory(model=model, settings=Settings(**settings))
+    return Memory(context=RunContext.from_env(env, model=model, settings=Settings(**settings)))
 
 
 LESSON_ID = "a lesson id (L-...)"
@@ -140,7 +144,7 @@ def line(lesson: Lesson) -> str:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    with open_memory() as mem:
+    with open_memory(args.env) as mem:
         rows = mem.lessons(status=None if args.status == "all" else args.status,
                            ineffective=args.ineffective, limit=args.limit)
     emit(args, {"lessons": rows}, "\n".join(line(r) for r in rows) or "no lessons")
@@ -148,7 +152,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    with open_memory() as mem:
+    with open_memory(args.env) as mem:
         lesson = mem.lesson(args.id)
     fields = ("id", "status", "kind", "trigger", "guidance", "resolution", "category",
               "confidence", "wins", "losses", "injected", "pinned", "quarantine", "model",
@@ -182,7 +186,7 @@ def holdout_lines(effect: Measured) -> list[str]:
 
 
 def cmd_search(args: argparse.Namespace) -> int:
-    with open_memory() as mem:
+    with open_memory(args.env) as mem:
         rows = mem.search_lessons(args.text)
     emit(args, {"lessons": rows}, "\n".join(line(r) for r in rows) or "no match")
     return 0
@@ -191,7 +195,7 @@ def cmd_search(args: argparse.Namespace) -> int:
 def _act(args: argparse.Namespace, action: str, done: str, **options: Any) -> int:
     """A person's control, then one line that says what it did (silence reads as nothing
     done)."""
-    with open_memory() as mem:
+    with open_memory(args.env) as mem:
         getattr(mem, action)(args.id, **options)
     print(f"{args.id} {done}")
     return 0
@@ -218,14 +222,14 @@ def cmd_quarantine(args: argparse.Namespace) -> int:
 
 
 def cmd_feedback(args: argparse.Namespace) -> int:
-    with open_memory() as mem:
+    with open_memory(args.env) as mem:
         lesson = mem.feedback(args.id, good=args.good)
     print(f"{lesson['id']} confidence now {lesson['confidence']:.2f}")
     return 0
 
 
 def cmd_teach(args: argparse.Namespace) -> int:
-    with open_memory() as mem:
+    with open_memory(args.env) as mem:
         lesson_id = mem.teach(args.text)
         reason = mem.lesson(lesson_id)["quarantine"]
     print(lesson_id)
@@ -236,7 +240,7 @@ def cmd_teach(args: argparse.Namespace) -> int:
 
 
 def cmd_injections(args: argparse.Namespace) -> int:
-    with open_memory() as mem:
+    with open_memory(args.env) as mem:
         rows = mem.injections(run=args.run, limit=args.limit)
     text = "\n".join(
         f"{when(r['ts'])}  {r['run']}#{r['iteration']}  #{r['rank']} {r['section']:<6} "
@@ -246,7 +250,7 @@ def cmd_injections(args: argparse.Namespace) -> int:
 
 
 def cmd_consolidate(args: argparse.Namespace) -> int:
-    with open_memory() as mem:
+    with open_memory(args.env) as mem:
         report = mem.consolidate()
     emit(args, report.to_dict(), f"removed {len(report.removed_lessons)} lesson(s), "
                                  f"{report.deleted_failures} old failure(s), "
@@ -256,7 +260,7 @@ def cmd_consolidate(args: argparse.Namespace) -> int:
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
-    mem = open_memory()
+    mem = open_memory(args.env)
     done = mem.repair() if args.repair else []  # what cannot be repaired raises, exit 1
     findings = mem.doctor()
     ok = all(f.ok for f in findings)
@@ -269,7 +273,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 def cmd_export(args: argparse.Namespace) -> int:
     from reflect.api.exchange import write_atomically
 
-    with open_memory() as mem:
+    with open_memory(args.env) as mem:
         text = mem.export(args.format)
     if args.output:
         write_atomically(Path(args.output), text)
@@ -279,7 +283,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    with open_memory() as mem:
+    with open_memory(args.env) as mem:
         report = mem.import_lessons(args.file)
     for number, message in report.errors:
         print(f"reflect: {args.file}:{number}: {message}", file=sys.stderr)
@@ -292,7 +296,7 @@ def cmd_import(args: argparse.Namespace) -> int:
 def cmd_progress(args: argparse.Namespace) -> int:
     from reflect.api.repeat_rates import render
 
-    with open_memory() as mem:
+    with open_memory(args.env) as mem:
         data = mem.progress(min_runs=args.min_runs)
     emit(args, data.to_dict(), render(data))
     return 0

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
@@ -32,11 +32,14 @@ LOOP_COMMANDS = {"capture", "recall", "outcome"}
 PER_STEP = {*LOOP_COMMANDS, "hook"}  # a process per agent step or tool call
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, env: Mapping[str, str] | None = None) -> int:
+    """The command ``argv``, in the environment ``env`` (the process's by default): the
+    one place a command reads it, every setting it holds read from it once."""
     argv = sys.argv[1:] if argv is None else argv
     config.log_to_stderr(lazily=bool(argv) and argv[0] in PER_STEP)
     args = parser(argv[0] if argv else None).parse_args(argv)
-    if args.command in LOOP_COMMANDS and not config.enabled():
+    args.env = os.environ if env is None else env
+    if args.command in LOOP_COMMANDS and not config.enabled(args.env):
         return 0
     handler: Handler = args.handler
     try:
@@ -269,7 +272,7 @@ def integration(name: str) -> ModuleType:
 def cmd_hook(args: argparse.Namespace) -> int:
     from reflect.integrations import hooks
 
-    return hooks.run(integration(args.client).parse)
+    return hooks.run(integration(args.client).parse, env=args.env)
 
 
 def cmd_install(args: argparse.Namespace) -> int:
@@ -302,7 +305,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         print("reflect: error: no command to run; give it after --: "
               "`reflect run -- pytest -x`", file=sys.stderr)
         return 2
-    return run.run(argv, run=args.run, goal=args.goal, phase=args.phase)
+    return run.run(argv, run=args.run, goal=args.goal, phase=args.phase, env=args.env)
 
 
 def cmd_capture(args: argparse.Namespace) -> int:
@@ -318,7 +321,7 @@ def cmd_capture(args: argparse.Namespace) -> int:
         problems += more
     for problem in problems:
         config.warn(problem)
-    with open_memory(model=args.model, busy_timeout=config.STEP_BUSY_TIMEOUT) as mem:
+    with open_memory(args.env, model=args.model, busy_timeout=config.STEP_BUSY_TIMEOUT) as mem:
         entry = mem.capture(
             run=args.run, iteration=args.iteration, goal=args.goal, phase=args.phase,
             action=args.action, exit_code=args.exit_code, error_text=error_text, crash=crash,
@@ -332,7 +335,7 @@ def cmd_capture(args: argparse.Namespace) -> int:
 
 
 def cmd_recall(args: argparse.Namespace) -> int:
-    with open_memory(embed_here=args.semantic == SEMANTIC_MODES[1],
+    with open_memory(args.env, embed_here=args.semantic == SEMANTIC_MODES[1],
                      busy_timeout=config.STEP_BUSY_TIMEOUT) as mem:
         max_tokens = bounded(args.max_tokens, "--max-tokens", 0)
         rec = mem.recall(run=args.run, goal=args.goal, phase=args.phase,
@@ -348,7 +351,7 @@ def cmd_recall(args: argparse.Namespace) -> int:
 
 
 def cmd_outcome(args: argparse.Namespace) -> int:
-    with open_memory(model=args.model, busy_timeout=config.STEP_BUSY_TIMEOUT) as mem:
+    with open_memory(args.env, model=args.model, busy_timeout=config.STEP_BUSY_TIMEOUT) as mem:
         resolved = mem.outcome(run=args.run, iteration=bounded(args.iteration, "iteration", 0),
                                success=args.success, action=args.action)
         mem.ensure_worker()
@@ -360,7 +363,7 @@ def cmd_outcome(args: argparse.Namespace) -> int:
 def cmd_worker(args: argparse.Namespace) -> int:
     if args.nice:
         os.nice(args.nice)
-    with open_memory(model=args.model) as mem:
+    with open_memory(args.env, model=args.model) as mem:
         if mem.model is None and mem.embeddings is None:
             print("reflect: no model and embeddings off (REFLECT_MODEL, REFLECT_EMBEDDINGS);"
                   " nothing to run", file=sys.stderr)
@@ -372,7 +375,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    with open_memory() as mem:
+    with open_memory(args.env) as mem:
         status = mem.status()
     jobs, cap = status.jobs, status.max_cost_usd
     lines = [
@@ -404,7 +407,7 @@ def store_line(store: StoreState) -> str:
 
 
 def cmd_failures_list(args: argparse.Namespace) -> int:
-    with open_memory() as mem:
+    with open_memory(args.env) as mem:
         entries = mem.failures(run=args.run, limit=args.limit, benign=args.all)
     lines = [
         f"{e.failure_id}  {when(e.ts)}  {e.run}#{e.iteration}  {e.category:<11}  "
@@ -416,7 +419,7 @@ def cmd_failures_list(args: argparse.Namespace) -> int:
 
 
 def cmd_failures_show(args: argparse.Namespace) -> int:
-    with open_memory() as mem:
+    with open_memory(args.env) as mem:
         entry = mem.failure(args.id)
     if entry is None:
         print(f"reflect: error: no failure {args.id}; `reflect failures list` shows the ids",
@@ -430,7 +433,7 @@ def cmd_failures_show(args: argparse.Namespace) -> int:
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
-    with open_memory() as mem:
+    with open_memory(args.env) as mem:
         stats = mem.stats(run=args.run)
     lines = [f"failures: {stats.failures}",
              f"benign exits (not failures): {stats.benign}",
@@ -447,7 +450,7 @@ def cmd_clear(args: argparse.Namespace) -> int:
     if args.all and not args.yes:
         print("reflect: error: --all deletes every failure; add --yes to confirm", file=sys.stderr)
         return 2
-    with open_memory() as mem:
+    with open_memory(args.env) as mem:
         n = mem.clear(run=None if args.all else args.run)
     print(f"deleted {n} failure(s)")
     return 0

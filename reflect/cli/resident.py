@@ -72,7 +72,7 @@ def run(argv: list[str]) -> int:
     from reflect.base.home import default_home
 
     try:
-        home = default_home()
+        home = default_home(os.environ)  # the launcher's process: a boundary
     except OSError:  # the working directory is gone: the command says so itself
         return cold(argv)
     client, missing = connect(home)
@@ -80,7 +80,7 @@ def run(argv: list[str]) -> int:
         code = cold(argv)
         from reflect.base import config  # loaded by the command already
 
-        if argv[0] in STARTS and missing and config.enabled():
+        if argv[0] in STARTS and missing and config.enabled(os.environ):
             start(home)
         return code
     data, fd = None, 0  # a loop command reads its own stdin, if at all (--error-file -)
@@ -400,19 +400,12 @@ def warm_up() -> None:
               {"hook_event_name": "PreToolUse", **failed},
               {"hook_event_name": "PostToolUseFailure", **failed},
               {"hook_event_name": "PostToolUse", **failed}]
-    saved = dict(os.environ)
     with tempfile.TemporaryDirectory(prefix="reflect-warm-up-") as tmp:
-        for name in saved:
-            if name.startswith("REFLECT_"):
-                del os.environ[name]
-        os.environ.update(REFLECT_HOME=tmp, REFLECT_WORKER="off", REFLECT_HELPER="off")
-        try:
-            for _ in range(2):
-                for raw in events:
-                    hooks.respond(claude_code.parse({"session_id": "warm-up", **raw}))
-        finally:
-            os.environ.clear()
-            os.environ.update(saved)
+        env = {**{k: v for k, v in os.environ.items() if not k.startswith("REFLECT_")},
+               "REFLECT_HOME": tmp, "REFLECT_WORKER": "off", "REFLECT_HELPER": "off"}
+        for _ in range(2):
+            for raw in events:
+                hooks.respond(claude_code.parse({"session_id": "warm-up", **raw}), env=env)
     lazy.compile_all()
 
 
@@ -499,9 +492,12 @@ def handle(conn: socket.socket, base: Mapping[str, str]) -> None:
     if len(fds) != 1 or request.get("executable") != sys.executable:
         return  # another interpreter's client: it answers itself
     budget.until = None
+    env = {**{k: v for k, v in base.items() if not sent({k: v})}, **request["env"]}
+    # The command takes ``env`` as its run context's; the process's environment is set to
+    # it too, once, as a new process's would be: what is not reflect's reads it (the
+    # temporary directory, the home directory, a git config).
     os.environ.clear()
-    os.environ.update({k: v for k, v in base.items() if not sent({k: v})})
-    os.environ.update(request["env"])
+    os.environ.update(env)
     try:
         os.chdir(request["cwd"])
     except OSError:
@@ -517,7 +513,7 @@ def handle(conn: socket.socket, base: Mapping[str, str]) -> None:
     from reflect.cli.main import main
 
     try:
-        code = main(request["argv"])
+        code = main(request["argv"], env)
     except SystemExit as e:  # argparse's exit on misuse
         code = e.code if isinstance(e.code, int) else int(e.code is not None)
     sys.stdout.flush()

@@ -19,7 +19,7 @@ import re
 import signal
 import sys
 import time
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
@@ -78,13 +78,13 @@ def base_event(raw: dict[str, Any], hooks: Collection[str]) -> Event:
     if name not in hooks:
         raise ValueError(f"unknown event {name!r}")
     tool = str(raw.get("tool_name") or "")
-    return Event(name, str(raw.get("session_id") or config.default_run()), tool=tool,
+    return Event(name, str(raw.get("session_id") or ""), tool=tool,
                  action=action_of(tool, raw.get("tool_input")),
                  prompt=str(raw.get("prompt") or ""))
 
 
 def run(parse: Callable[[dict[str, Any]], Event | None], stdin: IO[str] = sys.stdin,
-        stdout: IO[str] = sys.stdout) -> int:
+        stdout: IO[str] = sys.stdout, env: Mapping[str, str] = os.environ) -> int:
     """Read one event, print its answer (``{}`` when there is nothing to say), exit 0
     whatever happens: bad input, an unknown event or a locked store cost one line on
     stderr, and the answer comes within ``TIME_BUDGET`` seconds of the process's start
@@ -102,7 +102,7 @@ def run(parse: Callable[[dict[str, Any]], Event | None], stdin: IO[str] = sys.st
         raw = parsed(*read_event(stdin))
         if not isinstance(raw, dict):
             raise ValueError("the event on stdin is not a JSON object")
-        answer = respond(parse(raw), raw.get("cwd"), recorded)
+        answer = respond(parse(raw), raw.get("cwd"), recorded, env)
     except (Exception, OutOfTime) as e:
         signal.setitimer(signal.ITIMER_REAL, 0)  # saying so must not be cut short in turn
         answer = {}
@@ -110,7 +110,7 @@ def run(parse: Callable[[dict[str, Any]], Event | None], stdin: IO[str] = sys.st
                 and raw.get("hook_event_name") in RECORDED and not recorded):
             config.warn(f"hook: {e}; the event is recorded after the answer")
             event = raw
-            detached(lambda: respond(parse(event), event.get("cwd"), recorded))
+            detached(lambda: respond(parse(event), event.get("cwd"), recorded, env))
         else:
             config.warn(f"hook: {e}; nothing recorded, the agent goes on")
     finally:
@@ -160,15 +160,18 @@ def parsed(text: str, cut: bool) -> Any:
     return raw
 
 
-def respond(event: Event | None, cwd: str | None = None,
-            recorded: list[str] | None = None) -> dict[str, Any]:
+def respond(event: Event | None, cwd: str | None = None, recorded: list[str] | None = None,
+            env: Mapping[str, str] = os.environ) -> dict[str, Any]:
     """The answer to ``event``; ``recorded`` gets what it stored (a capture, an outcome)
-    as soon as it is stored."""
-    if event is None or not config.enabled():
+    as soon as it is stored. ``env``: the hook's environment, read here and by the run
+    context its ``Memory`` is made with, nowhere else."""
+    if event is None or not config.enabled(env):
         return {}
+    if not event.session:  # a client that names no session: the default run
+        event = event._replace(session=config.default_run(env))
     # The session's project: its store, scope and repository; a directory the session
     # removed stands for the nearest one left (its repository's, most often).
-    place = cwd or os.environ.get("PWD")
+    place = cwd or env.get("PWD")
     if place:
         os.chdir(nearest(place))
     else:
@@ -176,13 +179,13 @@ def respond(event: Event | None, cwd: str | None = None,
             os.getcwd()
         except OSError:  # removed, and nothing says where it was
             os.chdir("/")
-    state = State(config.default_home(), event.session)
+    state = State(config.default_home(env), event.session)
     if event.name == "PreToolUse":
         text = warning(event, state)
     elif event.name in ("PostToolUse", "PostToolUseFailure"):
-        text = after_tool(event, state, [] if recorded is None else recorded)
+        text = after_tool(event, state, [] if recorded is None else recorded, env)
     else:
-        text = before_turn(event, state)
+        text = before_turn(event, state, env)
     if not text:
         return {}
     return {"hookSpecificOutput": {"hookEventName": event.name,
@@ -197,21 +200,23 @@ def nearest(path: str) -> str:
     return path
 
 
-def memory() -> Memory:
+def memory(env: Mapping[str, str]) -> Memory:
     # Imported here: a PreToolUse hook answers from the state files alone.
     from reflect import Memory, Settings
+    from reflect.api.context import RunContext
 
-    return Memory(settings=Settings(embed_here=False, busy_timeout=config.STEP_BUSY_TIMEOUT))
+    settings = Settings(embed_here=False, busy_timeout=config.STEP_BUSY_TIMEOUT)
+    return Memory(context=RunContext.from_env(env, settings=settings))
 
 
-def before_turn(event: Event, state: State) -> str:
+def before_turn(event: Event, state: State, env: Mapping[str, str]) -> str:
     """SessionStart and UserPromptSubmit: the block, with the prompt as the goal, less the
     items this session was already shown (a SessionStart begins a new context: a start, a
     resume, a clear, a compaction)."""
     if event.name == "SessionStart":
         state.prune()
     goal = state.scrub(event.prompt) or state.goal
-    with memory() as mem:
+    with memory(env) as mem:
         rec = mem.recall(run=event.session, goal=goal)
     with state.changing():
         state.goal = goal
@@ -220,13 +225,13 @@ def before_turn(event: Event, state: State) -> str:
         return state.unseen(rec)
 
 
-def after_tool(event: Event, state: State, recorded: list[str]) -> str:
+def after_tool(event: Event, state: State, recorded: list[str], env: Mapping[str, str]) -> str:
     """A failure is captured and answered with the run's block, less the items this session
     was already shown; a Bash success that reruns a failed command is that failure's
     outcome."""
     action = state.scrub(event.action)
     if event.failed:
-        with memory() as mem:
+        with memory(env) as mem:
             entry = mem.capture(run=event.session, goal=state.goal, phase=event.tool.lower(),
                                 action=event.action, exit_code=event.exit_code,
                                 error_text=event.error_text)
@@ -244,7 +249,7 @@ def after_tool(event: Event, state: State, recorded: list[str]) -> str:
             return state.unseen(rec)
     resolved = False
     if event.failed is False and event.tool == "Bash" and state.reruns(action):
-        with memory() as mem:
+        with memory(env) as mem:
             mem.outcome(run=event.session, success=True, action=event.action)
             recorded.append("outcome")
         resolved = True

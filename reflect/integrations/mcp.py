@@ -30,6 +30,7 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
 
 from reflect import Memory, Rejected, Settings, StoreUnavailable, __version__
+from reflect.api.context import RunContext
 from reflect.base import config, lazy
 from reflect.base.text import format_error
 from reflect.integrations.mcp_start import INSTRUCTIONS, NAME, Readable
@@ -50,8 +51,9 @@ def server(mem: Memory) -> MCPServer:  # noqa: C901 - six small tools, closures 
         """The run's block as far as this client has not read it, and how many items the
         whole block holds."""
         rec = mem.recall(run=run or None, goal=goal, phase=phase, action=action)
-        text, digests = unseen(rec, shown[run])
-        shown[run].update(digests)
+        key = mem.context.run_id(run or None)  # the run as it is stored, however it is named
+        text, digests = unseen(rec, shown[key])
+        shown[key].update(digests)
         return (text if digests else ""), len(rec.items)
 
     @app.tool()
@@ -61,7 +63,7 @@ def server(mem: Memory) -> MCPServer:  # noqa: C901 - six small tools, closures 
         fit the goal: the block to read before the next attempt. Items this run was shown
         already are left out unless ``repeat``; ``action``: the command about to run."""
         if repeat:
-            shown.pop(run, None)
+            shown.pop(mem.context.run_id(run or None), None)
         text, items = new_items(run, goal, phase, action)
         mem.ensure_worker()
         if text:
@@ -126,8 +128,10 @@ def server(mem: Memory) -> MCPServer:  # noqa: C901 - six small tools, closures 
 def serve(stdin: Readable, early: dict[str, Any] | None = None) -> int:
     """Serve the client on ``stdin`` (its lines as ``readable_line`` makes them) and
     stdout; ``early``: the answer its ``initialize`` was given already."""
-    run = os.environ.get("REFLECT_RUN") or f"mcp-{uuid.uuid4().hex[:10]}"
-    with Memory(run=run, settings=Settings(embed_here=False)) as mem:
+    env = os.environ  # the server's run context, read once here
+    run = None if env.get("REFLECT_RUN") else f"mcp-{uuid.uuid4().hex[:10]}"
+    with Memory(context=RunContext.from_env(env, run=run,
+                                            settings=Settings(embed_here=False))) as mem:
         warm(mem)
         anyio.run(_serve_stdio, server(mem), stdin, early)
     return 0

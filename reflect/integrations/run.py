@@ -25,7 +25,7 @@ import subprocess
 import sys
 import termios
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from types import FrameType
 from typing import IO, Any, Protocol, cast
 
@@ -43,12 +43,13 @@ class Chunks(Protocol):
     def read1(self, size: int, /) -> bytes: ...
 
 
-def run(argv: list[str], run: str | None = None, goal: str = "", phase: str = "test") -> int:
+def run(argv: list[str], run: str | None = None, goal: str = "", phase: str = "test",
+        env: Mapping[str, str] = os.environ) -> int:
     code, output = execute(argv)
     if code == INTERRUPTED:  # the person stopped it: nothing failed
         return code
     try:
-        report(argv, code, output, run, goal, phase)
+        report(argv, code, output, run, goal, phase, env)
     except Exception as e:
         config.warn(f"run: memory failed ({e}); the command's exit code stands")
     return code
@@ -171,13 +172,15 @@ def describe(output: bytes, signum: int = 0) -> str:
 
 
 def report(argv: list[str], code: int, output: str, run: str | None, goal: str,
-           phase: str) -> None:
+           phase: str, env: Mapping[str, str]) -> None:
     from reflect import Memory, Settings
+    from reflect.api.context import RunContext
 
-    if not config.enabled():  # the kill switch: the command ran, and nothing is opened
+    if not config.enabled(env):  # the kill switch: the command ran, and nothing is opened
         return
     action = shlex.join(argv)
-    with Memory(run=run, settings=Settings(embed_here=False)) as mem:
+    context = RunContext.from_env(env, run=run, settings=Settings(embed_here=False))
+    with Memory(context=context) as mem:
         if code != 0:
             mem.capture(goal=goal, phase=phase, action=action, exit_code=code,
                         error_text=output)

@@ -14,7 +14,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -229,19 +229,19 @@ class Worker:
         )
 
 
-def start_detached(home: Path, url: str, model: ModelSettings | None,
-                   idle_exit: float = 60.0) -> None:
+def start_detached(home: Path, context: Mapping[str, str], idle_exit: float = 60.0) -> None:
     """Start ``reflect worker`` in its own session for a shell harness: its stdio goes to a
     log in the store directory (never the caller's pipes), at a lowered priority, and it
-    exits once idle."""
+    exits once idle. ``context``: the variables of the caller's run context
+    (``RunContext.environ``), which the worker's own is made from, in place of the
+    process's (a key the caller holds stays in its environment: it is not on the command
+    line, which other users can read)."""
     argv = [sys.executable, "-m", "reflect", "worker", "--idle-exit", str(idle_exit),
             "--nice", "10"]
-    if model is not None:
-        argv += ["--model", model.model]
     with open(home / WORKER_LOG, "ab") as log:
         subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
                          start_new_session=True, close_fds=True,
-                         env={**os.environ, "REFLECT_HOME": str(home), "REFLECT_STORE": url})
+                         env={**os.environ, **context})
 
 
 def start_thread(home: Path, url: str, model: ModelSettings | None, embeddings: str | None,

@@ -3,7 +3,6 @@ PostgreSQL for teams, chosen by ``REFLECT_STORE``). All SQL lives in this packag
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from reflect.store.base import Rejected, Row, StoreUnavailable
@@ -13,20 +12,14 @@ from reflect.store.sqlite import DB_NAME, SQLiteStore, prepare_home
 from reflect.store.vectors import error_query
 
 __all__ = ["DB_NAME", "CannotRepair", "Finding", "Health", "Rejected", "Row", "SQLiteStore",
-           "Store", "StoreUnavailable", "backend", "error_query", "open_store", "prepare_home",
-           "store_url"]
+           "Store", "StoreUnavailable", "backend", "error_query", "open_store", "prepare_home"]
 
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 
 
-def store_url(url: str | None = None) -> str:
-    """The shared store's URL: ``url``, else ``REFLECT_STORE``; "" for the SQLite file."""
-    return (url if url is not None else os.environ.get("REFLECT_STORE", "")).strip()
-
-
 def backend(url: str) -> type[Store]:
-    """The backend of a store's URL (``store_url``'s): PostgreSQL for a postgresql:// URL,
-    the SQLite file for ""."""
+    """The backend of a store's URL (``RunContext.store_url``): PostgreSQL for a
+    postgresql:// URL, the SQLite file for ""."""
     if url.startswith(POSTGRES_SCHEMES):
         try:  # imported here: a SQLite user never loads psycopg
             from reflect.store.postgres import PostgresStore
@@ -42,11 +35,10 @@ def backend(url: str) -> type[Store]:
     return SQLiteStore
 
 
-def open_store(home: Path, url: str | None = None, busy_timeout: float = 5.0) -> Store:
-    """The store: PostgreSQL when ``url`` (else ``REFLECT_STORE``) is a postgresql:// URL,
-    else the SQLite file in ``home``. ``home`` holds what stays on this machine either way
-    (index files, captures kept aside)."""
-    url = store_url(url)
+def open_store(home: Path, url: str = "", busy_timeout: float = 5.0) -> Store:
+    """The store: PostgreSQL when ``url`` is a postgresql:// URL, else the SQLite file in
+    ``home``. ``home`` holds what stays on this machine either way (index files, captures
+    kept aside)."""
     if backend(url) is SQLiteStore:  # else psycopg is there: backend said so
         return SQLiteStore(home, busy_timeout)
     from reflect.store.postgres import PostgresStore
