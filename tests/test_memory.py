@@ -187,23 +187,40 @@ def test_a_success_with_no_failure_to_resolve_warns_of_nothing(mem, caplog):
     assert caplog.records == []
 
 
-def test_what_worked_is_a_short_fix_or_nothing(mem):
-    """Three edits before a rerun: none of them can be named the fix, so nothing is said
-    (not "1 more steps; the last two") and the failure stays open for a fix that can."""
+def test_what_worked_names_every_fix_by_its_latest_steps(mem):
+    """However many steps a fix took, the run got past its failure: what worked names the
+    latest three of them after how many more there were (a step that looked is none)."""
     a = mem.capture(run="r", iteration=1, action="python app.py", exit_code=1,
                     error_text=TRACEBACK)
-    for i, step in enumerate(["sed -i 's/a/b/' app.py", "cat app.py", "pip install six",
-                              "sed -n 1,9p app.py", "sed -i 's/c/d/' lib.py"], start=2):
+    steps = ["sed -i 's/a/b/' app.py", "cat app.py", "pip install six", "touch lib/__init__.py",
+             "sed -n 1,9p app.py", "sed -i 's/c/d/' lib.py"]
+    for i, step in enumerate(steps, start=2):
         assert mem.outcome(run="r", iteration=i, success=True, action=step) == []
-    assert mem.outcome(run="r", iteration=7, success=True, action="python app.py") == []
-    assert mem.failure(a.failure_id).resolution == ""
-    assert "Fixed later by" not in mem.recall(run="r").text
-    b = mem.capture(run="r", iteration=8, action="python app.py", exit_code=1,
+    assert mem.outcome(run="r", iteration=8, success=True, action="python app.py") == [
+        a.failure_id]
+    assert mem.failure(a.failure_id).resolution == (
+        "1 more step, then `pip install six`; `touch lib/__init__.py`; `sed -i 's/c/d/' lib.py`,"
+        " then `python app.py` passed")
+    b = mem.capture(run="r", iteration=9, action="python app.py", exit_code=1,
                     error_text=TRACEBACK)
-    mem.outcome(run="r", iteration=9, success=True, action="grep -n x app.py")
-    assert mem.outcome(run="r", iteration=10, success=True,
+    mem.outcome(run="r", iteration=10, success=True, action="grep -n x app.py")
+    assert mem.outcome(run="r", iteration=11, success=True,
                        action="PYTHONPATH=. python app.py") == [b.failure_id]
     assert mem.failure(b.failure_id).resolution == "`PYTHONPATH=. python app.py` passed"
+
+
+def test_the_same_tests_run_another_way_get_past_the_failure(mem):
+    """`pytest x` that cannot run, then `python -m pytest x` or `bin/test x`: the same
+    purpose, so the way it ran is what worked."""
+    a = mem.capture(run="r", iteration=1, action="pytest tests/test_a.py::test_b",
+                    exit_code=127, error_text="bash: pytest: command not found")
+    assert mem.outcome(run="r", iteration=2, success=True, action="bin/test tests/test_a.py") == [
+        a.failure_id]
+    assert mem.failure(a.failure_id).resolution == "`bin/test tests/test_a.py` passed"
+    other = mem.capture(run="r", iteration=3, action="pytest tests/test_c.py", exit_code=127,
+                        error_text="bash: pytest: command not found")
+    assert mem.outcome(run="r", iteration=4, success=True, action="bin/test tests/test_a.py") == []
+    assert mem.failure(other.failure_id).resolution == ""
 
 
 def test_a_plain_rerun_that_passes_says_nothing_changed(mem):

@@ -3,8 +3,9 @@
 Each session is one run (the session id its hooks carry), its first prompt the goal, its
 project the scope, the time each call finished the clock. Its tool calls go through the
 path the hooks take (``integrations/hooks.py``): a failure is captured (the same scrub,
-benign exits, fingerprint, review and heuristic lesson), a Bash success that reruns an
-open failure is its outcome (so the command that later passed is the resolution).
+benign exits, fingerprint, review and heuristic lesson), and while a failure is open a
+success that did something is an outcome (a step of its fix, or the step that got past it:
+``resolution``).
 
 Learning the same session twice adds nothing, and neither does learning one that was
 captured live: the steps are replayed in order, and those the store already holds for the
@@ -119,14 +120,14 @@ def _learn_session(mem: Memory, session: Session, skipped: Skipped,
                     report.failures += 1
                 added = True
             open_failures = [*open_failures, action][-tool_calls.KEEP_OPEN:]
-        elif call.tool == "Bash" and tool_calls.reruns(open_failures, action):
+        elif tool_calls.reported(open_failures, action):
             if reported > 0:
                 reported -= 1
             else:
                 report.resolved += len(mem.outcome(run=session.run, success=True,
                                                    action=call.action))
                 added = True
-            open_failures = []
+            open_failures = tool_calls.still_open(open_failures, action)
     return added
 
 

@@ -84,7 +84,7 @@ def last_command(action: str) -> list[str]:
     return commands[-1] if commands else []
 
 
-def _split(words: list[str]) -> tuple[str, list[str]]:
+def program_and_args(words: list[str]) -> tuple[str, list[str]]:
     """The program a simple command runs and its arguments. ``git grep`` and ``git diff``
     are their own programs; ``python3`` is python and ``python -m pytest`` is pytest."""
     if not words:
@@ -100,7 +100,7 @@ def _split(words: list[str]) -> tuple[str, list[str]]:
 
 
 def program(words: list[str]) -> str:
-    return _split(words)[0]
+    return program_and_args(words)[0]
 
 
 def kind(action: str) -> str:
@@ -111,7 +111,7 @@ def kind(action: str) -> str:
     for words in simple_commands(action.replace("(", " ").replace(")", " ")):
         if words[0] in _PRELUDE or any(w.startswith("<<") for w in words):
             continue  # a heredoc's step writes the file a later step runs
-        name, rest = _split(words)
+        name, rest = program_and_args(words)
         if name == "python" and rest:
             return "python -c" if rest[0] == "-c" else rest[0].rsplit("/", 1)[-1]
         return name
@@ -149,7 +149,7 @@ def key(action: str) -> tuple[str, str]:
     main = main_command(action)
     if not main:
         return ("", "")
-    name, rest = _split(main)
+    name, rest = program_and_args(main)
     args = [w for w in rest if not w.startswith("-")]
     target = next((a for a in args if "/" in a or "." in a or "::" in a), args[0] if args else "")
     return (name, target)

@@ -1,36 +1,143 @@
-"""What worked: a failure is resolved only by a later step that re-ran its command (same
-program and target) and passed, and the text says what changed in between: a short,
-concrete fix or nothing. A step that merely looked (an ``ls``, a ``cat``) is no part of
-the fix, and the last two of many changes are not the fix either."""
+"""What worked: a failure is got past by the next success of the same purpose (the same
+program and target, or the same tests or script run another way: ``pytest x`` then
+``python -m pytest x`` or ``bin/test x``; ``python repro.py`` then ``python3 repro.py``),
+and its fix is what changed in between: the steps that did something (a step that merely
+looked, an ``ls`` or a ``cat``, is no part of it), then that success. Commands are shown
+whole, or shortened at word boundaries keeping their program and target."""
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from reflect.base.records import Failure
+from reflect.base import lazy
 from reflect.capture import commands
 
-MAX_STEPS = 2  # steps that changed something: more, and no one of them can be named the fix
-STEP_CHARS = 45
+if TYPE_CHECKING:
+    from reflect.base.records import Failure
+
+SHOWN_STEPS = 3  # the latest changes a fix names; before them, how many more there were
+STEP_CHARS = 60  # of a change, shortened at word boundaries
+RERUN_CHARS = 80
+ELIDED = "…"
+# Programs that run a project's tests: a run of one and a run of another on the same
+# target serve one purpose.
+TEST_RUNNERS = frozenset({"pytest", "py.test", "bin/test", "runtests.py", "tox", "nosetests",
+                          "nose2", "unittest", "trial"})
+TESTS = "tests"  # the purpose of every test runner's run
+_TEST_PATH = lazy.compile(r"(?:\.py)?(?:::|$)")
+_FILE = lazy.compile(r"[\w.~-]*[/.][\w./~-]*")  # a path, bare
 
 
-def reran(failed_action: str, action: str) -> bool:
-    program, target = commands.key(failed_action)
-    return bool(program) and (program, target) == commands.key(action)
+def purpose(action: str) -> tuple[str, frozenset[str]]:
+    """What the line's main command is for: the tests (of its targets, as dotted names),
+    a script by its name, else its program and first argument; ("", ...) for none."""
+    words = commands.main_command(action)
+    if not words:
+        return "", frozenset()
+    name, rest = commands.program_and_args(words)
+    run = words[0].removeprefix("./")
+    args = [w for w in rest if not w.startswith("-")]
+    if name == "python":
+        if "-c" in rest[:1] or not args:
+            return "python -c", frozenset()
+        run, args = args[0], args[1:]  # a script by its name: what it runs is its own
+        name = run.rsplit("/", 1)[-1]
+    if args[:1] == ["test"] and name in ("manage.py", "django-admin", "django", "sympy"):
+        name, args = "unittest", args[1:]  # a framework's own test command
+    if name in TEST_RUNNERS or run in TEST_RUNNERS or run.rsplit("/", 1)[-1] in TEST_RUNNERS:
+        return TESTS, frozenset(_dotted(a) for a in args)
+    return name, frozenset() if name.endswith((".py", ".sh")) else frozenset(args[:1])
+
+
+def _dotted(target: str) -> str:
+    """A test target as a dotted name: ``tests/a/test_b.py::T`` and ``a.test_b.T`` alike."""
+    path, _, test = target.partition("::")
+    dotted = _TEST_PATH.sub("", path).strip("/").replace("/", ".")
+    dotted = dotted.removeprefix("tests.")
+    return f"{dotted}.{test.replace('::', '.')}" if test else dotted
+
+
+def same_purpose(failed_action: str, action: str) -> bool:
+    """Whether ``action`` serves the purpose ``failed_action`` failed at: the same script or
+    program and target, or tests of overlapping targets (none given: the whole suite)."""
+    (kind, targets), (other, others) = purpose(failed_action), purpose(action)
+    if not kind or kind != other:
+        return False
+    if kind != TESTS:
+        return targets == others
+    return not targets or not others or any(
+        a == b or a.startswith(b + ".") or b.startswith(a + ".") for a in targets for b in others)
+
+
+def shorten(action: str, limit: int) -> str:
+    """``action`` as one line of at most about ``limit`` characters: heredoc bodies out;
+    when longer, arguments dropped from its end (each run of them one ``…``, a quoted
+    argument whole) but never its program, its target or its last word (an edit's file),
+    and never a word cut in two (a target too long is shown by its last path parts)."""
+    lines = [line.strip() for line in commands.without_heredocs(action).splitlines()
+             if line.strip() and not line.strip().startswith("#")]
+    text = " ; ".join(lines)
+    if len(text) <= limit:
+        return text
+    words = _words(text)
+    program, target = commands.key(action)
+    named = [i for i, w in enumerate(words) if program and w.rsplit("/", 1)[-1] in program.split()]
+    start = next((i for i, w in enumerate(words) if i in named), 0)
+    keep = {*range(start - 2 if start >= 2 and words[start - 1] == "-m" else start, start + 1),
+            *(i for i, w in enumerate(words) if target and w.strip("'\"") == target)}
+    if _FILE.fullmatch(words[-1]):
+        keep.add(len(words) - 1)  # an edit's file
+    shown = list(words)
+    for i in reversed(range(len(words))):
+        if len(_joined(shown)) <= limit:
+            return _joined(shown)
+        if i not in keep:
+            shown[i] = ELIDED
+    return _joined([_tail(w, limit // 2) for w in shown])
+
+
+def _words(text: str) -> list[str]:
+    """The line's words, a quoted argument one word with its quotes."""
+    try:
+        return shlex.split(text, posix=False)
+    except ValueError:  # an unbalanced quote: plain words
+        return text.split()
+
+
+def _tail(word: str, limit: int) -> str:
+    """A word too long as its last path parts (``…/sql/query.py``), else as it is."""
+    if len(word) <= limit or "/" not in word:
+        return word
+    parts = word.split("/")
+    while len(parts) > 1 and len("/".join(parts)) + 2 > limit:
+        parts = parts[1:]
+    return f"{ELIDED}/{'/'.join(parts)}"
+
+
+def _joined(words: list[str]) -> str:
+    out: list[str] = []
+    for word in words:
+        if not (word == ELIDED and out and out[-1] == ELIDED):
+            out.append(word)
+    return " ".join(out)
 
 
 def what_changed(failed_action: str, between: list[str], action: str) -> str:
-    """One line: the steps that changed something between the failure and the rerun (each
-    by its short form; a step that only looked is left out), then the rerun; or that a
-    plain rerun passed. "" when more than ``MAX_STEPS`` changed something: a list of the
-    last few of many steps names no fix, and a lesson is better without it."""
-    rerun = commands.brief(action, STEP_CHARS * 2)
-    briefs = [commands.brief(s, STEP_CHARS) for s in between if not commands.inspects(s)]
-    changes = [b for i, b in enumerate(briefs) if i == 0 or b != briefs[i - 1]]
-    if len(changes) > MAX_STEPS:
-        return ""
+    """One line: the steps that changed something between the failure and ``action``
+    (each shortened, the latest ``SHOWN_STEPS`` of them, after how many more there were),
+    then ``action``; or that a plain rerun passed."""
+    rerun = shorten(action, RERUN_CHARS)
+    changes: list[str] = []
+    for step in between:
+        if not commands.inspects(step) and (shown := shorten(step, STEP_CHARS)) not in changes[-1:]:
+            changes.append(shown)
     if changes:
-        return f"{'; '.join(f'`{b}`' for b in changes)}, then `{rerun}` passed"
+        more = len(changes) - SHOWN_STEPS
+        named = "; ".join(f"`{c}`" for c in changes[-SHOWN_STEPS:])
+        before = f"{more} more step{'s' if more > 1 else ''}, then " if more > 0 else ""
+        return f"{before}{named}, then `{rerun}` passed"
     if commands.brief(failed_action) == commands.brief(action):
         return f"`{rerun}` passed when rerun unchanged"
     return f"`{rerun}` passed"
@@ -38,9 +145,7 @@ def what_changed(failed_action: str, between: list[str], action: str) -> str:
 
 def resolutions(open_failures: list[Failure], action: str,
                 between: Callable[[int], list[str]]) -> dict[str, str]:
-    """For the open failures that ``action`` re-ran with a fix that can be named: failure
-    id -> what worked. ``between(iteration)`` gives the steps that succeeded after that
-    iteration. A failure whose fix cannot be named stays open."""
-    found = {f["id"]: what_changed(f["action"], between(f["iteration"] or 0), action)
-             for f in open_failures if reran(f["action"], action)}
-    return {failure_id: text for failure_id, text in found.items() if text}
+    """For the open failures whose purpose ``action`` served: failure id -> what worked.
+    ``between(iteration)`` gives the steps that succeeded after that iteration."""
+    return {f["id"]: what_changed(f["action"], between(f["iteration"] or 0), action)
+            for f in open_failures if same_purpose(f["action"], action)}

@@ -1,6 +1,6 @@
 """A client's tool call as memory records it, whether a hook sees it live or a transcript
 is read afterwards: its action, its exit code and output as each client writes them, and
-when a success is a failure's rerun. Light: a hook imports it."""
+which success is a failure's outcome. Light: a hook imports it."""
 
 from __future__ import annotations
 
@@ -8,7 +8,9 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+from reflect.capture import commands
 from reflect.capture.numbers import whole_number
+from reflect.capture.resolution import same_purpose
 
 TARGET_KEYS = ("file_path", "notebook_path", "path", "url", "pattern", "query")
 KEEP_OPEN = 20  # failed commands a session keeps for a rerun to resolve, newest
@@ -26,11 +28,16 @@ def action_of(tool: str, tool_input: object) -> str:
     return f"{tool} {target}".strip()
 
 
-def reruns(open_failures: Iterable[str], command: str) -> bool:
-    """A success is credible as a failure's outcome when every word of a failed command is
-    in it (``pytest tests/`` -> ``python -m pytest tests/``)."""
-    words = set(command.split())
-    return any(set(failed.split()) <= words for failed in open_failures if failed.strip())
+def reported(open_failures: Iterable[str], command: str) -> bool:
+    """Whether a success is reported as an outcome: while a failed command is open, every
+    step that did something (not one that only looked) may be part of its fix, and one that
+    serves its purpose gets past it (``resolution.same_purpose``)."""
+    return any(failed.strip() for failed in open_failures) and not commands.inspects(command)
+
+
+def still_open(open_failures: list[str], command: str) -> list[str]:
+    """The failed commands a success of ``command`` did not get past."""
+    return [failed for failed in open_failures if not same_purpose(failed, command)]
 
 
 def failure_text(error: str) -> tuple[int | None, str]:

@@ -227,8 +227,8 @@ def before_turn(event: Event, state: State, env: Mapping[str, str]) -> str:
 
 def after_tool(event: Event, state: State, recorded: list[str], env: Mapping[str, str]) -> str:
     """A failure is captured and answered with the run's block, less the items this session
-    was already shown; a Bash success that reruns a failed command is that failure's
-    outcome."""
+    was already shown; while a failure is open, a success that did something is an
+    outcome (a step of a fix, or the step that got past the failure)."""
     action = state.scrub(event.action)
     if event.failed:
         with memory(env) as mem:
@@ -248,7 +248,7 @@ def after_tool(event: Event, state: State, recorded: list[str], env: Mapping[str
             state.open.append(action)
             return state.unseen(rec)
     resolved = False
-    if event.failed is False and event.tool == "Bash" and state.reruns(action):
+    if event.failed is False and state.reported(action):
         with memory(env) as mem:
             mem.outcome(run=event.session, success=True, action=event.action)
             recorded.append("outcome")
@@ -258,7 +258,7 @@ def after_tool(event: Event, state: State, recorded: list[str], env: Mapping[str
         if event.failed is False and event.tool == "Bash":
             state.missing -= set(programs(action))
             if resolved:
-                state.open = []
+                state.open = tool_calls.still_open(state.open, action)
     return ""
 
 
@@ -331,9 +331,9 @@ class State:
     def ran(self, action: str, error: str) -> None:
         self.last = {"action": action, "error": error}
 
-    def reruns(self, command: str) -> bool:
-        """Whether a success reruns a failed command of the session (``tool_calls.reruns``)."""
-        return tool_calls.reruns(self.open, command)
+    def reported(self, command: str) -> bool:
+        """Whether a success is the session's outcome (``tool_calls.reported``)."""
+        return tool_calls.reported(self.open, command)
 
     def prune(self) -> None:
         cutoff = time.time() - STALE_SECONDS
