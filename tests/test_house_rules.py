@@ -11,6 +11,7 @@ from reflect.recall.predict import Predictor
 from reflect.recall.render import HOUSE_HEADER
 
 NO_PYTEST = "ModuleNotFoundError: No module named 'pytest'"
+FIX = "pip install -e ."  # what each run did before its failed command passed
 
 
 def module(name: str) -> str:
@@ -58,23 +59,54 @@ def test_a_family_count_is_never_shown_beside_one_cause_s_name():
         assert name not in text, text
 
 
-def test_a_family_item_speaks_at_the_family_s_level_without_another_run_s_fix():
-    # "when python fails with NameError: name 'MY_MOD' … What worked: sed -i …" counted
-    # every undefined name and showed one run's text and fix.
+def test_a_mistake_its_runs_got_past_by_editing_the_code_under_work_is_no_house_rule():
+    # "when python fails with NameError: name 'MY_MOD' …": each run's check red until its
+    # edit of the code under repair made it green is that run's progress, not a mistake.
     with Memory() as mem:
         runs(mem, [undefined(n) for n in ("MY_MOD", "other_name", "third_one")],
              fix="sed -i 's/x{i}/y/' f.py")
+        assert house(mem) == []
+
+
+def test_a_test_red_on_the_code_under_repair_is_no_house_rule():
+    with Memory() as mem:
+        for i in range(4):
+            mem.recall(run=f"r{i}", goal="a task", iteration=1)
+            mem.capture(run=f"r{i}", iteration=1, action="pytest tests/test_perms.py",
+                        exit_code=1, error_text="AssertionError: PermissionError not raised")
+        assert house(mem) == []
+
+
+def test_a_family_s_fix_is_told_at_the_family_s_level_with_its_count():
+    # Each run installed the module it missed: one fix, with each run's module masked.
+    with Memory() as mem:
+        for i, name in enumerate(("yaml", "six", "toml")):
+            run = f"r{i}"
+            mem.recall(run=run, goal="a task", iteration=1)
+            mem.capture(run=run, iteration=1, action="python check.py", exit_code=1,
+                        error_text=module(name))
+            mem.outcome(run=run, iteration=2, success=True, action=f"pip install {name}")
+            mem.outcome(run=run, iteration=3, success=True, action="python check.py")
         (text,) = house(mem)
-    assert "NameError" in text and "in 3 of the last 3 runs" in text
-    assert "MY_MOD" not in text and "What worked" not in text and "sed" not in text, text
+    assert ("What worked in 3 of the 3 runs that hit it: `pip install <name>`, then"
+            " `python check.py` passed") in text, text
+    assert not any(name in text for name in ("yaml", "six", "toml")), text
 
 
 def test_a_fix_that_worked_in_more_than_one_run_is_shown_with_its_count():
     with Memory() as mem:
         runs(mem, [NO_PYTEST] * 3, fix="pip install pytest")
+        runs(mem, [NO_PYTEST], prefix="unfixed")
         (text,) = house(mem)
-    assert ("What worked (3 runs): `pip install pytest`, then `python check.py` passed"
-            in text), text
+    assert ("What worked in 3 of the 4 runs that hit it: `pip install pytest`, then"
+            " `python check.py` passed") in text, text
+
+
+def test_a_rule_with_nothing_to_say_is_no_house_rule():
+    # "in 5 of the last 5 runs: on ValueError: …" and nothing to do: not worth a place.
+    with Memory() as mem:
+        runs(mem, ["ValueError: the bleach package is required"] * 5)
+        assert house(mem) == []
 
 
 def test_a_lesson_of_one_earlier_run_is_no_house_rule():
@@ -119,8 +151,8 @@ def test_a_count_in_a_shared_store_is_of_this_project_s_runs(tmp_path):
 def test_the_house_rules_are_chosen_by_expected_value_and_at_most_six():
     # nine kinds of mistake, each in 5 of 45 runs; one more in 2 runs long ago
     with Memory() as mem:
-        runs(mem, ["RareError: once in a while"] * 2, prefix="old")
-        runs(mem, [f"E{i % 9}Error: boom" for i in range(45)])
+        runs(mem, ["RareError: once in a while"] * 2, prefix="old", fix=FIX)
+        runs(mem, [f"E{i % 9}Error: boom" for i in range(45)], fix=FIX)
         rules = house(mem)
     assert len(rules) == 6 and not any("RareError" in text for text in rules)
 
@@ -129,7 +161,7 @@ def test_a_rule_the_run_hit_keeps_its_place_so_no_less_likely_one_takes_it():
     # A in 6 runs, B in 5, C in 4; two places: A and B, and after the run hits A, B alone
     # (A is this run's own now), not C: an agent keeping its history read two rules.
     with Memory(settings=Settings(predictor=Predictor(max_items=2))) as mem:
-        runs(mem, ["AError: a"] * 6 + ["BError: b"] * 5 + ["CError: c"] * 4)
+        runs(mem, ["AError: a"] * 6 + ["BError: b"] * 5 + ["CError: c"] * 4, fix=FIX)
         first = house(mem)
         mem.capture(run="new", iteration=1, action="python check.py", exit_code=1,
                     error_text="AError: a")
@@ -143,7 +175,7 @@ def test_a_client_that_keeps_its_history_is_told_only_what_is_new_under_its_head
     from reflect.integrations.shown import unseen
 
     with Memory() as mem:
-        runs(mem, ["AError: a"] * 3 + ["BError: b"] * 3)
+        runs(mem, ["AError: a"] * 3 + ["BError: b"] * 3, fix=FIX)
         shown: set[str] = set()
         first, digests = unseen(mem.recall(run="new", goal="a task", iteration=1), shown)
         shown.update(digests)
@@ -157,8 +189,8 @@ def test_a_client_that_keeps_its_history_is_told_only_what_is_new_under_its_head
 
 def test_a_rule_the_latest_runs_hit_once_is_counted_over_the_longer_window():
     with Memory() as mem:
-        runs(mem, ["AError: a"] * 10, prefix="a")
-        runs(mem, ["BError: b"] * 24 + ["AError: a"], prefix="b")
+        runs(mem, ["AError: a"] * 10, prefix="a", fix=FIX)
+        runs(mem, ["BError: b"] * 24 + ["AError: a"], prefix="b", fix=FIX)
         rules = house(mem)
     (text,) = [t for t in rules if "AError" in t]
     assert "in 11 of the last 35 runs" in text and "in 1 of" not in text, text
@@ -174,6 +206,8 @@ with tempfile.TemporaryDirectory() as home, Memory(home=home) as mem:
     for i, error in enumerate(errors * 2):  # six causes, each in two of twelve runs
         mem.capture(run=f"r{i}", iteration=1, action="python check.py", exit_code=1,
                     error_text=error)
+        mem.outcome(run=f"r{i}", iteration=2, success=True, action="pip install -e .")
+        mem.outcome(run=f"r{i}", iteration=3, success=True, action="python check.py")
     rec = mem.recall(run="new", goal="a task", iteration=1)
     sys.stdout.write(" ".join(i.fingerprint for i in rec.items if i.section == "lesson"))
 '''

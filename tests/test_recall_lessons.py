@@ -354,12 +354,14 @@ def test_the_more_likely_takes_the_one_place_and_a_lesson_must_pay_for_its_token
 def test_a_house_rule_of_one_cause_names_no_one_run_s_values(mem):
     """One cause, other numbers in each run: the count is of both runs, so the line shows
     neither run's numbers."""
-    for run, message in (("a", "assert 3 == 2"), ("b", "assert 5 == 4")):
-        mem.capture(run=run, action="pytest tests/t.py", exit_code=1,
-                    error_text=f"AssertionError: {message}")
+    for run, expected in (("a", 3), ("b", 5)):
+        mem.capture(run=run, iteration=1, action="python load.py", exit_code=1,
+                    error_text=f"ValueError: too many values to unpack (expected {expected})")
+        mem.outcome(run=run, iteration=2, success=True, action="pip install -e .")
+        mem.outcome(run=run, iteration=3, success=True, action="python load.py")
     (item,) = lesson_items(mem.recall(run="c"))
-    assert "in 2 of the last 2 runs" in item.text and "assert N == N" in item.text
-    assert "5 == 4" not in item.text and "3 == 2" not in item.text
+    assert "in 2 of the last 2 runs" in item.text and "(expected N)" in item.text
+    assert "expected 3" not in item.text and "expected 5" not in item.text
 
 
 def command_store(mem):

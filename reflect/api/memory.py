@@ -19,6 +19,7 @@ from reflect.base.records import COUNTED_BELOW, ErrorEntry, Failure, Lesson, Rec
 from reflect.base.text import clip
 from reflect.capture import benign, numbers, own_module, resolution
 from reflect.capture.entry import MAX_FIELD, Parsed, entry_rows, kept_rows, parse, synthesize
+from reflect.capture.review import fix_reason
 from reflect.capture.scope import elsewhere, scope_of
 from reflect.recall.holdout import Holdout
 from reflect.reflection import consolidation, queue
@@ -434,9 +435,12 @@ class Memory:
         if iteration is None:
             iteration = self.store.next_iteration(run)
         action = clip(self.scrubber.scrub(action)[0], MAX_FIELD)
-        found = resolution.resolutions(
+        found, refused = resolution.resolutions(
             self.store.open_failures(run, iteration), action,
-            lambda after: self.store.successes_between(run, after, iteration))
+            lambda after: self.store.successes_between(run, after, iteration), fix_reason)
+        for reason in sorted(refused):
+            config.warn(f"what worked in run {run} was kept out of memory: it {reason};"
+                        " it is never shown or counted")
         # With a model, the worker revises the lessons of what this fixed.
         now, reflect = self.clock(), self.model is not None
         try:

@@ -20,7 +20,10 @@ if TYPE_CHECKING:
 SHOWN_STEPS = 3  # the latest changes a fix names; before them, how many more there were
 STEP_CHARS = 60  # of a change, shortened at word boundaries
 RERUN_CHARS = 80
-ELIDED = "…"
+ELIDED = "..."  # as a block shows it: NFKC makes "…" three dots, so the store keeps those
+# What a run's fix is recorded as when review keeps it out: the failure is got past, and
+# the steps are never shown or counted (``shown_fix``).
+KEPT_OUT = "a fix kept out by review"
 # Programs that run a project's tests: a run of one and a run of another on the same
 # target serve one purpose.
 TEST_RUNNERS = frozenset({"pytest", "py.test", "bin/test", "runtests.py", "tox", "nosetests",
@@ -73,7 +76,7 @@ def same_purpose(failed_action: str, action: str) -> bool:
 
 def shorten(action: str, limit: int) -> str:
     """``action`` as one line of at most about ``limit`` characters: heredoc bodies out;
-    when longer, arguments dropped from its end (each run of them one ``…``, a quoted
+    when longer, arguments dropped from its end (each run of them one ``...``, a quoted
     argument whole) but never its program, its target or its last word (an edit's file),
     and never a word cut in two (a target too long is shown by its last path parts)."""
     lines = [line.strip() for line in commands.without_heredocs(action).splitlines()
@@ -107,7 +110,7 @@ def _words(text: str) -> list[str]:
 
 
 def _tail(word: str, limit: int) -> str:
-    """A word too long as its last path parts (``…/sql/query.py``), else as it is."""
+    """A word too long as its last path parts (``.../sql/query.py``), else as it is."""
     if len(word) <= limit or "/" not in word:
         return word
     parts = word.split("/")
@@ -144,8 +147,23 @@ def what_changed(failed_action: str, between: list[str], action: str) -> str:
 
 
 def resolutions(open_failures: list[Failure], action: str,
-                between: Callable[[int], list[str]]) -> dict[str, str]:
-    """For the open failures whose purpose ``action`` served: failure id -> what worked.
-    ``between(iteration)`` gives the steps that succeeded after that iteration."""
-    return {f["id"]: what_changed(f["action"], between(f["iteration"] or 0), action)
-            for f in open_failures if same_purpose(f["action"], action)}
+                between: Callable[[int], list[str]],
+                review: Callable[[str], str]) -> tuple[dict[str, str], set[str]]:
+    """For the open failures whose purpose ``action`` served: failure id -> what worked,
+    and why review kept each fix it refused out (``KEPT_OUT`` is recorded in its place).
+    ``between(iteration)`` gives the steps that succeeded after that iteration;
+    ``review(text)`` says why a fix must not be shown, "" when it may."""
+    found, refused = {}, set()
+    for f in open_failures:
+        if same_purpose(f["action"], action):
+            text = what_changed(f["action"], between(f["iteration"] or 0), action)
+            if reason := review(text):
+                text = f"{KEPT_OUT} (it {reason})"
+                refused.add(reason)
+            found[f["id"]] = text
+    return found, refused
+
+
+def shown_fix(resolution: str) -> str:
+    """A failure's recorded fix as it may be shown and counted: "" for one review kept out."""
+    return "" if resolution.startswith(KEPT_OUT) else resolution

@@ -23,7 +23,8 @@ from reflect.capture.defuse import look_alikes_folded
 from reflect.capture.details import foreign
 from reflect.capture.heuristics import CATEGORIES, GUIDANCE_MAX, TRIGGER_MAX
 
-__all__ = ["HOSTILE", "KINDS", "MalformedLesson", "Reviewed", "review", "reviewed_texts"]
+__all__ = ["FIX_HOSTILE", "HOSTILE", "KINDS", "MalformedLesson", "Reviewed", "fix_reason", "review",
+           "reviewed_texts"]
 
 KINDS = ("fix", "avoid", "check")  # do this instead / do not do this again / verify first
 DEFAULT_KIND = "fix"
@@ -277,6 +278,33 @@ HOSTILE: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
 )
 
 _INVISIBLE = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u2060\ufeff\u00ad"))
+
+
+# What a fix must not do beyond what no lesson may say: make what it installs or runs
+# trusted without a check, open files to every user, send a key in a request's header.
+FIX_HOSTILE: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
+    (reason, re.compile(pattern, re.IGNORECASE)) for reason, pattern in (
+        ("installs from an unofficial package index",
+         r"--trusted-host\b|\bpip\S*\s+install\s[^\n]*(?:\s-f\s*|--find-links[=\s]+)\S*://"
+         r"|\bconda\s+install\b[^\n]*\s(?:-c|--channel)\s+(?!conda-forge\b|defaults\b)\S+"),
+        ("opens permissions to every user",
+         r"\bchmod\s+(?:-\w+\s+)*(?:0?[0-7]?[0-7][0-7][2367]\b|[ugo]*a[ugo]*\+\w*w|o\+\w*w|\+w\b)"
+         r"|\bumask\s+0*0\b"),
+        ("sends a key off the machine",
+         r"\b(?:curl|wget|http|httpie)\b[^\n]*\$\{?\w*(?:key|token|secret|passw\w*)\b"),
+        ("turns off certificate checks",
+         r"\bcurl\b[^\n]*\s-k\b|\bGIT_SSL_NO_VERIFY=|\bsslVerify\s+false\b"),
+    ))
+
+
+def fix_reason(text: str) -> str:
+    """Why a fix (a run's steps that got past a failure) is kept out of what worked, or ""
+    when it may be shown: what no lesson may say, and what no fix may do."""
+    reason = hostile_reason(text)
+    if reason:
+        return reason
+    folded = look_alikes_folded(unicodedata.normalize("NFKC", text).translate(_INVISIBLE))
+    return next((reason for reason, pattern in FIX_HOSTILE if pattern.search(folded)), "")
 
 
 def hostile_reason(text: str) -> str:

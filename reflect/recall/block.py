@@ -29,6 +29,7 @@ from reflect.recall.render import (
     lesson_item_text,
     recent_item_text,
 )
+from reflect.recall.worked import mostly_work
 from reflect.reflection.embedding import Vectors
 from reflect.store import error_query
 from reflect.store.protocol import FailureStore, GoalSearch, InjectionLog, RunStore
@@ -38,6 +39,7 @@ GLOBAL = "global"  # the scope outside a project
 __all__ = ["Holdout", "Predictor", "Query", "build"]
 
 RECENT_WINDOW = 200  # failures scanned for the recent section: bounds recall on long runs
+FAMILY_RECORD = 200  # a family's latest failures a house rule's fix is counted over
 MAX_RECENT_ITEMS = 8
 
 
@@ -270,10 +272,9 @@ def lesson_items(store: RecallStore, vectors: Vectors, q: Query, predictor: Pred
         lesson, failure = lessons[e.family]
         if any(i.id == lesson["id"] for i in rules.taught):
             continue  # an imported lesson its trigger already brought in
-        ids = _provenance(failure["id"], store.family_failure_ids(e.family, q.scope))
-        found = store.failures_by_id(ids)
-        text = house_item_text(lesson, failure, [found[i] for i in ids if i in found],
-                               e.why(q.scope != GLOBAL))
+        text, ids = house_rule(store, q, e, lesson, failure)
+        if not text:
+            continue  # nothing to do said: the next likely rule takes its place
         verdict = verdicts.get(lesson["id"], "")
         # A lesson on trial or promoted needs no threshold: what it prevents no longer
         # shows in p, and its arms must not lose runs to its own effect. Any other pays
@@ -294,6 +295,23 @@ def lesson_items(store: RecallStore, vectors: Vectors, q: Query, predictor: Pred
     offered.sort(key=lambda o: o[:2], reverse=True)  # a proven lesson first, then by p
     rules.house = [item for *_, item in offered]
     return rules
+
+
+def house_rule(store: RecallStore, q: Query, e: Estimate, lesson: Lesson,
+               failure: Failure) -> tuple[str, list[str]]:
+    """A family's house rule and its provenance; "" when it is no rule: a mistake that is
+    mostly the runs' own progress (a test red until the fix), or one it says nothing to do
+    about."""
+    record = store.family_record(e.family, q.scope, FAMILY_RECORD)
+    if lesson["kind"] == "heuristic" and mostly_work(record):
+        return "", []
+    ids = _provenance(failure["id"], store.family_failure_ids(e.family, q.scope))
+    found = store.failures_by_id(ids)
+    text, told_from = house_item_text(lesson, failure, [found[i] for i in ids if i in found],
+                                      e.why(q.scope != GLOBAL), record)
+    if told_from and told_from not in ids:
+        ids = [*ids, told_from]  # the failure whose fix it tells
+    return text, ids
 
 
 def _provenance(shown: str, latest: list[str]) -> list[str]:

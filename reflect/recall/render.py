@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import json
 from collections import Counter
+from collections.abc import Sequence
 
 from reflect.base.records import Failure, Lesson, Recall, RecallItem
 from reflect.base.text import clip, one_line
@@ -19,6 +20,8 @@ from reflect.capture import commands, own_module
 from reflect.capture.defuse import neutralize
 from reflect.capture.fingerprint import family_template
 from reflect.capture.heuristics import heuristic_lesson
+from reflect.capture.resolution import shown_fix
+from reflect.recall.worked import Record, masked, told, what_worked
 
 RECENT_HEADER = "PAST FAILURES TO AVOID:"
 LESSONS_HEADER = "LESSONS FROM EARLIER RUNS:"
@@ -29,6 +32,7 @@ LESSON_ITEM_TOKENS = 80
 ACTION_CHARS = 50  # of the failed command, in an item's first line
 MESSAGE_CHARS = 70
 MIN_LINE = 40  # a line is never cut shorter than this to fit its item
+FIX_CHARS = 170  # of a house rule's fix: its latest steps, never a command cut
 
 def estimate_tokens(text: str) -> int:
     """About four characters a token: close enough for a budget, and needs no tokenizer."""
@@ -60,8 +64,8 @@ def _own_module(failure: Failure) -> bool:
     if failure["category"] == "environment":
         return True
     name = own_module.missing_module(failure["message"])
-    return bool(name and failure["resolution"]) and own_module.named(
-        name, [failure["resolution"]])
+    fix = shown_fix(failure["resolution"])
+    return bool(name and fix) and own_module.named(name, [fix])
 
 
 @functools.lru_cache(maxsize=1024)  # a loop recalls the same failures again and again
@@ -97,7 +101,7 @@ def recent_item_text(failure: Failure, count: int, lesson: Lesson | None, shown_
     if shown_failed >= escalate_after:
         lines.append(f"  REPEATED FAILURE: shown this, it failed the same way {shown_failed}x"
                      " in this run; try a different fix.")
-    if failure["resolution"]:
+    if failure["resolution"]:  # one review kept out is said so, never shown
         lines.append(f"  Fixed later by: {neutralize(failure['resolution'])}")
     return bounded(lines, RECENT_ITEM_TOKENS)
 
@@ -123,7 +127,8 @@ def lesson_item_text(lesson: Lesson, failure: Failure | None, why: str) -> str:
     else:
         lines = [f"- [{lesson['id']}] When {neutralize(lesson['trigger'])} ({why}):",
                  f"  {neutralize(lesson['guidance'])}"]
-    resolution = failure["resolution"] if failure is not None else lesson["resolution"]
+    resolution = shown_fix(failure["resolution"] if failure is not None
+                           else lesson.get("resolution") or "")
     if resolution:
         lines.append(f"  What worked: {neutralize(resolution)}")
     return bounded(lines, LESSON_ITEM_TOKENS)
@@ -134,28 +139,43 @@ def house_header(earlier: int, project: bool) -> str:
     return f"{HOUSE_HEADER} (from {earlier} earlier runs{' of this project' if project else ''}):"
 
 
-def house_item_text(lesson: Lesson, failure: Failure, failures: list[Failure], why: str) -> str:
+def house_item_text(lesson: Lesson, failure: Failure, failures: list[Failure], why: str,
+                    record: Sequence[Record]) -> tuple[str, str]:
     """A house rule: the lesson of a family of mistakes, counted by ``why``, standing for
-    ``failures`` (the family's latest in this scope, ``failure`` first). Its count is the
-    family's, so unless its trigger line is true of each of them (one cause may hold other
-    numbers: `assert 3 == 2`, `assert 5 == 4`) it speaks at the family's level: its error
-    with the subject masked, a hint only when every failure gives the same one. A fix is
-    shown only when it worked in more than one run, with how many."""
+    ``failures`` (the family's latest in this scope, ``failure`` first); ``record``: what
+    the family's runs in this scope did about it. Its count is the family's, so unless its
+    trigger line is true of each of them (one cause may hold other numbers: `assert 3 == 2`,
+    `assert 5 == 4`) it speaks at the family's level: its error with the subject masked.
+    It says what to do: the fix that got most of this project's runs past it, with how
+    many (``worked.what_worked``), else the hint most of its failures give; "" when it has
+    neither: nothing to say is no house rule. With the text, the failure whose fix it tells
+    ("" for none), which its provenance must hold."""
     if lesson["kind"] != "heuristic":
-        return lesson_item_text(lesson, failure, why)
-    if len({trigger_line(f) for f in [failure, *failures]}) == 1:
-        lines = [f"- [{lesson['id']}] {why}: {trigger_line(failure)}"]
-    else:
+        return lesson_item_text(lesson, failure, why), ""
+    family_level = len({trigger_line(f) for f in [failure, *failures]}) != 1
+    if family_level:
         lines = [f"- [{lesson['id']}] {why}: on {neutralize(failure['error_type'])}: "
                  f"{quoted(clip(_masked(failure['message']), MESSAGE_CHARS))}"]
-    hints = {hint(lesson, f) for f in [failure, *failures]}
-    if len(hints) == 1 and (text := hints.pop()):
+    else:
+        lines = [f"- [{lesson['id']}] {why}: {trigger_line(failure)}"]
+    cause = [r for r in record if r["cause"] == failure.get("cause")]
+    worked = (None if family_level else what_worked(cause, False)) or what_worked(record, True)
+    if worked is not None:
+        lines.append(f"  What worked in {worked.runs} of the {worked.hit} runs that hit it: "
+                     f"{neutralize(told(worked.text, FIX_CHARS))}")
+    elif text := _family_hint(lesson, [failure, *failures]):
         lines.append(f"  Hint: {neutralize(text)}")
-    worked = Counter(f["resolution"] for f in {f["run"]: f for f in reversed(
-        [failure, *failures]) if f["resolution"]}.values())
-    if worked and (best := worked.most_common(1)[0])[1] > 1:
-        lines.append(f"  What worked ({best[1]} runs): {neutralize(best[0])}")
-    return bounded(lines, LESSON_ITEM_TOKENS)
+    else:
+        return "", ""
+    return bounded(lines, LESSON_ITEM_TOKENS), worked.source if worked else ""
+
+
+def _family_hint(lesson: Lesson, failures: list[Failure]) -> str:
+    """The hint most of ``failures`` give, each with its own subject masked (``pip install
+    <name>``); "" when no hint is most of theirs."""
+    hints = Counter(masked(hint(lesson, f), f["message"]) for f in failures)
+    text, n = hints.most_common(1)[0]
+    return text if 2 * n > len(failures) else ""
 
 
 def _masked(message: str) -> str:

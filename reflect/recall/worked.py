@@ -1,0 +1,125 @@
+"""What this project's runs did about a mistake: the fix that got most of them past it,
+counted over the runs that hit it, and whether the mistake is a run's own work (a test or
+reproduction red on the code under repair until the fix) rather than one to avoid.
+
+A house rule speaks at its family's level when its failures are of several causes: a fix is
+then told with each run's subject masked (``pip install <name>``), never one cause's values.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from reflect.base import lazy
+from reflect.capture import commands
+from reflect.capture.fingerprint import family_template
+from reflect.capture.resolution import TESTS, purpose, shown_fix
+
+SUBJECT = "<name>"  # a masked subject in a family's fix or hint
+MIN_RUNS = 2  # a fix is told when it worked in at least this many runs
+WORK_SHARE = 0.5  # a family whose failures are this much the runs' work is no house rule
+# A test or reproduction asserting what the code under repair does not do yet.
+ASSERTIONS = frozenset({"AssertionError", "Failed"})
+# Errors of a step gone wrong, not of the code under repair: a fix of them is no progress.
+SLIPS = frozenset({"SyntaxError", "IndentationError", "TabError", "FileNotFound",
+                   "CommandNotFound", "ModuleNotFoundError", "ImportError", "PermissionDenied"})
+# The programs of a step that edits files and does nothing else.
+EDITORS = frozenset({"sed", "perl", "patch", "git apply", "git checkout", "git restore", "Edit",
+                     "MultiEdit", "Write", "NotebookEdit", "cat", "tee", "printf", "echo"})
+_STEP = lazy.compile(r"`([^`]+)`")
+_MASKS = lazy.compile(r"<x>|<n>|<path>|<str>")
+Record = Mapping[str, Any]  # a failure's run, cause, error, action and resolution
+
+
+@dataclass(frozen=True)
+class Worked:
+    text: str  # the fix as a rule tells it
+    source: str  # the failure whose fix's words are told: the item's provenance
+    runs: int  # runs it got past the mistake in
+    hit: int  # runs that hit the mistake
+
+
+def what_worked(failures: Iterable[Record], family_level: bool) -> Worked | None:
+    """The fix that got the most runs of ``failures`` past their mistake (fixes alike by
+    the programs they ran), told by its latest run's words, masked at a family's level;
+    None when no fix worked in ``MIN_RUNS`` runs."""
+    hit: set[str] = set()
+    latest: dict[frozenset[str], tuple[str, str]] = {}
+    runs: Counter[frozenset[str]] = Counter()
+    counted: set[tuple[str, frozenset[str]]] = set()
+    for f in failures:  # newest first
+        hit.add(f["run"])
+        fix = shown_fix(f["resolution"] or "")
+        if not fix:
+            continue
+        text = masked(fix, f["message"]) if family_level else fix
+        programs = frozenset(commands.kind(step) for step in _STEP.findall(fix))
+        latest.setdefault(programs, (text, f["id"]))
+        if (f["run"], programs) not in counted:
+            counted.add((f["run"], programs))
+            runs[programs] += 1
+    if not runs:
+        return None
+    best, n = max(runs.items(), key=lambda kv: kv[1])  # a tie: the first counted, the newest
+    return Worked(*latest[best], n, len(hit)) if n >= MIN_RUNS else None
+
+
+def told(fix: str, limit: int) -> str:
+    """A fix within ``limit`` characters: its earliest steps left out (``...`` says so),
+    never its last change or the step that got past the mistake, never a command cut."""
+    steps = _STEP.findall(fix)
+    if len(fix) <= limit or len(steps) < 3 or not fix.endswith(" passed"):
+        return fix
+    *changes, rerun = steps
+    while len(changes) > 1:
+        changes = changes[1:]
+        shorter = f"...; {'; '.join(f'`{c}`' for c in changes)}, then `{rerun}` passed"
+        if len(shorter) <= limit:
+            return shorter
+    return f"...; `{changes[-1]}`, then `{rerun}` passed"
+
+
+def masked(text: str, message: str) -> str:
+    """``text`` with the subjects of ``message`` (what its family masks) as ``SUBJECT``."""
+    for subject in subjects(message):
+        text = re.sub(rf"(?<![\w.-]){re.escape(subject)}(?![\w-])", SUBJECT, text)
+    return text
+
+
+def subjects(message: str) -> list[str]:
+    """What ``message`` names that its family's template masks (``yaml`` of ``No module
+    named 'yaml'``), longest first; none when the template cannot be laid over it."""
+    template = family_template(message)
+    pattern = "".join("(.+?)" if _MASKS.fullmatch(part) else re.escape(part)
+                      for part in re.split(r"(<x>|<n>|<path>|<str>)", template))
+    found = re.fullmatch(pattern, message, re.S)
+    if found is None:
+        return []
+    names = {g.strip("'\"") for g in found.groups()}
+    return sorted((n for n in names if len(n) > 1 and not n.isdigit()), key=len, reverse=True)
+
+
+def is_work(failure: Record) -> bool:
+    """Whether ``failure`` is its run's progress: a test or reproduction asserting what the
+    code under repair does not do yet, or a failure its run got past by editing files other
+    than the one it ran (not a slip: a typo, a missing file, program or module)."""
+    kind, _ = purpose(failure["action"])
+    if failure["error_type"] in ASSERTIONS and kind not in ("", "python -c"):
+        return True
+    fix = shown_fix(failure["resolution"] or "")
+    if not fix or failure["error_type"] in SLIPS:
+        return False
+    *changes, _rerun = _STEP.findall(fix)
+    script = kind if kind != TESTS else ""
+    return bool(changes) and all(
+        commands.kind(step) in EDITORS and not commands.inspects(step)
+        and not (script and step.endswith(script)) for step in changes)
+
+
+def mostly_work(failures: Sequence[Record]) -> bool:
+    """Whether a family's failures are at least ``WORK_SHARE`` its runs' own work."""
+    return bool(failures) and sum(map(is_work, failures)) >= WORK_SHARE * len(failures)
