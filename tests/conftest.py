@@ -1,12 +1,14 @@
+import json
 import os
 import sqlite3
 import subprocess
 import sys
 import tempfile
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import IO
 
 import pytest
 
@@ -255,6 +257,69 @@ def run_cli(*args: str, stdin: bytes | None = None, env: dict | None = None):
         env={**os.environ, **(env or {})},
         timeout=60,
     )
+
+
+# The command's entry point under an audit hook that says on stderr each process it starts
+# (``started``): what proves a command started no helper or worker once it has exited, with
+# no wait for one to show up.
+SPAWN_PROBE = (
+    "import sys; sys.addaudithook(lambda event, args: event in {'os.posix_spawn', 'os.fork',"
+    " 'os.forkpty', 'subprocess.Popen', 'os.exec', 'os.spawn', 'os.system'} and print("
+    "'reflect-test: started ' + event, file=sys.stderr, flush=True)); "
+    "from reflect.cli.launch import main; sys.exit(main())")
+
+
+def reflect_argv(*args: str, python: Sequence[str] = (), watch: bool = False) -> list[str]:
+    """``python -m reflect <args>``; ``python``: the interpreter's own options (``-X
+    importtime``); ``watch``: the same entry point under ``SPAWN_PROBE``."""
+    entry = ["-c", SPAWN_PROBE] if watch else ["-m", "reflect"]
+    return [sys.executable, *python, *entry, *args]
+
+
+def started(done: subprocess.CompletedProcess) -> list[str]:
+    """The processes a command run with ``watch`` started, as its audit events."""
+    return [line.rpartition(" ")[2] for line in done.stderr.decode().splitlines()
+            if line.startswith("reflect-test: started ")]
+
+
+def hook_argv(client: str = "claude-code", python: Sequence[str] = (),
+              watch: bool = False) -> list[str]:
+    """``reflect hook <client>`` as a client's settings run it."""
+    return reflect_argv("hook", client, python=python, watch=watch)
+
+
+def hook_env(env: Mapping[str, str] | None = None, unset: Iterable[str] = ()) -> dict[str, str]:
+    """The test's environment, ``env`` over it, without the variables in ``unset``."""
+    base = {k: v for k, v in os.environ.items() if k not in set(unset)}
+    return {**base, **(env or {})}
+
+
+def run_hook(event: bytes | str | dict | IO[bytes], client: str = "claude-code", *,
+             env: Mapping[str, str] | None = None, unset: Iterable[str] = (),
+             python: Sequence[str] = (), watch: bool = False, exit_code: int | None = 0,
+             timeout: float = 60, **options) -> subprocess.CompletedProcess:
+    """One hook event answered by ``reflect hook <client>`` in a process of its own, as the
+    client runs it: ``event`` on its stdin (a dict as JSON, a file read as it is), ``env``
+    over the test's environment; ``python`` and ``watch`` as ``reflect_argv`` takes them.
+    Its exit code must be ``exit_code`` (a hook never breaks its client: 0), unless that is
+    None; ``options`` go to ``subprocess.run``."""
+    if isinstance(event, dict):
+        event = json.dumps(event)
+    given = ({"input": event.encode() if isinstance(event, str) else event}
+             if isinstance(event, str | bytes) else {"stdin": event})
+    done = subprocess.run(hook_argv(client, python, watch), capture_output=True, timeout=timeout,
+                          env=hook_env(env, unset), **given, **options)
+    if exit_code is not None:
+        assert done.returncode == exit_code, done.stderr
+    return done
+
+
+def start_hook(client: str = "claude-code", *, env: Mapping[str, str] | None = None,
+               **options) -> subprocess.Popen:
+    """``reflect hook <client>`` started, its stdin and stdout pipes, for hooks that run at
+    once or a test that writes the event itself."""
+    return subprocess.Popen(hook_argv(client), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            env=hook_env(env), **options)
 
 
 @pytest.fixture(params=["off", "on"])

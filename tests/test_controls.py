@@ -5,6 +5,7 @@ import sqlite3
 
 import pytest
 from conftest import run_cli
+from fake_store import FakeStore
 
 from reflect import Memory, Settings
 from reflect.api.controls import FEEDBACK_WEIGHT, PinnedLesson, UnknownLesson
@@ -262,20 +263,16 @@ def test_a_newer_lesson_with_the_same_trigger_that_says_otherwise_supersedes(mem
     assert lesson(mem, a.lesson_id)["status"] == "superseded"  # history kept
 
 
-def test_the_worker_consolidates_once_a_day(clock, monkeypatch):
-    from reflect.reflection import consolidation
-
-    runs = []
-    real = consolidation.consolidate
-    monkeypatch.setattr(consolidation, "consolidate",
-                        lambda *a, **k: runs.append(a) or real(*a, **k))
-    with Memory(settings=Settings(clock=clock)) as m:
+def test_the_worker_consolidates_once_a_day(clock):
+    fake = FakeStore()  # the workers open the store through it too
+    with Memory(settings=Settings(clock=clock, open_store=fake.open)) as m:
         m.capture(run="a", exit_code=1, error_text=NO_YAML)  # an embed job to run
         for _ in range(3):
             m.run_worker(idle_exit=0)
         clock.now += DAY + 1
         m.run_worker(idle_exit=0)
-    assert len(runs) == 2
+    assert fake.opened == 5  # the memory's store, and each worker's
+    assert len(fake.answers("aging_lessons")) == 2  # a consolidation's first question
 
 
 def test_without_credit_the_log_is_kept_and_lessons_are_not_judged(clock):

@@ -10,10 +10,10 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
+from conftest import reflect_argv, started
 from test_worker import MODEL, PROXY_VARIABLES, TRACEBACK, FakeProvider, failure_text, wait_for
 
 from reflect import Memory
@@ -80,12 +80,12 @@ def query(home: Path, sql: str, *args) -> list[tuple]:
         store.close()
 
 
-def cli_capture(error_text: str) -> subprocess.CompletedProcess:
+def cli_capture(error_text: str, watch: bool = False) -> subprocess.CompletedProcess:
     """``reflect capture`` with its stdout and stderr as pipes, as a harness runs it;
-    returns once both pipes reach EOF."""
+    returns once both pipes reach EOF. ``watch``: under conftest's ``SPAWN_PROBE``."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "reflect", "capture", "--run", "r1", "--phase", "test",
-         "--exit-code", "1", "--error-file", "-", "--format", "json"],
+        reflect_argv("capture", "--run", "r1", "--phase", "test", "--exit-code", "1",
+                     "--error-file", "-", "--format", "json", watch=watch),
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
     )
     try:
@@ -156,9 +156,9 @@ def test_a_worker_exits_by_itself_once_idle(provider, own_store, no_stray_proces
 
 def test_reflect_worker_off_starts_nothing(provider, own_store, no_stray_process):
     assert os.environ["REFLECT_WORKER"] == "off"
-    out = cli_capture(TRACEBACK)
+    out = cli_capture(TRACEBACK, watch=True)  # exited: whatever it started, it did
     assert out.returncode == 0, out.stderr
-    time.sleep(0.5)
+    assert started(out) == []
     assert processes_of(own_store) == []
     assert not (own_store / WORKER_LOG).exists()
     assert query(own_store, "SELECT value FROM meta WHERE key = 'worker_started'") == []

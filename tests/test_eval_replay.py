@@ -3,8 +3,10 @@ import textwrap
 
 import pytest
 from conftest import run_cli
+from fake_store import FakeStore
 
 from reflect.api.memory import Memory
+from reflect.api.settings import Settings
 from reflect.eval._convert import convert
 from reflect.eval._replay import ReplayError, replay
 from reflect.eval._signature import signature
@@ -12,7 +14,6 @@ from reflect.eval._trace import TraceRecord, write_trace
 from reflect.recall.predict import Predictor
 from reflect.recall.render import LESSONS_HEADER, RECENT_HEADER, estimate_tokens
 from reflect.store import StoreUnavailable
-from reflect.store.sql import SQLStore
 
 E1 = textwrap.dedent("""\
     Traceback (most recent call last):
@@ -89,22 +90,20 @@ def test_injected_items_carry_provenance_from_earlier_failures_only(tmp_path):
             assert all(failure_row[f] < row["index"] for f in item["source_failure_ids"])
 
 
-def test_recall_never_sees_the_failure_about_to_happen(monkeypatch):
+def test_recall_never_sees_the_failure_about_to_happen():
     seen = []
-    original = Memory.recall
 
-    def spy(self, **kwargs):
-        seen.append(kwargs)
-        stored = {(e.run, e.iteration) for e in self.failures(limit=1000)}
-        assert (kwargs["run"], kwargs["iteration"]) not in stored
-        return original(self, **kwargs)
+    def before_capture(mem, record):  # called after each record's recall, before its capture
+        stored = {(e.run, e.iteration) for e in mem.failures(limit=1000)}
+        assert (record.run, record.iteration) not in stored
+        seen.append(record)
 
-    monkeypatch.setattr(Memory, "recall", spy)
-    replay(SYNTHETIC, "on")
-    assert len(seen) == len(SYNTHETIC)
-    assert {tuple(sorted(k)) for k in seen} == {
-        ("action", "goal", "iteration", "max_tokens", "phase", "run")}
-    assert {k["action"] for k in seen} == {""}  # told only with actions=True, below
+    fake = FakeStore()
+    replay(SYNTHETIC, "on", observe=before_capture, settings=Settings(open_store=fake.open))
+    assert seen == list(SYNTHETIC)
+    # Each recall logged what it injected for the iteration about to run.
+    logged = [args[:2] for name, args, _ in fake.calls if name == "record_injections"]
+    assert logged and set(logged) <= {(r.run, r.iteration) for r in SYNTHETIC}
 
 
 def test_told_the_command_about_to_run_the_block_is_a_pretooluse_hook_s():
@@ -165,13 +164,11 @@ def test_store_option_keeps_a_fresh_store(tmp_path):
         replay(SYNTHETIC, "recency", store=tmp_path / "kept")
 
 
-def test_a_store_that_drops_captures_stops_the_replay(monkeypatch):
-    def unwritable(self, *args, **kwargs):
-        raise StoreUnavailable("disk I/O error")
-
-    monkeypatch.setattr(SQLStore, "add_failure", unwritable)
+def test_a_store_that_drops_captures_stops_the_replay():
+    unwritable = FakeStore(faults={"add_failure": StoreUnavailable("disk I/O error")})
     with pytest.raises(ReplayError, match="holds 0 of the 5 failures captured"):
-        replay(SYNTHETIC, "recency")
+        replay(SYNTHETIC, "recency", settings=Settings(open_store=unwritable.open))
+    assert len(unwritable.answers("add_failure")) == 5  # each capture tried the store
 
 
 def test_memory_switched_off_is_an_error(monkeypatch):

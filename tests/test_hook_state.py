@@ -2,12 +2,9 @@
 of one session survives, and no raw secret is ever written there or echoed back."""
 
 import json
-import os
 import shlex
-import subprocess
-import sys
 
-from conftest import REPO
+from conftest import REPO, start_hook
 from secret_corpus import SECRETS
 from test_integration_claude_code import SESSION, context, event, hook
 
@@ -26,10 +23,7 @@ def test_parallel_failure_hooks_of_one_session_lose_no_change(own_store):
     failures = [event("PostToolUseFailure", tool_input={"command": f"tool{n} --check"},
                       error=f"Exit code 127\n/bin/bash: line 1: tool{n}: command not found")
                 for n in range(6)]
-    procs = [subprocess.Popen([sys.executable, "-m", "reflect", "hook", "claude-code"],
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=REPO,
-                              env=os.environ.copy())
-             for _ in failures]
+    procs = [start_hook(cwd=REPO) for _ in failures]
     for proc, failure in zip(procs, failures, strict=True):
         proc.stdin.write(json.dumps(failure).encode())
         proc.stdin.close()

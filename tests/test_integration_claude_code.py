@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import NO_TABLE, run_cli, store_held
+from conftest import NO_TABLE, run_cli, run_hook, store_held
 from test_resident import listening, wait_for
 
 from reflect import Memory
@@ -23,9 +23,7 @@ def event(name: str, client: str = "claude_code", **changes) -> dict:
 
 
 def hook(data, client: str = "claude-code", env: dict | None = None) -> tuple[dict, str]:
-    raw = data if isinstance(data, str) else json.dumps(data)
-    done = run_cli("hook", client, stdin=raw.encode(), env=env)
-    assert done.returncode == 0, done.stderr
+    done = run_hook(data, client, env=env)
     return json.loads(done.stdout), done.stderr.decode()  # stdout holds its JSON alone
 
 
@@ -186,8 +184,7 @@ def test_the_kill_switch_silences_every_event():
 def hook_reading(stdin) -> subprocess.CompletedProcess:
     """A hook reading what may never end: its answer is the event (the timeout only catches
     a hang; bench/bounds.py times it)."""
-    return subprocess.run([sys.executable, "-m", "reflect", "hook", "claude-code"],
-                          stdin=stdin, capture_output=True, timeout=60)
+    return run_hook(stdin, exit_code=None)
 
 
 def test_endless_stdin_gets_an_answer():

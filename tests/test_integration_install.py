@@ -179,3 +179,27 @@ def test_a_portable_install_says_when_reflect_is_not_on_path(repo):
     assert done.returncode == 0 and b"`reflect` is not on this PATH" in done.stdout
     assert b"not on this PATH" not in run_cli("install", "claude-code", "--user",
                                               env={"PATH": "/nonexistent"}).stdout
+
+
+def test_each_registered_client_is_a_client_and_the_command_offers_each(capsys):
+    """Clients are a registry (reflect/integrations/clients.py), not a naming convention:
+    each entry's module gives a ``Client``'s hooks, parse and install, and the command line
+    offers exactly the registered ones."""
+    import inspect
+
+    from reflect.cli.main import parser
+    from reflect.integrations.clients import CLIENTS, Client, client
+
+    members = {name for name, _ in inspect.getmembers(Client) if not name.startswith("_")}
+    assert members == {"HOOKS", "parse", "install"}
+    for name in CLIENTS:
+        module = client(name)
+        assert all(hasattr(module, member) for member in members), name
+        assert callable(module.parse) and callable(module.install) and module.HOOKS
+        assert inspect.signature(module.install).bind("project", True)
+    for name in CLIENTS:
+        assert parser().parse_args(["hook", name]).client == name
+    with pytest.raises(SystemExit):
+        parser().parse_args(["hook", "no-such-client"])
+    offered = capsys.readouterr().err.rpartition("choose from ")[2]
+    assert offered.strip().strip(")") == ", ".join(repr(name) for name in CLIENTS)

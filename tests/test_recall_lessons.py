@@ -185,14 +185,12 @@ def test_offline_is_recency_only(monkeypatch):
         assert m.embeddings is None and m.vectors.embedder() is None
 
 
-def test_cached_mode_never_embeds_and_queues_the_goal(monkeypatch, similar):
-    import reflect.index
-
-    monkeypatch.setattr(reflect.index, "load_embedder",
-                        lambda *a: pytest.fail("a cached-mode recall loaded a model"))
+def test_cached_mode_never_embeds_and_queues_the_goal(similar):
     with Memory(settings=Settings(embed_here=False)) as m:
         fill(m)
         assert lesson_items(m.recall(run="new", goal=DJANGO_GOAL))  # the goals' words
+        assert not m.vectors.loaded, "a cached-mode recall loaded a model"
+        assert m.store.embedder_model("hash") is None  # no process here recorded loading one
         queued = [text for _, text in m.store.texts_to_embed(m.vectors.model_name() or "", 100)]
         assert queued.count(DJANGO_GOAL) == 1
 

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
+from conftest import reflect_argv, run_cli, run_hook, start_hook, started
 
 from reflect import Memory
 from reflect.cli import resident
@@ -21,6 +21,7 @@ from reflect.cli import resident
 FIXTURES = Path(__file__).parent / "fixtures" / "claude_code"
 SESSION = "9f2c1e7a-4b1d-4c61-a2f0-3e5b8d7c6a10"
 HELPER_ON = {"REFLECT_HELPER": "on"}
+COVERAGE = ("COVERAGE_PROCESS_CONFIG", "COVERAGE_PROCESS_START")
 
 
 def failed_event() -> bytes:
@@ -28,17 +29,13 @@ def failed_event() -> bytes:
     return json.dumps({**data, "cwd": str(Path.cwd())}).encode()
 
 
-def hook(env: dict | None = None, importtime: bool = False) -> subprocess.CompletedProcess:
-    argv = [sys.executable, *(["-X", "importtime"] if importtime else []),
-            "-m", "reflect", "hook", "claude-code"]
-    base = dict(os.environ)
-    if importtime:  # what a user's hook imports: not the coverage of the suite (sqlite3)
-        for name in ("COVERAGE_PROCESS_CONFIG", "COVERAGE_PROCESS_START"):
-            base.pop(name, None)
-    done = subprocess.run(argv, input=failed_event(), capture_output=True, timeout=60,
-                          env={**base, **HELPER_ON, **(env or {})})
-    assert done.returncode == 0, done.stderr
-    return done
+def hook(env: dict | None = None, importtime: bool = False,
+         watch: bool = False) -> subprocess.CompletedProcess:
+    """The failed event answered by a hook process, the helper on unless ``env`` says."""
+    return run_hook(failed_event(), env={**HELPER_ON, **(env or {})}, watch=watch,
+                    python=["-X", "importtime"] if importtime else [],
+                    # what a user's hook imports: not the coverage of the suite (sqlite3)
+                    unset=COVERAGE if importtime else ())
 
 
 def block(done: subprocess.CompletedProcess) -> str:
@@ -103,9 +100,7 @@ def test_the_helper_answers_as_the_cold_process_does(own_store, helper):
 
 
 def test_a_misused_command_line_exits_as_it_would_cold(own_store, helper):
-    done = subprocess.run([sys.executable, "-m", "reflect", "hook", "no-such-client"],
-                          input=b"{}", capture_output=True, timeout=60,
-                          env={**os.environ, **HELPER_ON})
+    done = run_hook(b"{}", "no-such-client", env=HELPER_ON, exit_code=None)
     cold = run_cli("hook", "no-such-client", stdin=b"{}")
     assert done.returncode == cold.returncode == 2
     assert done.stderr == cold.stderr
@@ -196,16 +191,28 @@ def test_an_idle_helper_exits(own_store):
 
 def test_off_means_no_helper(own_store):
     home = own_store
-    done = hook({"REFLECT_HELPER": "off"})
+    home.mkdir(mode=0o700, parents=True)  # where a helper would listen (the control below)
+    done = hook({"REFLECT_HELPER": "off"}, watch=True)  # exited: whatever it started, it did
     assert "pytest: command not found" in block(done)
-    time.sleep(0.5)
+    assert started(done) == []
     assert not (home / resident.SOCKET_NAME).exists()
     assert not (home / resident.LOCK_NAME).exists()
 
 
-def capture(importtime: bool = False) -> subprocess.CompletedProcess:
-    argv = [sys.executable, *(["-X", "importtime"] if importtime else []), "-m", "reflect",
-            "capture", "--run", SESSION, "--exit-code", "1", "--error-file", "-"]
+def test_a_hook_on_starts_the_helper(own_store):
+    """What the probe sees of a hook that does start one (the test above's control)."""
+    own_store.mkdir(mode=0o700, parents=True)
+    done = hook(watch=True)
+    try:
+        assert started(done) == ["os.posix_spawn"]
+        wait_for(lambda: listening(own_store / resident.SOCKET_NAME), 60)
+    finally:
+        (own_store / resident.SOCKET_NAME).unlink(missing_ok=True)  # the helper leaves
+
+
+def capture(importtime: bool = False, watch: bool = False) -> subprocess.CompletedProcess:
+    argv = reflect_argv("capture", "--run", SESSION, "--exit-code", "1", "--error-file", "-",
+                        python=["-X", "importtime"] if importtime else [], watch=watch)
     done = subprocess.run(argv, input=b"ModuleNotFoundError: No module named 'yaml'\n",
                           capture_output=True, timeout=60, env={**os.environ, **HELPER_ON})
     assert done.returncode == 0, done.stderr
@@ -213,8 +220,9 @@ def capture(importtime: bool = False) -> subprocess.CompletedProcess:
 
 
 def test_a_capture_never_starts_a_helper(own_store):
-    capture()
-    time.sleep(0.5)
+    own_store.mkdir(mode=0o700, parents=True)  # where a hook would start one
+    done = capture(watch=True)  # exited: whatever it started, it did
+    assert started(done) == []
     assert stored(own_store) == 1
     assert not (own_store / resident.SOCKET_NAME).exists()
 
@@ -229,10 +237,7 @@ def test_a_capture_uses_the_helper_that_is_up(own_store, helper):
 
 
 def test_hooks_at_once_each_get_a_child_of_their_own(own_store, helper):
-    argv = [sys.executable, "-m", "reflect", "hook", "claude-code"]
-    env = {**os.environ, **HELPER_ON}
-    running = [subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
-               for _ in range(4)]
+    running = [start_hook(env=HELPER_ON) for _ in range(4)]
     answers = [json.loads(p.communicate(failed_event(), timeout=60)[0]) for p in running]
     # each a block with the failure (its line shortened once it has failed a few times)
     assert all("`pytest tests/test_dates.py` -> CommandNotF" in

@@ -21,6 +21,7 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 
 import pytest
+from conftest import run_hook, start_hook, started
 from test_resident import (
     HELPER_ON,
     block,
@@ -32,22 +33,19 @@ from test_resident import (
 )
 
 from reflect.cli import resident
-from reflect.integrations import budget
 
 OTHER_UID = 4242  # a second local user: any uid will do, none needs to exist
 as_root = pytest.mark.skipif(
     os.geteuid() != 0, reason="a socket of another user is made by a second uid: needs root")
 
 
-def hook(env: dict | None = None, timeout: float = 60) -> tuple[subprocess.CompletedProcess, float]:
-    start = time.monotonic()
-    done = subprocess.run([sys.executable, "-m", "reflect", "hook", "claude-code"],
-                          input=failed_event(), capture_output=True, timeout=timeout,
-                          env={**os.environ, **HELPER_ON, "OPENAI_API_KEY": "sk-planted-key-1",
-                               "REFLECT_API_KEY": "sk-planted-key-2", **(env or {})})
-    assert done.returncode == 0, done.stderr
+def hook(env: dict | None = None, timeout: float = 60,
+         watch: bool = False) -> subprocess.CompletedProcess:
+    done = run_hook(failed_event(), timeout=timeout, watch=watch,
+                    env={**HELPER_ON, "OPENAI_API_KEY": "sk-planted-key-1",
+                         "REFLECT_API_KEY": "sk-planted-key-2", **(env or {})})
     json.loads(done.stdout)  # an answer, whatever happened
-    return done, time.monotonic() - start
+    return done
 
 
 class Listener:
@@ -99,7 +97,7 @@ def listener(home: Path, reply=None, mode: int = 0o700) -> Listener:
 def test_a_store_directory_others_can_write_in_gets_no_helper(own_store):
     fake = listener(own_store, lambda c: c.sendall(answer(0, b"{}\n")), mode=0o777)
     try:
-        done, _ = hook()
+        done = hook()
     finally:
         fake.close()
     assert fake.connections == 0  # the keys, the event: nothing went to it
@@ -134,7 +132,7 @@ def test_a_socket_served_by_another_user_is_not_trusted(own_store):
         os.rename(shared / "s", path)  # in the user's directory, as the user's, at mode 0600:
         os.chown(path, os.getuid(), os.getgid())  # only the peer's uid tells
         path.chmod(0o600)
-        done, _ = hook()
+        done = hook()
         os.waitpid(pid, 0)
     finally:
         with_kill(pid)
@@ -155,7 +153,7 @@ def with_kill(pid: int) -> None:
 def test_the_helper_is_sent_no_api_key(own_store):
     fake = listener(own_store, lambda c: c.sendall(answer(0, b"{}\n")))
     try:
-        done, _ = hook()
+        done = hook()
     finally:
         fake.close()
     [request] = fake.requests
@@ -183,7 +181,7 @@ def test_a_reply_that_is_not_an_answer_is_answered_cold(own_store, reply):
 
     fake = listener(own_store, send)
     try:
-        done, _ = hook()
+        done = hook()
     finally:
         fake.close()
     assert len(fake.requests) == 1
@@ -199,11 +197,13 @@ def test_a_helper_that_drips_costs_at_most_the_budget(own_store):
 
     fake = listener(own_store, drip)
     try:
-        done, took = hook(timeout=30)
+        done = hook(timeout=30)  # it ended by itself (installed hooks are killed at 10 s)
     finally:
         fake.close()
-    assert took < budget.SECONDS + 1  # installed hooks are killed at 10 s
     assert done.stdout == b"{}\n"
+    # It stopped because the budget ran out, not because the drip did (the time it took
+    # is bench/helper_attacks.py's figure)
+    assert b"did not answer within" in done.stderr
 
 
 def test_the_warm_up_touches_no_real_store(own_store):
@@ -265,18 +265,13 @@ def test_a_child_slower_than_the_budget_records_its_capture_once(own_store, help
     from reflect import Memory
 
     with patterns_held(own_store):
-        running = subprocess.Popen([sys.executable, "-m", "reflect", "hook", "claude-code"],
-                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                   stderr=subprocess.DEVNULL, env={**os.environ, **HELPER_ON})
-        start = time.monotonic()
+        running = start_hook(env=HELPER_ON, stderr=subprocess.DEVNULL)
         running.stdin.write(json.dumps({**json.loads(failed_event()), "session_id": "slow"})
                             .encode())
         running.stdin.close()
         out = running.stdout.read()  # until the hook exits
-        took = time.monotonic() - start
         running.wait(30)
-        assert json.loads(out) == {} and running.returncode == 0
-        assert took < budget.SECONDS + 1
+        assert json.loads(out) == {} and running.returncode == 0  # answered, the child held
         [child] = children(helper.pid)  # still holding the event
     wait_for(lambda: child not in children(helper.pid))
     with Memory(own_store) as mem:
@@ -303,18 +298,13 @@ def test_a_removed_working_directory_costs_no_capture(own_store, helper, tmp_pat
     gone = tmp_path / "build"
     gone.mkdir()
     event = json.loads(failed_event())
-    done = subprocess.run(
-        [sys.executable, "-m", "reflect", "hook", "claude-code"],
-        input=json.dumps({**event, "cwd": str(gone)}).encode(), capture_output=True,
-        timeout=60, cwd=gone, preexec_fn=lambda: os.rmdir(gone),  # removed under the hook
-        env={**os.environ, "REFLECT_HELPER": "on" if helped else "off"})
-    assert done.returncode == 0, done.stderr
+    done = run_hook({**event, "cwd": str(gone)}, env={"REFLECT_HELPER": "on" if helped else "off"},
+                    cwd=gone, preexec_fn=lambda: os.rmdir(gone))  # removed under the hook
     assert not gone.exists()
     assert "pytest: command not found" in block(done) and stored(own_store) == 1
 
 
-def test_a_failure_the_budget_cuts_short_is_recorded_after_the_answer(own_store,
-                                                                       monkeypatch):
+def test_a_failure_the_budget_cuts_short_is_recorded_after_the_answer(own_store, caplog):
     """A machine too slow for the budget (50 hooks at once at load 40): the hook answers
     in time, and its failure is recorded by a process of its own after the answer."""
     import io
@@ -324,15 +314,14 @@ def test_a_failure_the_budget_cuts_short_is_recorded_after_the_answer(own_store,
     event = own_store.parent / "event.json"
     event.write_bytes(failed_event())
     out = io.StringIO()
-    with open(event) as stdin:
-        monkeypatch.setattr(budget, "until", time.monotonic() + 0.001)  # spent at once
-        start = time.monotonic()
-        assert hooks.run(claude_code.parse, stdin=stdin, stdout=out) == 0
-    assert time.monotonic() - start < 1
+    before = set(children(os.getpid()))
+    with open(event) as stdin:  # a budget spent at once
+        assert hooks.run(claude_code.parse, stdin=stdin, stdout=out, left=lambda: 0.001) == 0
     assert json.loads(out.getvalue()) == {}
-    wait_for(lambda: own_store.exists() and stored(own_store) == 1)
-    time.sleep(1)
-    assert stored(own_store) == 1
+    assert "the event is recorded after the answer" in caplog.text
+    [recorder] = set(children(os.getpid())) - before
+    wait_for(lambda: os.waitpid(recorder, os.WNOHANG)[0] == recorder, 60)
+    assert stored(own_store) == 1  # by the recorder, which has exited: once
 
 
 @pytest.mark.parametrize("where", ["error text", "event field"])
@@ -344,18 +333,15 @@ def test_an_absurd_exit_code_costs_no_capture(own_store, where):
         text = json.dumps(event)
     else:
         text = json.dumps(event)[:-1] + f', "exit_code": {digits}}}'
-    done = subprocess.run([sys.executable, "-m", "reflect", "hook", "claude-code"],
-                          input=text.encode(), capture_output=True, timeout=60,
-                          env={**os.environ, "REFLECT_HELPER": "off"})
-    assert done.returncode == 0, done.stderr
+    done = run_hook(text, env={"REFLECT_HELPER": "off"})
     assert "pytest: command not found" in block(done) and stored(own_store) == 1
 
 
 def test_a_directory_at_the_socket_starts_no_helper(own_store):
     own_store.mkdir(mode=0o700, parents=True)
     (own_store / resident.SOCKET_NAME).mkdir()
-    done, _ = hook()
+    done = hook(watch=True)  # exited: whatever it started, it did
     assert b"is not a socket" in done.stderr
     assert "pytest: command not found" in block(done) and stored(own_store) == 1
-    time.sleep(1)
-    assert not (own_store / resident.LOCK_NAME).exists()  # no helper started to die
+    assert started(done) == []  # no helper started to die
+    assert not (own_store / resident.LOCK_NAME).exists()

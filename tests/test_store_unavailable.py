@@ -1,8 +1,10 @@
 """While the store cannot be opened, capture keeps failures aside, recall's recent
 section answers from them, and the next capture once the store is back takes them in."""
 
-from reflect import Memory
-from reflect.store import DB_NAME
+from fake_store import FakeStore
+
+from reflect import Memory, Settings
+from reflect.store import DB_NAME, StoreUnavailable
 
 
 def test_recall_answers_from_kept_captures_until_the_store_returns(own_store, caplog):
@@ -44,3 +46,17 @@ def test_an_empty_store_url_keeps_the_sqlite_file_whatever_reflect_store_says(
         mem.capture(iteration=1, exit_code=1, error_text="ValueError: local")
         assert [f.message for f in mem.failures()] == ["local"]
     assert (own_store / DB_NAME).exists() and not list(own_store.glob("pending*"))
+
+
+def test_a_store_that_fails_a_write_keeps_the_capture_aside_until_it_takes_writes(own_store):
+    broken = FakeStore(faults={"add_failure": StoreUnavailable("disk I/O error")})
+    with Memory(run="r", settings=Settings(open_store=broken.open)) as mem:
+        mem.capture(iteration=1, action="python app.py", exit_code=1,
+                    error_text="ModuleNotFoundError: No module named 'yaml'")
+        assert "yaml" in mem.recall(iteration=2).text  # answered from what was kept aside
+        assert mem.failures(run="r") == []
+    assert len(broken.answers("add_failure")) == 1 and list(own_store.glob("pending*"))
+    with Memory(run="r") as mem:  # the store takes writes again
+        mem.capture(iteration=2, action="pytest", exit_code=1, error_text="ValueError: x")
+        assert [f.iteration for f in mem.failures(run="r")] == [2, 1]
+    assert not list(own_store.glob("pending*"))

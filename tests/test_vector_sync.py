@@ -1,7 +1,9 @@
 """The run-goal index is local: a process brings its file up to date by reading only the
 runs whose goal vector changed since the file was saved, and rebuilds it after a removal."""
 
-from reflect import Memory
+from fake_store import FakeStore
+
+from reflect import Memory, Settings
 from reflect.reflection.embedding import Vectors
 
 
@@ -12,44 +14,43 @@ def capture_runs(mem, names):
     mem.vectors.embed_pending()
 
 
-def counting(store):
-    """The store, with a count of the vectors each sync reads from it."""
-    read = []
-    original = store.run_goal_vectors
+def spied() -> tuple[Memory, FakeStore]:
+    """A memory on the test's store, through a fake that keeps what each call returned."""
+    fake = FakeStore()
+    return Memory(embeddings="hash", settings=Settings(open_store=fake.open)), fake
 
-    def run_goal_vectors(model, since=-1):
-        rows = original(model, since)
-        read.append(len(rows))
-        return rows
 
-    store.run_goal_vectors = run_goal_vectors
-    return read
+def read(fake: FakeStore) -> list[int]:
+    """The vectors each sync read from the store, since the calls were last cleared."""
+    return [len(rows) for rows in fake.answers("run_goal_vectors")]
 
 
 def test_a_sync_reads_only_the_changed_runs(own_store):
-    with Memory(embeddings="hash") as mem:
+    mem, fake = spied()
+    with mem:
         capture_runs(mem, [f"run{i}" for i in range(30)])
-        read = counting(mem.store)
-        assert len(mem.vectors.index()) == 30 and read == [30]  # built once, from every vector
-        assert mem.vectors.index() is mem.vectors.index() and read == [30]  # nothing changed
+        fake.calls.clear()
+        assert len(mem.vectors.index()) == 30 and read(fake) == [30]  # built once, from all
+        assert mem.vectors.index() is mem.vectors.index() and read(fake) == [30]  # unchanged
 
         capture_runs(mem, ["run30", "run31"])
-        assert len(mem.vectors.index()) == 32 and read == [30, 2]
+        assert len(mem.vectors.index()) == 32 and read(fake) == [30, 2]
 
         # Another process opens the saved file and reads only what it lacks.
         capture_runs(mem, ["run32"])
         other = Vectors(mem.store, "hash")
-        assert len(other.index()) == 33 and read == [30, 2, 1]
+        assert len(other.index()) == 33 and read(fake) == [30, 2, 1]
         assert other.index().ids[-1] == "run32"
 
 
 def test_a_removal_rebuilds_the_index_without_the_removed_run(own_store):
-    with Memory(embeddings="hash") as mem:
+    mem, fake = spied()
+    with mem:
         capture_runs(mem, ["a", "b", "c"])
-        read = counting(mem.store)
+        fake.calls.clear()
         assert sorted(mem.vectors.index().ids) == ["a", "b", "c"]
         mem.clear(run="b")
-        assert sorted(mem.vectors.index().ids) == ["a", "c"] and read == [3, 2]
+        assert sorted(mem.vectors.index().ids) == ["a", "c"] and read(fake) == [3, 2]
 
 
 def test_clearing_a_run_takes_its_error_and_goal_texts_out_of_the_vector_table(own_store):

@@ -23,7 +23,7 @@ from reflect.capture.review import fix_reason
 from reflect.capture.scope import elsewhere, scope_of
 from reflect.recall.holdout import Holdout
 from reflect.reflection import consolidation, queue
-from reflect.store import Rejected, Store, StoreUnavailable, open_store, pending
+from reflect.store import Rejected, Store, StoreUnavailable, pending
 from reflect.store.runs import MAX_GOAL_CHARS
 
 if TYPE_CHECKING:
@@ -86,14 +86,16 @@ class Memory:
 
             self._worker = start_thread(self.home, self.store_url, self.model,
                                         self.embeddings, self.clock, settings.upkeep,
-                                        settings.retries, settings.worker_poll)
+                                        settings.retries, settings.worker_poll,
+                                        settings.open_store)
 
     # The store opens on first use, so a Memory can always be constructed;
     # a store that cannot be opened degrades capture and recall, never raises.
     @property
     def store(self) -> Store:
         if self._store is None:  # REFLECT_STORE may name a shared PostgreSQL store
-            self._store = open_store(self.home, self.store_url, self.settings.busy_timeout)
+            self._store = self.settings.open_store(self.home, self.store_url,
+                                                   self.settings.busy_timeout)
         return self._store
 
     @property
@@ -390,7 +392,7 @@ class Memory:
         worker = Worker(self.home, self.store_url, self.model, self.embeddings,
                         clock=self.clock, upkeep=self.settings.upkeep,
                         retries=self.settings.retries,
-                        poll=self.settings.worker_poll)
+                        poll=self.settings.worker_poll, open_store=self.settings.open_store)
         try:
             if once:
                 return worker.run_once()

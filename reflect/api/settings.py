@@ -13,16 +13,21 @@ from reflect.base import config
 from reflect.recall.holdout import Holdout
 from reflect.reflection.consolidation import Upkeep
 from reflect.reflection.queue import POLL, Retries
+from reflect.store import open_store
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from reflect.recall.predict import Predictor
+    from reflect.store import Store
 
 
 @dataclass(frozen=True)
 class Settings:
     """How a ``Memory`` behaves, beyond which store it opens and which models it may call
-    (those are ``Memory``'s own keywords). A field left at its default takes its
-    environment variable's value when the ``Memory`` is made (``with_env``)."""
+    (those are ``Memory``'s own keywords; ``open_store`` is how it opens it). A field left
+    at its default takes its environment variable's value when the ``Memory`` is made
+    (``with_env``)."""
 
     # Load the embedding model here, once, on the first recall whose goal has no cached
     # vector; False never loads it here: cached vectors are used, the rest is queued.
@@ -53,6 +58,10 @@ class Settings:
     # A job's attempts and backoff, a provider's breaker.
     retries: Retries = field(default_factory=Retries)
     worker_poll: float = POLL  # seconds a worker waits before it looks at the queue again
+    # How the store is opened, from its directory, URL and ``busy_timeout``: by this
+    # ``Memory`` and by the workers it runs (a detached worker opens its own). A test gives
+    # a fake store here (tests/fake_store.py); nothing patches the backends.
+    open_store: Callable[[Path, str, float], Store] = open_store
 
     def __post_init__(self) -> None:
         for name, (_, _, valid, meaning) in ENVIRONMENT.items():

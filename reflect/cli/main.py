@@ -11,7 +11,6 @@ import argparse
 import os
 import sys
 from collections.abc import Iterable, Mapping
-from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from reflect import __version__
@@ -23,6 +22,7 @@ from reflect.base.text import format_error
 from reflect.capture.numbers import bounded, count, number
 from reflect.cli.learn import add_learn
 from reflect.cli.lessons import LESSON_COMMANDS, open_memory
+from reflect.integrations import clients
 from reflect.integrations.clients import CLIENTS, DEFAULT_SCOPE
 
 if TYPE_CHECKING:
@@ -237,11 +237,11 @@ def add_hook(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def add_install(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     c = command(sub, "install", None, "Put reflect's hooks into an agent's settings.")
     client = c.add_subparsers(dest="client", required=True, metavar="|".join(CLIENTS))
-    for name, scopes in CLIENTS.items():
+    for name, registered in CLIENTS.items():
         i = client.add_parser(name, help=f"the hooks for {name}")
         i.set_defaults(handler=cmd_install)
         where = i.add_mutually_exclusive_group()
-        for scope, (path, what) in scopes.items():
+        for scope, (path, what) in registered.scopes.items():
             where.add_argument(f"--{scope}", dest="scope", action="store_const", const=scope,
                                help=f"{path}{what}")
         if name == "claude-code":
@@ -263,22 +263,16 @@ def add_run(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="the command, after --")
 
 
-def integration(name: str) -> ModuleType:
-    from importlib import import_module
-
-    return import_module(f"reflect.integrations.{name.replace('-', '_')}")
-
-
 def cmd_hook(args: argparse.Namespace) -> int:
     from reflect.integrations import hooks
 
-    return hooks.run(integration(args.client).parse, env=args.env)
+    return hooks.run(clients.client(args.client).parse, env=args.env)
 
 
 def cmd_install(args: argparse.Namespace) -> int:
-    extra = {"plugin": args.plugin} if getattr(args, "plugin", None) else {}
-    print(integration(args.client).install(args.scope or DEFAULT_SCOPE, args.uninstall,
-                                           **extra))
+    extra: dict[str, Any] = {"plugin": args.plugin} if getattr(args, "plugin", None) else {}
+    print(clients.client(args.client).install(args.scope or DEFAULT_SCOPE, args.uninstall,
+                                              **extra))
     return 0
 
 

@@ -31,6 +31,7 @@ import contextlib
 import tempfile
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -156,6 +157,7 @@ def replay(
     observe: Callable[[Memory, TraceRecord], None] | None = None,
     scope_by_project: bool = False,
     actions: bool = False,
+    settings: Settings | None = None,
 ) -> dict[str, Any]:
     """Replay ``records`` in order; returns the summary (also written under ``out``).
 
@@ -167,7 +169,8 @@ def replay(
     it (lessons of one project are not recalled in another). ``observe`` is called with the
     memory and the record after each recall, before the record is captured (a bench reads
     the predictor's estimates there). ``actions`` tells each recall the record's action,
-    the command about to run.
+    the command about to run. ``settings``: the memory's, whose clock, credit and
+    predictor the replay sets (a bench's tuned rules; a test's fake store).
     """
     if mode not in REPLAY_MODES:
         raise ReplayError(f"unknown mode {mode!r}; choose one of {', '.join(REPLAY_MODES)}")
@@ -186,8 +189,9 @@ def replay(
         # mark every lesson that foresaw a failure as one that failed to prevent it. A
         # replay starts from its own empty SQLite store, even where REFLECT_STORE names a
         # shared one.
-        with Memory(home=home, store_url="", embeddings=embeddings, settings=Settings(
-                clock=lambda: now[0], credit=False, predictor=predictor)) as mem:
+        with Memory(home=home, store_url="", embeddings=embeddings, settings=replace(
+                settings or Settings(), clock=lambda: now[0], credit=False,
+                predictor=predictor)) as mem:
             mem.scope = "global"  # not the working directory's: a replay is of its trace
             rows = _rows(records, Injector(mem, mode, max_tokens), now, progress, observe,
                          scope_by_project, actions)

@@ -1,28 +1,60 @@
-"""The clients whose hooks reflect installs and answers, and the scopes each one's
-settings live in: defined once, for the integrations (where to write) and the command
-line (what to offer, and its help), which reads it without importing an integration."""
+"""The clients whose hooks reflect installs and answers: a registry, defined once, for the
+integrations (where to write) and the command line (what to offer, its help, and which
+module answers a client's events). The command line reads it without importing an
+integration: a client's module is imported when that client is asked for, and only it."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
+from importlib import import_module
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
-__all__ = ["CLIENTS", "DEFAULT_SCOPE", "scopes"]
+if TYPE_CHECKING:
+    from reflect.integrations.hooks import Event
+
+__all__ = ["CLIENTS", "DEFAULT_SCOPE", "Client", "Registered", "client", "scopes"]
 
 DEFAULT_SCOPE = "project"
-# client -> scope -> (settings file, the rest of its help line)
-CLIENTS: dict[str, dict[str, tuple[Path, str]]] = {
-    "claude-code": {
+
+
+class Client(Protocol):
+    """What a client's integration module gives: its hooks, how it reads one of its
+    events, how its hooks are put into (or taken out of) a scope's settings."""
+
+    @property
+    def HOOKS(self) -> Mapping[str, str | None]:
+        """event -> tool matcher (None: every tool, or an event without tools)."""
+
+    def parse(self, raw: dict[str, Any]) -> Event | None: ...
+    def install(self, scope: str, uninstall: bool = False) -> str: ...
+
+
+@dataclass(frozen=True)
+class Registered:
+    module: str  # the module that answers the client's events (a ``Client``)
+    scopes: dict[str, tuple[Path, str]]  # scope -> (settings file, the rest of its help line)
+
+
+CLIENTS: dict[str, Registered] = {
+    "claude-code": Registered("reflect.integrations.claude_code", {
         "project": (Path(".claude/settings.json"), ", committed with the project (default)"),
         "local": (Path(".claude/settings.local.json"), ", this clone only"),
         "user": (Path("~/.claude/settings.json"), ", every project"),
-    },
-    "codex": {
+    }),
+    "codex": Registered("reflect.integrations.codex", {
         "project": (Path(".codex/hooks.json"), " (loaded for trusted projects; default)"),
         "user": (Path("~/.codex/hooks.json"), ", every project"),
-    },
+    }),
 }
+
+
+def client(name: str) -> Client:
+    """The integration of the client ``name`` (a key of ``CLIENTS``), imported now."""
+    return cast("Client", import_module(CLIENTS[name].module))
 
 
 def scopes(client: str) -> dict[str, Path]:
     """scope -> the client's settings file for it."""
-    return {scope: path for scope, (path, _) in CLIENTS[client].items()}
+    return {scope: path for scope, (path, _) in CLIENTS[client].scopes.items()}

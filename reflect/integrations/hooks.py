@@ -84,16 +84,17 @@ def base_event(raw: dict[str, Any], hooks: Collection[str]) -> Event:
 
 
 def run(parse: Callable[[dict[str, Any]], Event | None], stdin: IO[str] = sys.stdin,
-        stdout: IO[str] = sys.stdout, env: Mapping[str, str] = os.environ) -> int:
+        stdout: IO[str] = sys.stdout, env: Mapping[str, str] = os.environ,
+        left: Callable[[], float | None] = budget.left) -> int:
     """Read one event, print its answer (``{}`` when there is nothing to say), exit 0
     whatever happens: bad input, an unknown event or a locked store cost one line on
     stderr, and the answer comes within ``TIME_BUDGET`` seconds of the process's start
-    (``budget.left``)."""
+    (``left``: the seconds this process has left, ``budget.left``)."""
     def give_up(signum: int, frame: FrameType | None) -> None:
         raise OutOfTime(f"no answer within {TIME_BUDGET:g} s")
 
     previous = signal.signal(signal.SIGALRM, give_up)
-    seconds = budget.left()
+    seconds = left()
     if seconds is not None:
         signal.setitimer(signal.ITIMER_REAL, max(seconds, 0.001))
     raw: Any = None

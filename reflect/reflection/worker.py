@@ -28,7 +28,7 @@ from reflect.reflection import consolidation
 from reflect.reflection.consolidation import Upkeep
 from reflect.reflection.model_lock import ModelLock, lock_path
 from reflect.reflection.queue import POLL, Retries
-from reflect.store import StoreUnavailable, open_store
+from reflect.store import Store, StoreUnavailable, open_store
 
 # While another worker of this user has the embedding model loaded (reflect.reflection.model_lock):
 # how often an embedding job looks again, and how long a worker with nothing else to do
@@ -49,13 +49,15 @@ class Worker:
                  embeddings: str | None, *, clock: Callable[[], float] = time.time,
                  busy_timeout: float = 30.0, upkeep: Upkeep = DEFAULT_UPKEEP,
                  retries: Retries = DEFAULT_RETRIES, poll: float = POLL,
-                 model_lock: Path | None = None, model_keep: float = MODEL_KEEP):
+                 model_lock: Path | None = None, model_keep: float = MODEL_KEEP,
+                 open_store: Callable[[Path, str, float], Store] = open_store):
         """``url``: the store (open_store's); ``model`` writes lessons (None: no reflection
         jobs are taken); ``embeddings`` is the REFLECT_EMBEDDINGS spec (None: no embedding
         jobs are taken); ``poll``: seconds between looks at an empty queue, and at a
         running job's lease; ``model_lock``: the user's lock of the embedding model (None:
         its place in the user's runtime directory, ``reflect.reflection.model_lock.lock_path``), let
-        go of after ``model_keep`` idle seconds."""
+        go of after ``model_keep`` idle seconds; ``open_store`` opens the store (a test's
+        fake; by default ``reflect.store.open_store``)."""
         self.store = open_store(home, url, busy_timeout)
         self.model = model
         self.clock = clock
@@ -246,13 +248,14 @@ def start_detached(home: Path, context: Mapping[str, str], idle_exit: float = 60
 
 def start_thread(home: Path, url: str, model: ModelSettings | None, embeddings: str | None,
                  clock: Callable[[], float], upkeep: Upkeep, retries: Retries,
-                 poll: float) -> tuple[threading.Thread, threading.Event]:
+                 poll: float, open_store: Callable[[Path, str, float], Store] = open_store
+                 ) -> tuple[threading.Thread, threading.Event]:
     """A daemon worker thread: it never keeps the agent's process alive."""
     stop = threading.Event()
 
     def work() -> None:
         worker = Worker(home, url, model, embeddings, clock=clock, upkeep=upkeep,
-                        retries=retries, poll=poll)
+                        retries=retries, poll=poll, open_store=open_store)
         try:
             worker.run(stop)
         except Exception as e:  # the agent goes on; the job's lease runs out and it is retried
