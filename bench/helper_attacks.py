@@ -39,7 +39,9 @@ def hook(home: Path, cwd: Path, helper: bool = True) -> subprocess.Popen:
     running = subprocess.Popen([sys.executable, "-m", "reflect", "hook", "claude-code"],
                                stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                stderr=subprocess.DEVNULL, env=env, cwd=cwd)
-    running.stdin.write(json.dumps({**EVENT, "cwd": str(cwd)}).encode())
+    # Each hook a call of its own, as the client numbers them: the same id is one step.
+    running.stdin.write(json.dumps({**EVENT, "cwd": str(cwd),
+                                    "tool_use_id": f"toolu_{os.urandom(8).hex()}"}).encode())
     running.stdin.close()
     return running
 

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
+from conftest import run_cli, tool_use_id
 
 from reflect import Memory
 from reflect.cli import resident
@@ -25,7 +25,7 @@ HELPER_ON = {"REFLECT_HELPER": "on"}
 
 def failed_event() -> bytes:
     data = json.loads((FIXTURES / "PostToolUseFailure.json").read_text())
-    return json.dumps({**data, "cwd": str(Path.cwd())}).encode()
+    return json.dumps({**data, "cwd": str(Path.cwd()), "tool_use_id": tool_use_id()}).encode()
 
 
 def hook(env: dict | None = None, importtime: bool = False) -> subprocess.CompletedProcess:

@@ -207,7 +207,8 @@ def _replay_line(line: str, rejected: Path, store: FailureStore, redo: Redo) -> 
         if "outcome" in record:
             o = record["outcome"]
             store.resolve(o["run"], o["iteration"], o["action"], o["resolutions"], o["ts"],
-                          reflect=o["reflect"], credit_outcome=o["credit"])
+                          reflect=o["reflect"], credit_outcome=o["credit"],
+                          step=o.get("step"))
         elif store.failure(record["failure"]["id"]) is None:  # else replayed already
             failure, lesson = redo(record["failure"], record["lesson"])
             # A record kept by a version that did not say: the store's defaults.
