@@ -17,7 +17,15 @@ from reflect.base import config
 from reflect.base.records import COUNTED_BELOW, ErrorEntry, Failure, Lesson, Recall
 from reflect.base.text import clip
 from reflect.capture import benign, numbers, own_module, resolution, scrub
-from reflect.capture.entry import MAX_FIELD, Parsed, entry_rows, kept_rows, parse, synthesize
+from reflect.capture.entry import (
+    MAX_FIELD,
+    Parsed,
+    entry_rows,
+    kept_outcome,
+    kept_rows,
+    parse,
+    synthesize,
+)
 from reflect.capture.scope import elsewhere, scope_of
 from reflect.capture.tool_calls import step_key
 from reflect.recall.holdout import Holdout
@@ -194,7 +202,8 @@ class Memory:
         try:
             if self._kept_aside is not None:  # waited once already: not a second time
                 raise self._kept_aside
-            pending.replay(self.home, self.store, self._redo)
+            pending.replay(self.home, self.store, self._redo,
+                           lambda outcome: kept_outcome(outcome, self.scrubber))
             stored, lesson_row = self.store.add_failure(
                 failure, lesson, reflect=self.model is not None,
                 embed=self.embeddings is not None, credit_outcome=self.settings.credit,

@@ -276,3 +276,22 @@ def kept_rows(failure: Failure, lesson: Lesson, scrubber: Scrubber) -> tuple[Fai
         error_text=format_error(failure["error_type"], failure["message"]),
         quarantine=quarantine or str(lesson.get("quarantine") or ""))
     return failure, {**reviewed, "id": str(lesson["id"])}
+
+
+def kept_outcome(outcome: dict[str, Any], scrubber: Scrubber) -> dict[str, Any]:
+    """An outcome kept aside (``reflect.store.pending``), read back as untrusted as an error
+    text: its run and action scrubbed and cut as ``Memory.outcome`` makes them, and each
+    text of what worked reviewed and scrubbed as a lesson's (a live one is made of the
+    run's own scrubbed commands; a file could say anything): a hostile one is left out."""
+    def scrub(key: str) -> str:
+        return clip(scrubber.scrub(str(outcome.get(key) or ""))[0], MAX_FIELD)
+
+    worked = {}
+    for failure_id, text in dict(outcome["resolutions"]).items():
+        texts, quarantine, _ = reviewed_texts({"resolution": (str(text), MAX_FIELD)},
+                                              scrubber.scrub)
+        if not quarantine:
+            worked[str(failure_id)] = texts["resolution"]
+    step = outcome.get("step")
+    return {**outcome, "run": scrub("run"), "action": scrub("action"), "resolutions": worked,
+            "step": step if isinstance(step, str) and STEP_KEY.fullmatch(step) else None}

@@ -233,9 +233,12 @@ class FailureQueries(CreditQueries, JobQueries, RunQueries):
             tx.execute("INSERT INTO successes (run, iteration, action, ts, step)"
                        " VALUES (?, ?, ?, ?, ?)", (run, iteration, action, now, step))
             for failure_id, text in resolutions.items():
-                fingerprint = tx.execute(
-                    "UPDATE failures SET resolution = ? WHERE id = ? RETURNING fingerprint",
-                    (text, failure_id)).fetchone()[0]
+                found = tx.execute(  # a failure of this run's: no other run's success is its fix
+                    "UPDATE failures SET resolution = ? WHERE id = ? AND run = ?"
+                    " RETURNING fingerprint", (text, failure_id, run)).fetchone()
+                if found is None:
+                    continue
+                fingerprint = found[0]
                 tx.execute(
                     "UPDATE lessons SET resolution = ?, updated = ?"
                     " WHERE fingerprint = ? AND status = 'active'",
