@@ -44,3 +44,21 @@ def test_an_empty_store_url_keeps_the_sqlite_file_whatever_reflect_store_says(
         mem.capture(iteration=1, exit_code=1, error_text="ValueError: local")
         assert [f.message for f in mem.failures()] == ["local"]
     assert (own_store / DB_NAME).exists() and not list(own_store.glob("pending*"))
+
+
+def test_a_capture_kept_while_the_store_was_away_keeps_the_projects_scope(own_store, tmp_path,
+                                                                          monkeypatch):
+    project = tmp_path / "widget"
+    (project / ".git").mkdir(parents=True)
+    (project / ".git" / "config").write_text(
+        '[remote "origin"]\n\turl = git@github.com:acme/widget.git\n', encoding="utf-8")
+    monkeypatch.chdir(project)
+    own_store.mkdir(parents=True)
+    (own_store / DB_NAME).mkdir()  # the store cannot be opened
+    with Memory(run="r") as mem:
+        mem.capture(iteration=1, exit_code=1, error_text="ModuleNotFoundError: No module named 'x'")
+    (own_store / DB_NAME).rmdir()
+    with Memory(run="r") as mem:
+        mem.capture(iteration=2, exit_code=1, error_text="ValueError: replays the first")
+        scopes = {lesson["scope"] for lesson in mem.lessons(limit=10)}
+    assert scopes == {mem.scope} and mem.scope != "global"

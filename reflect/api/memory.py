@@ -26,7 +26,7 @@ from reflect.capture.entry import (
     parse,
     synthesize,
 )
-from reflect.capture.scope import elsewhere, scope_of
+from reflect.capture.scope import GLOBAL, UNCACHED, elsewhere, scope_of
 from reflect.capture.tool_calls import step_key
 from reflect.recall.holdout import Holdout
 from reflect.reflection import consolidation, queue
@@ -192,7 +192,7 @@ class Memory:
         try:
             scope = self.scope
         except (StoreUnavailable, Rejected, OSError) as e:
-            scope = "global"  # the store is unreachable: the capture is kept aside below
+            scope = _scope_aside()  # the store is unreachable: the capture is kept aside below
             self._kept_aside = e
         failure, lesson = entry_rows(parsed, run=run or self.run, iteration=iteration, goal=goal,
                                      action=action, scrubber=self.scrubber, scope=scope,
@@ -608,6 +608,15 @@ def _settings(settings: Settings | None, keywords: dict[str, Any]) -> Settings:
                   f" Memory(settings=Settings({', '.join(f'{k}=...' for k in keywords)}))",
                   DeprecationWarning, stacklevel=3)
     return replace(settings or Settings(), **keywords)
+
+
+def _scope_aside() -> str:
+    """The project's scope while the store cannot be read: derived afresh from the git
+    config (not cached), so the capture kept aside is replayed into its project's lessons."""
+    try:
+        return scope_of(Path.cwd(), UNCACHED)
+    except OSError:  # the working directory is gone: no project to name
+        return GLOBAL
 
 
 def benign_entry(row: Mapping[str, Any]) -> ErrorEntry:
