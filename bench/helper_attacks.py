@@ -77,7 +77,7 @@ def listener_case(tmp: Path, name: str, reply, mode: int = 0o700) -> dict:
         took, ok = finish(hook(home, tmp))
     finally:
         fake.close()
-    return {"reached": len(fake.requests) if mode & 0o022 else 0,
+    return {"reached": len(fake.requests),
             "keys_sent": sum("OPENAI_API_KEY" in r["env"] for r in fake.requests),
             "over_budget": int(took > budget.SECONDS + 1), "no_answer": int(not ok),
             "lost": int(stored(home) == 0) if reply is not None else 0}

@@ -133,10 +133,13 @@ class FakeHelper:
                 if not self.ready:
                     time.sleep(resident.READY_SECONDS * 4)
                     continue
-                conn.sendall(resident.READY)
                 got = b""
-                while part := conn.recv(65536):
-                    got += part
+                try:
+                    conn.sendall(resident.READY)
+                    while part := conn.recv(65536):
+                        got += part
+                except OSError:  # a client that would not trust it left
+                    continue
                 self.requests += bool(got)  # read in full; then "dies": no answer
 
     def close(self) -> None:
@@ -154,7 +157,7 @@ def test_a_helper_that_fails_costs_no_capture(own_store, ready):
         fake.close()
     assert "pytest: command not found" in block(done)
     assert stored(home) == 1
-    assert fake.requests == (1 if ready else 0)  # it had the event, and lost nothing
+    assert fake.requests == 0  # not the process the package starts: it is sent nothing
 
 
 def test_a_stale_socket_gets_a_new_helper_which_exits_when_its_socket_goes(own_store):
