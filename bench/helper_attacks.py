@@ -39,7 +39,9 @@ def hook(home: Path, cwd: Path, helper: bool = True) -> subprocess.Popen:
     running = subprocess.Popen([sys.executable, "-m", "reflect", "hook", "claude-code"],
                                stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                stderr=subprocess.DEVNULL, env=env, cwd=cwd)
-    running.stdin.write(json.dumps({**EVENT, "cwd": str(cwd)}).encode())
+    # Each hook a call of its own, as the client numbers them: the same id is one step.
+    running.stdin.write(json.dumps({**EVENT, "cwd": str(cwd),
+                                    "tool_use_id": f"toolu_{os.urandom(8).hex()}"}).encode())
     running.stdin.close()
     return running
 
@@ -75,7 +77,7 @@ def listener_case(tmp: Path, name: str, reply, mode: int = 0o700) -> dict:
         took, ok = finish(hook(home, tmp))
     finally:
         fake.close()
-    return {"reached": len(fake.requests) if mode & 0o022 else 0,
+    return {"reached": len(fake.requests),
             "keys_sent": sum("OPENAI_API_KEY" in r["env"] for r in fake.requests),
             "over_budget": int(took > budget.SECONDS + 1), "no_answer": int(not ok),
             "lost": int(stored(home) == 0) if reply is not None else 0}

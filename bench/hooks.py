@@ -38,7 +38,9 @@ FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "claude_
 
 def event(name: str, **changes) -> bytes:
     data = json.loads((FIXTURES / f"{name}.json").read_text())
-    return json.dumps({**data, "session_id": SESSION, "cwd": os.getcwd(), **changes}).encode()
+    # Each call its own id, as the client gives it: the same id again is a step stored once.
+    return json.dumps({**data, "session_id": SESSION, "cwd": os.getcwd(),
+                       "tool_use_id": f"toolu_{os.urandom(8).hex()}", **changes}).encode()
 
 
 EVENTS = ("PreToolUse", "PostToolUse", "PostToolUseFailure", "UserPromptSubmit", "SessionStart")

@@ -248,6 +248,12 @@ def data_dir():
     return DATA
 
 
+def tool_use_id() -> str:
+    """A new id of a tool call, as a client gives each call its own: an event sent again
+    with the same id is the same step, which the store keeps once."""
+    return f"toolu_{uuid.uuid4().hex}"
+
+
 def run_cli(*args: str, stdin: bytes | None = None, env: dict | None = None):
     """The real console entry point in a child process, as a shell harness runs it."""
     return subprocess.run(

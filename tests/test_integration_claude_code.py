@@ -4,10 +4,11 @@ process, one JSON answer on stdout, exit 0 whatever the input."""
 import json
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import NO_TABLE, run_cli, run_hook, store_held
+from conftest import NO_TABLE, run_cli, run_hook, store_held, tool_use_id
 from test_resident import listening, wait_for
 
 from reflect import Memory
@@ -19,6 +20,8 @@ SESSION = "9f2c1e7a-4b1d-4c61-a2f0-3e5b8d7c6a10"
 
 def event(name: str, client: str = "claude_code", **changes) -> dict:
     data = json.loads((FIXTURES.parent / client / f"{name}.json").read_text())
+    if client == "claude_code" and "tool_use_id" in data:  # each call its own step
+        data["tool_use_id"] = tool_use_id()
     return {**data, "cwd": str(Path.cwd()), **changes}
 
 
@@ -220,30 +223,34 @@ def test_an_is_interrupt_that_says_yes_is_no_failure(flag):
     assert failures() == []
 
 
-def twice(stdin: bytes, helper: str, store) -> list[subprocess.CompletedProcess]:
-    """The hook cold, then (with the helper on) through the helper the first one started
-    (in a store directory that is there already, the user's alone)."""
+def twice(stdin: Callable[[], bytes], helper: str, store) -> list[subprocess.CompletedProcess]:
+    """Two calls' events (``stdin()`` each): the hook cold, then (with the helper on) through
+    the helper the first one started (in a store directory that is there already, the
+    user's alone)."""
     store.mkdir(mode=0o700, parents=True, exist_ok=True)
-    done = [run_cli("hook", "claude-code", stdin=stdin)]
+    done = [run_cli("hook", "claude-code", stdin=stdin())]
     if helper == "on":
         wait_for(lambda: listening(store / SOCKET_NAME))
-    done.append(run_cli("hook", "claude-code", stdin=stdin))
+    done.append(run_cli("hook", "claude-code", stdin=stdin()))
     for each in done:
         assert each.returncode == 0 and json.loads(each.stdout) is not None, each.stderr
     return done
 
 
 def test_an_event_past_the_size_read_is_recorded_from_its_head(resident_helper, own_store):
-    data = event("PostToolUseFailure")
-    data["error"] = "ModuleNotFoundError: No module named 'huge'\n" + "x" * (9 * 2**20)
-    for done in twice(json.dumps(data).encode(), resident_helper, own_store):
+    error = "ModuleNotFoundError: No module named 'huge'\n" + "x" * (9 * 2**20)
+    data = event("PostToolUseFailure", error=error)
+    for done in twice(lambda: json.dumps({**data, "tool_use_id": tool_use_id()}).encode(),
+                      resident_helper, own_store):
         assert b"read in part (its end was not read; it is larger than 8 MB)" in done.stderr
     assert [f.action for f in failures()] == [data["tool_input"]["command"]] * 2
 
 
 def test_an_event_nested_too_deep_is_recorded_without_the_deep_part(resident_helper, own_store):
-    text = json.dumps(event("PostToolUseFailure"))[:-1]
-    text += ', "extra": ' + "[" * 100_000 + "]" * 100_000 + "}"
-    for done in twice(text.encode(), resident_helper, own_store):
+    def deep() -> bytes:
+        text = json.dumps(event("PostToolUseFailure"))[:-1]
+        return (text + ', "extra": ' + "[" * 100_000 + "]" * 100_000 + "}").encode()
+
+    for done in twice(deep, resident_helper, own_store):
         assert b"values nested deeper than 64 left out" in done.stderr
     assert len(failures()) == 2

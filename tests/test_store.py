@@ -189,3 +189,18 @@ def test_eight_processes_capture_into_a_new_store_without_losing_a_row(own_store
         for n in range(8):
             newest_first = [r["iteration"] for r in mem.store.failures(f"w{n}", 200)]
             assert newest_first == list(range(199, -1, -1))
+
+
+def test_a_step_is_stored_once_however_often_it_is_recorded(own_store):
+    with Memory() as mem:
+        first, again, other_run = (
+            mem.capture(run=run, action="pytest -x", exit_code=1,
+                        error_text="E   assert 1 == 2", step="toolu_1")
+            for run in ("r", "r", "r2"))
+        for _ in range(2):
+            mem.capture(run="r", action="grep -q needle f.txt", exit_code=1, step="toolu_2")
+            mem.outcome(run="r", action="python -m pytest -x", step="toolu_3")
+        assert again.failure_id == first.failure_id != other_run.failure_id
+        assert len(mem.failures(run="r")) == 1 and mem.stats("r").benign == 1
+        assert mem.store.successes_between("r", -1, 100) == ["python -m pytest -x"]
+        assert mem.store.unkeyed_steps("r") == (0, 0)

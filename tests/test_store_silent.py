@@ -10,7 +10,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
-from conftest import postgres_server, run_cli
+from conftest import postgres_server, run_cli, tool_use_id
 
 from reflect import Memory, Settings
 from reflect.store import StoreUnavailable, open_store
@@ -96,7 +96,8 @@ def test_capture_recall_and_a_hook_end_with_one_warning_each(silent):
 
     event = json.loads((FIXTURES / "PostToolUseFailure.json").read_text())
     done = run_cli("hook", "claude-code",
-                   stdin=json.dumps({**event, "cwd": str(Path.cwd())}).encode())
+                   stdin=json.dumps({**event, "cwd": str(Path.cwd()),
+                                     "tool_use_id": tool_use_id()}).encode())
     assert done.returncode == 0, done.stderr
     assert len(done.stderr.splitlines()) == 1, done.stderr
     answer = json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]

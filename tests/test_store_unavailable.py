@@ -60,3 +60,21 @@ def test_a_store_that_fails_a_write_keeps_the_capture_aside_until_it_takes_write
         mem.capture(iteration=2, action="pytest", exit_code=1, error_text="ValueError: x")
         assert [f.iteration for f in mem.failures(run="r")] == [2, 1]
     assert not list(own_store.glob("pending*"))
+
+
+def test_a_capture_kept_while_the_store_was_away_keeps_the_projects_scope(own_store, tmp_path,
+                                                                          monkeypatch):
+    project = tmp_path / "widget"
+    (project / ".git").mkdir(parents=True)
+    (project / ".git" / "config").write_text(
+        '[remote "origin"]\n\turl = git@github.com:acme/widget.git\n', encoding="utf-8")
+    monkeypatch.chdir(project)
+    own_store.mkdir(parents=True)
+    (own_store / DB_NAME).mkdir()  # the store cannot be opened
+    with Memory(run="r") as mem:
+        mem.capture(iteration=1, exit_code=1, error_text="ModuleNotFoundError: No module named 'x'")
+    (own_store / DB_NAME).rmdir()
+    with Memory(run="r") as mem:
+        mem.capture(iteration=2, exit_code=1, error_text="ValueError: replays the first")
+        scopes = {lesson["scope"] for lesson in mem.lessons(limit=10)}
+    assert scopes == {mem.scope} and mem.scope != "global"

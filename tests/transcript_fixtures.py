@@ -9,6 +9,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from reflect.capture.transcripts import Session, Skipped
+
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "transcripts"
 CLAUDE_PROJECT = FIXTURES / "claude-code" / "projects" / "-tmp-learn-rec-claude-project"
 CLAUDE_SESSION = "a5f6db3f-bd8a-4870-94b3-61edc92e60de"  # resumed, interrupted, a side chain
@@ -59,3 +61,20 @@ def _replaced(value: Any, texts: dict[str, str]) -> Any:
     if isinstance(value, dict):
         return {k: _replaced(v, texts) for k, v in value.items()}
     return value
+
+
+def hook_events(session: Session) -> list[bytes]:
+    """What the client's hooks were given for the session's calls, in order."""
+    events = []
+    for call in session.calls(Skipped()):
+        target = call.action.partition(" ")[2]
+        event = {"session_id": session.run, "cwd": session.cwd, "tool_name": call.tool,
+                 "tool_input": {"command": call.action} if call.tool == "Bash"
+                 else {"file_path": target}, "tool_use_id": call.id}
+        if call.failed:
+            code = "" if call.exit_code is None else f"Exit code {call.exit_code}\n"
+            event.update(hook_event_name="PostToolUseFailure", error=code + call.error_text)
+        else:
+            event.update(hook_event_name="PostToolUse")
+        events.append(json.dumps(event).encode())
+    return events

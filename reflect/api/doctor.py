@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from reflect.capture.entry import kept_rows
+from reflect.capture.entry import kept_outcome, kept_rows
 from reflect.capture.scrub import for_store
 from reflect.store import (
     CannotRepair,
@@ -96,7 +96,8 @@ def _replay(home: Path, store: Store) -> list[str]:
     kept, _ = pending.waiting(home)
     before = store.footprint()["failures"]
     scrubber = for_store(home)
-    pending.replay(home, store, lambda failure, lesson: kept_rows(failure, lesson, scrubber))
+    pending.replay(home, store, lambda failure, lesson: kept_rows(failure, lesson, scrubber),
+                   lambda outcome: kept_outcome(outcome, scrubber))
     replayed = store.footprint()["failures"] - before
     done = []
     if kept or replayed:

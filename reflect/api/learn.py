@@ -8,9 +8,12 @@ success that did something is an outcome (a step of its fix, or the step that go
 ``resolution``).
 
 Learning the same session twice adds nothing, and neither does learning one that was
-captured live: the steps are replayed in order, and those the store already holds for the
-run (its captures, numbered, and its outcomes) are passed over, so a session still being
-written is learned up to its last complete line now and the rest next time.
+captured live, nor learns and hooks of one session at once: each call is recorded with its
+id, as the hooks record it (``Memory.capture``'s ``step``), and the store keeps a step once.
+A session still being written is learned up to its last complete line now and the rest
+next time. Steps a store holds without an id (recorded before steps had one) are matched
+by their number in the run, as they were then: that many of the run's first failed calls
+and successes are passed over.
 """
 
 from __future__ import annotations
@@ -22,7 +25,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from reflect.base.choices import LEARN_CLIENTS
-from reflect.base.records import COUNTED_BELOW
 from reflect.capture import tool_calls
 from reflect.capture.scope import scope_of
 from reflect.capture.transcripts import Session, Skipped, TranscriptError, claude_code, codex
@@ -100,20 +102,22 @@ def _learn_session(mem: Memory, session: Session, skipped: Skipped,
     query = mem.query(run=session.run, goal=session.goal)
     run = query.run
     mem.store.register_run(run, query.goal, mem.scope, now[0])
-    captured = mem.store.next_iteration(run) - 1  # the steps the store holds already
-    reported = len(mem.store.successes_between(run, -1, COUNTED_BELOW))
+    stored = mem.store.stored_steps(run)
+    captured, reported = mem.store.unkeyed_steps(run)
     open_failures: list[str] = []
     added = False
     for call in session.calls(skipped):
         now[0] = max(now[0], call.ts or now[0])
         action = mem.scrubber.scrub(call.action)[0]
+        known = tool_calls.step_key(run, call.id) in stored
         if call.failed:
             if captured > 0:
                 captured -= 1
-            else:
+            elif not known:
                 entry = mem.capture(run=session.run, goal=session.goal,
                                     phase=call.tool.lower(), action=call.action,
-                                    exit_code=call.exit_code, error_text=call.error_text)
+                                    exit_code=call.exit_code, error_text=call.error_text,
+                                    step=call.id)
                 if entry is not None and entry.source == "benign":
                     report.benign += 1
                 else:
@@ -123,9 +127,9 @@ def _learn_session(mem: Memory, session: Session, skipped: Skipped,
         elif tool_calls.reported(open_failures, action):
             if reported > 0:
                 reported -= 1
-            else:
+            elif not known:
                 report.resolved += len(mem.outcome(run=session.run, success=True,
-                                                   action=call.action))
+                                                   action=call.action, step=call.id))
                 added = True
             open_failures = tool_calls.still_open(open_failures, action)
     return added

@@ -18,9 +18,18 @@ from reflect.base import config
 from reflect.base.records import COUNTED_BELOW, ErrorEntry, Failure, Lesson, Recall
 from reflect.base.text import clip
 from reflect.capture import benign, numbers, own_module, resolution
-from reflect.capture.entry import MAX_FIELD, Parsed, entry_rows, kept_rows, parse, synthesize
+from reflect.capture.entry import (
+    MAX_FIELD,
+    Parsed,
+    entry_rows,
+    kept_outcome,
+    kept_rows,
+    parse,
+    synthesize,
+)
 from reflect.capture.review import fix_reason
-from reflect.capture.scope import elsewhere, scope_of
+from reflect.capture.scope import GLOBAL, UNCACHED, elsewhere, scope_of
+from reflect.capture.tool_calls import step_key
 from reflect.recall.holdout import Holdout
 from reflect.reflection import consolidation, queue
 from reflect.store import Rejected, Store, StoreUnavailable, pending
@@ -160,10 +169,13 @@ class Memory:
         error_text: str | None = None,
         crash: dict[str, Any] | None = None,
         exc: BaseException | None = None,
+        step: str | None = None,
     ) -> ErrorEntry | None:
         """Record a failed iteration; None only when failure memory is switched off.
         An exit that answered a question (``grep`` found nothing) is kept apart as
-        benign: counted, never recalled."""
+        benign: counted, never recalled. ``step`` (a client's id of the tool call) makes
+        it one record whoever records it, however often: a step the run holds already is
+        returned as stored."""
         if not self.enabled:
             return None
         run = self._run_id(run)  # every query below asks for the run as it is stored
@@ -174,7 +186,7 @@ class Memory:
             program = benign.benign(action, exit_code, error_text, self.benign_exits)
             if program:
                 return self._keep_benign(run, iteration, goal, phase, action,
-                                         exit_code, program)
+                                         exit_code, program, step)
         try:
             parsed = parse(
                 phase=phase, exit_code=exit_code, error_text=error_text, crash=crash, exc=exc
@@ -186,16 +198,18 @@ class Memory:
         try:
             scope = self.scope
         except (StoreUnavailable, Rejected, OSError) as e:
-            scope = "global"  # the store is unreachable: the capture is kept aside below
+            scope = _scope_aside()  # the store is unreachable: the capture is kept aside below
             self._kept_aside = e
         failure, lesson = entry_rows(parsed, run=run, iteration=iteration, goal=goal,
                                      action=action, scrubber=self.scrubber, scope=scope,
                                      now=self.clock(), own_module=self._own_module(
-                                         parsed, run, iteration, action))
+                                         parsed, run, iteration, action),
+                                     step=step)
         try:
             if self._kept_aside is not None:  # waited once already: not a second time
                 raise self._kept_aside
-            pending.replay(self.home, self.store, self._redo)
+            pending.replay(self.home, self.store, self._redo,
+                           lambda outcome: kept_outcome(outcome, self.scrubber))
             stored, lesson_row = self.store.add_failure(
                 failure, lesson, reflect=self.model is not None,
                 embed=self.embeddings is not None, credit_outcome=self.settings.credit,
@@ -283,13 +297,14 @@ class Memory:
         return self.context.run_id(run or None)
 
     def _keep_benign(self, run: str, iteration: int | None, goal: str, phase: str,
-                     action: str, exit_code: int | None, program: str) -> ErrorEntry:
+                     action: str, exit_code: int | None, program: str,
+                     step: str | None) -> ErrorEntry:
         def scrub(text: str) -> str:
             return clip(self.scrubber.scrub(text or "")[0], MAX_FIELD)
 
         row = {"run": scrub(run), "iteration": iteration, "ts": self.clock(),
                "phase": scrub(phase), "action": scrub(action), "exit_code": exit_code,
-               "program": program}
+               "program": program, "step": step_key(scrub(run), step)}
         try:
             row = self.store.add_benign(row, clip(scrub(goal), MAX_GOAL_CHARS), self.scope)
         except (StoreUnavailable, Rejected, OSError) as e:  # not a failure: nothing is lost
@@ -424,11 +439,12 @@ class Memory:
 
     def outcome(
         self, run: str | None = None, iteration: int | None = None, success: bool = True,
-        action: str = "",
+        action: str = "", step: str | None = None,
     ) -> list[str]:
         """Report how an iteration ended. On success, each open failure of the run that
         ``action`` re-ran (same program and target) gets what changed before this rerun
-        as what worked; returns the ids of the failures resolved."""
+        as what worked; returns the ids of the failures resolved. ``step``, as capture
+        takes it: a step reported before changes nothing."""
         run, iteration = self._run_id(run), numbers.iteration(iteration)
         if not self.enabled or not success:
             return []  # a failed iteration is credited when it is captured
@@ -444,14 +460,14 @@ class Memory:
             config.warn(f"what worked in run {run} was kept out of memory: it {reason};"
                         " it is never shown or counted")
         # With a model, the worker revises the lessons of what this fixed.
-        now, reflect = self.clock(), self.model is not None
+        now, reflect, key = self.clock(), self.model is not None, step_key(run, step)
         try:
             self.store.resolve(run, iteration, action, found, now, reflect=reflect,
-                               credit_outcome=self.settings.credit)
+                               credit_outcome=self.settings.credit, step=key)
         except (StoreUnavailable, Rejected, OSError) as e:
             path = pending.keep_outcome(self.home, {
                 "run": run, "iteration": iteration, "action": action, "resolutions": found,
-                "ts": now, "reflect": reflect, "credit": self.settings.credit})
+                "ts": now, "reflect": reflect, "credit": self.settings.credit, "step": key})
             config.warn(f"store {self.home} not writable ({e}); outcome kept in {path}")
         return list(found)
 
@@ -601,6 +617,15 @@ def _settings(settings: Settings | None, keywords: dict[str, Any]) -> Settings:
                   f" Memory(settings=Settings({', '.join(f'{k}=...' for k in keywords)}))",
                   DeprecationWarning, stacklevel=3)
     return replace(settings or Settings(), **keywords)
+
+
+def _scope_aside() -> str:
+    """The project's scope while the store cannot be read: derived afresh from the git
+    config (not cached), so the capture kept aside is replayed into its project's lessons."""
+    try:
+        return scope_of(Path.cwd(), UNCACHED)
+    except OSError:  # the working directory is gone: no project to name
+        return GLOBAL
 
 
 def benign_entry(row: Mapping[str, Any]) -> ErrorEntry:

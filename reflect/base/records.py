@@ -48,6 +48,7 @@ class Failure(TypedDict):
     resolution: NotRequired[str]
     cause: NotRequired[str]
     family: NotRequired[str]
+    step: NotRequired[str | None]  # the step's key (``tool_calls.step_key``), if it has one
 
 
 class Lesson(TypedDict):

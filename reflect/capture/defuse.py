@@ -41,8 +41,15 @@ _INSTRUCTION_LIKE = lazy.compile(
     r"(?:instructions?|rules|guidance|prompts?)\b"
     r"|^[ \t]*#{2,}[ \t]*(?:instruction|system|response)s?[ \t]*:"
     r"|(?:^|(?<=[\s\"'`(\[>]))(?:system|assistant|user|developer|human)\s*:"
-    r"|</?\s*(?:system|instructions?)\s*>|<\|[a-z_]+\|>|<(?:start|end)_of_turn>"
+    r"|</?\s*(?:system|instructions?)\s*>|<(?:start|end)_of_turn>"
     r"|\[/?(?:INST|SYS)\]|<</?SYS>>"
+    # a model's special tokens (<|im_start|>, <|start_header_id|>, <|begin▁of▁sentence|>),
+    # one the text ends in the middle of, and the tags a client's tool calls are read in
+    r"|<\|[^|<>\s]{1,40}\|>|<\|[^|<>\s]{0,40}\Z"
+    r"|</?\s*(?:function_calls|function_results|invoke|parameter|tool_calls?|tool_use"
+    r"|tool_results?)\b[^>\n]{0,200}>"
+    # a markdown image: a client that renders it fetches its address, with what it carries
+    r"|!\[[^\]\n]{0,200}\]\([^)\n]{0,500}\)"
     # the same asked in other languages
     r"|\bignor(?:ez|e|iere|ieren|a|ar)\s+(?:toutes\s+|alle\s+|todas\s+)?(?:les\s+|las\s+|as\s+)?"
     r"(?:vorherigen\s+)?(?:instructions|anweisungen|instrucciones|instruções)\b"
@@ -68,16 +75,27 @@ def look_alikes_folded(text: str) -> str:
     return text.translate(_LOOK_ALIKE)
 
 
+def _closed_up(text: str) -> tuple[str, list[int]]:
+    """``text`` with letters spaced out one by one closed up (``i g n o r e  a l l`` ->
+    ``ignore all``: two spaces part words), and where each of its characters stands in
+    ``text``, so that a match read in it is a span of ``text``."""
+    dropped = {i for run in _SPACED.finditer(text) for i in range(*run.span())
+               if text[i] == " " and text[i + 1] != " "}
+    where = [i for i in range(len(text)) if i not in dropped]
+    return "".join(text[i] for i in where), where
+
+
 def _spans(text: str) -> list[tuple[int, int]]:
     """Where instruction-like text stands, read as written, with look-alike letters
-    folded, with leetspeak read as letters, and with spaced-out letters closed up."""
+    folded, with leetspeak read as letters, and with spaced-out letters closed up (with
+    the words around them: ``i g n o r e previous instructions``)."""
     folded = look_alikes_folded(text)
     spans = {m.span() for reading in (text, folded, folded.translate(_LEET))
              for m in _INSTRUCTION_LIKE.finditer(reading)}
-    for run in _SPACED.finditer(folded):
-        closed = re.sub(r" (?! )", "", run[0]).replace("  ", " ")
-        if _INSTRUCTION_LIKE.search(closed):
-            spans.add(run.span())
+    closed, where = _closed_up(folded)
+    if len(closed) < len(folded):  # else it was read above
+        spans |= {(where[m.start()], where[m.end() - 1] + 1)
+                  for m in _INSTRUCTION_LIKE.finditer(closed) if m.end() > m.start()}
     merged: list[tuple[int, int]] = []
     for start, end in sorted(spans):
         if merged and start <= merged[-1][1]:

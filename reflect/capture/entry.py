@@ -27,6 +27,7 @@ from reflect.capture.numbers import bounded, whole_number
 from reflect.capture.reading import read_bounded
 from reflect.capture.review import reviewed_texts
 from reflect.capture.scrub import Scrubber
+from reflect.capture.tool_calls import STEP_KEY, step_key
 
 MAX_ERROR_BYTES = 64 * 1024  # a tail this long always holds the error that ended the run
 MAX_FIELD = 4000
@@ -177,10 +178,11 @@ def causes(error_type: str, message: str) -> Causes:
 
 def entry_rows(parsed: Parsed, *, run: str, iteration: int | None, goal: str, action: str,
                scrubber: Scrubber, scope: str, now: float,
-               own_module: bool = False) -> tuple[Failure, Lesson]:
+               own_module: bool = False, step: str | None = None) -> tuple[Failure, Lesson]:
     """The failure and heuristic-lesson rows: every field scrubbed, the scrubbed error
     fingerprinted, the lesson written from the error's own details (``own_module``: the
-    module it could not import is the run's own, ``reflect.capture.own_module``)."""
+    module it could not import is the run's own, ``reflect.capture.own_module``); ``step``
+    the client's id of the call, which the store knows it by."""
     redactions = 0
 
     def scrub(text: str) -> str:
@@ -241,6 +243,7 @@ def entry_rows(parsed: Parsed, *, run: str, iteration: int | None, goal: str, ac
         "category": hint.category,
         "severity": hint.severity,
     }
+    failure["step"] = step_key(failure["run"], step)
     return failure, lesson
 
 
@@ -256,6 +259,8 @@ def kept_rows(failure: Failure, lesson: Lesson, scrubber: Scrubber) -> tuple[Fai
     texts = {key: clip(scrubber.scrub(str(failure.get(key) or ""))[0], MAX_FIELD)
              for key in SCRUBBED}
     failure = cast(Failure, {**failure, **texts})
+    key = failure.get("step")
+    failure["step"] = key if isinstance(key, str) and STEP_KEY.fullmatch(key) else None
     found = causes(failure["error_type"], failure["message"])
     failure["cause"], failure["family"] = found["cause"], found["family"]
     texts, quarantine, _ = reviewed_texts(
@@ -271,3 +276,22 @@ def kept_rows(failure: Failure, lesson: Lesson, scrubber: Scrubber) -> tuple[Fai
         error_text=format_error(failure["error_type"], failure["message"]),
         quarantine=quarantine or str(lesson.get("quarantine") or ""))
     return failure, {**reviewed, "id": str(lesson["id"])}
+
+
+def kept_outcome(outcome: dict[str, Any], scrubber: Scrubber) -> dict[str, Any]:
+    """An outcome kept aside (``reflect.store.pending``), read back as untrusted as an error
+    text: its run and action scrubbed and cut as ``Memory.outcome`` makes them, and each
+    text of what worked reviewed and scrubbed as a lesson's (a live one is made of the
+    run's own scrubbed commands; a file could say anything): a hostile one is left out."""
+    def scrub(key: str) -> str:
+        return clip(scrubber.scrub(str(outcome.get(key) or ""))[0], MAX_FIELD)
+
+    worked = {}
+    for failure_id, text in dict(outcome["resolutions"]).items():
+        texts, quarantine, _ = reviewed_texts({"resolution": (str(text), MAX_FIELD)},
+                                              scrubber.scrub)
+        if not quarantine:
+            worked[str(failure_id)] = texts["resolution"]
+    step = outcome.get("step")
+    return {**outcome, "run": scrub("run"), "action": scrub("action"), "resolutions": worked,
+            "step": step if isinstance(step, str) and STEP_KEY.fullmatch(step) else None}

@@ -13,7 +13,7 @@ from typing import Protocol
 from reflect.base.config import repo_root
 from reflect.capture.gitconfig import project_scope, repo_from_git_config
 
-__all__ = ["ScopeCache", "elsewhere", "scope_of"]
+__all__ = ["UNCACHED", "ScopeCache", "elsewhere", "scope_of"]
 
 GLOBAL = "global"
 
@@ -21,6 +21,19 @@ GLOBAL = "global"
 class ScopeCache(Protocol):
     def cached_scope(self, key: str) -> str | None: ...
     def cache_scope(self, key: str, scope: str) -> None: ...
+
+
+class _Uncached:
+    """For a store that cannot be reached: the scope derived afresh, remembered nowhere."""
+
+    def cached_scope(self, key: str) -> str | None:
+        return None
+
+    def cache_scope(self, key: str, scope: str) -> None:
+        pass
+
+
+UNCACHED = _Uncached()
 
 
 def scope_of(cwd: Path, cache: ScopeCache) -> str:

@@ -4,6 +4,7 @@ which success is a failure's outcome. Light: a hook imports it."""
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Iterable
 from typing import Any
@@ -15,6 +16,7 @@ from reflect.capture.resolution import same_purpose
 TARGET_KEYS = ("file_path", "notebook_path", "path", "url", "pattern", "query")
 KEEP_OPEN = 20  # failed commands a session keeps for a rerun to resolve, newest
 EXIT_LINE = re.compile(r"Exit code:? (-?\d+)")  # Claude Code's first line of a Bash failure
+STEP_KEY = re.compile(r"[0-9a-f]{32}")  # what ``step_key`` makes
 # The header Codex puts above a call's output for the model: a last resort.
 EXITED = re.compile(r"^Process exited with code (-?\d+)$", re.MULTILINE)
 
@@ -26,6 +28,16 @@ def action_of(tool: str, tool_input: object) -> str:
         return str(tool_input.get("command") or "")
     target = next((str(tool_input[k]) for k in TARGET_KEYS if tool_input.get(k)), "")
     return f"{tool} {target}".strip()
+
+
+def step_key(run: str, call: str | None) -> str | None:
+    """The key a step is stored by, whoever records it (a live hook, ``reflect learn`` of
+    the transcript, a replay of what was kept aside): a digest of the run as stored and the
+    client's id of the call, which both carry (``tool_use_id``), so a call id is never kept
+    as given. None for a step with no id: stored as it comes."""
+    if not call:
+        return None
+    return hashlib.sha256(f"{run}\0{call}".encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
 def reported(open_failures: Iterable[str], command: str) -> bool:

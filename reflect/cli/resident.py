@@ -3,7 +3,8 @@ already imported, so that a hook process pays Python's start and little more.
 
 A hook (``reflect hook …``, a process per tool call) is a client: it talks only to its
 own user's helper (the store directory and the socket owned by the user and writable by
-no one else, the peer's uid checked by ``SO_PEERCRED`` on both ends), waits for the
+no one else, the peer's uid checked by ``SO_PEERCRED`` on both ends, and, by the client,
+the peer's process: this interpreter running the helper for this store), waits for the
 helper's child to say it is there, then hands over its event and the environment the
 answer needs (reflect's settings, the locale, where home and temp are; never the API
 keys), and prints what comes back once it is a well-formed answer, received in full
@@ -14,7 +15,8 @@ environment, working directory, umask and event on its standard input).
 
 Nothing is lost to the helper: whenever the socket is absent, stale or slow, or the child
 dies before answering, the client answers the event itself, in process, from the bytes
-it still holds (a child killed after its capture was committed leaves it stored twice
+it still holds, as it does when the child has not answered within the hook's budget (a
+call's id makes the two records of it one step; a capture with none may be stored twice
 at worst, never lost). A cold hook starts the helper for the next one; the helper exits
 when idle, when its socket is taken away, or when the code it loaded changes.
 ``REFLECT_HELPER=off`` turns it off.
@@ -95,11 +97,11 @@ def run(argv: list[str]) -> int:
             os.close(fd)
     if answered is None:  # the helper failed us: the command runs here
         return cold(argv, data)
-    if isinstance(answered, str):  # LATE: one owner of the event, the child, which records it
+    if isinstance(answered, str):  # LATE: the child has the request, but no answer yet
+        if argv[0] == "hook":  # recorded here too: the call's id makes both records one step
+            return cold(argv, data)
         warn(f"the resident helper did not answer within {ANSWER_SECONDS:g} s; it goes on"
-             " recording without an answer to the agent")
-        if argv[0] == "hook":
-            sys.stdout.write("{}\n")
+             " recording without an answer")
         return 0
     code, out, err = answered
     sys.stdout.buffer.write(out)
@@ -139,7 +141,7 @@ def connect(home: Path) -> tuple[_socket.socket | None, bool]:
     client.settimeout(READY_SECONDS)
     try:
         client.connect(name)
-        peer = peer_uid(client)
+        pid, peer = peer_credentials(client)
     except (FileNotFoundError, ConnectionRefusedError):
         client.close()
         return None, True  # a helper that was killed left its socket: start another
@@ -151,7 +153,36 @@ def connect(home: Path) -> tuple[_socket.socket | None, bool]:
         warn(f"{path} is served by uid {peer}, not this user: the hook is answered"
              " without the resident helper")
         return None, False
+    stranger = not_the_helper(pid, home)
+    if stranger:  # the user's own process, but not ours: it is sent nothing, its reply unread
+        client.close()
+        warn(f"{path} is served by {stranger}, not the resident helper reflect starts: the"
+             " hook is answered without it")
+        return None, False
     return client, False
+
+
+def helper_argv(home: Path) -> list[str]:
+    """The command line ``start`` runs the helper for ``home`` with (a test or bench may
+    add its idle seconds)."""
+    return [sys.executable, "-m", __name__, str(home)]
+
+
+def not_the_helper(pid: int, home: Path) -> str:
+    """What process ``pid`` is when it is not the helper ``start`` starts for ``home`` (this
+    interpreter, run with ``helper_argv``), as /proc shows it; "" when it is. The peer's
+    uid alone would trust any process of the user's listening at the socket."""
+    try:
+        exe = os.readlink(f"/proc/{pid}/exe")
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            argv = [os.fsdecode(a) for a in f.read().split(b"\0")[:-1]]
+    except OSError as e:
+        return f"pid {pid}, which /proc does not show ({e.strerror})"
+    expected = helper_argv(home)
+    if exe == os.path.realpath(sys.executable) and argv[:len(expected)] == expected \
+            and len(argv) <= len(expected) + 1:
+        return ""
+    return f"pid {pid} ({' '.join(argv)[:200] or exe})"
 
 
 def private(home: Path) -> bool:
@@ -220,12 +251,12 @@ def sent(env: Mapping[str, str]) -> dict[str, str]:
             if (k in SENT_NAMES or k.startswith(SENT_PREFIXES)) and k not in NEVER_SENT}
 
 
-def ask(client: _socket.socket, argv: list[str], stdin: int
+def ask(client: _socket.socket, argv: list[str], stdin: int, until: float | None = None
         ) -> tuple[int, bytes, bytes] | str | None:
     """The child's exit code, stdout and stderr, ``stdin`` its standard input; ``LATE``
-    when it has the request but has not answered ``ANSWER_SECONDS`` after the process started; None
-    when it did not take it, or died, or its answer is not one the command gives, or is
-    longer than ``MAX_REPLY`` bytes."""
+    when it has the request but has not answered by ``until`` (``time.monotonic``;
+    ``ANSWER_SECONDS`` after the process started); None when it did not take it, or died,
+    or its answer is not one the command gives, or is longer than ``MAX_REPLY`` bytes."""
     umask = os.umask(0o077)
     os.umask(umask)
     try:
@@ -235,7 +266,7 @@ def ask(client: _socket.socket, argv: list[str], stdin: int
     # marshal: built in, and both ends run the same interpreter (the child checks)
     request = marshal.dumps({"argv": argv, "cwd": cwd, "env": sent(os.environ),
                              "umask": umask, "executable": sys.executable})
-    until = budget.STARTED + ANSWER_SECONDS
+    until = budget.STARTED + ANSWER_SECONDS if until is None else until
     try:
         client.settimeout(max(0.001, min(READY_SECONDS, until - time.monotonic())))
         if client.recv(1) != READY:
@@ -309,7 +340,7 @@ def start(home: Path) -> None:
 
     devnull = os.devnull
     with contextlib.suppress(OSError):  # none started: the next hook goes cold again
-        os.posix_spawn(sys.executable, [sys.executable, "-m", __name__, str(home)], os.environ,
+        os.posix_spawn(sys.executable, helper_argv(home), os.environ,
                        file_actions=[(os.POSIX_SPAWN_OPEN, 0, devnull, os.O_RDONLY, 0),
                                      (os.POSIX_SPAWN_OPEN, 1, devnull, os.O_WRONLY, 0),
                                      (os.POSIX_SPAWN_OPEN, 2, devnull, os.O_WRONLY, 0)],
@@ -361,7 +392,7 @@ def serve(home: Path, idle: float = IDLE_SECONDS) -> None:
             if not (ours(path, own) and unchanged(loaded)):
                 conn.close()  # the client answers itself; a new helper loads the new code
                 return
-            if peer_uid(conn) != os.getuid():
+            if peer_credentials(conn)[1] != os.getuid():
                 conn.close()
                 continue
             if os.fork() == 0:
@@ -464,10 +495,12 @@ def ours(path: Path, own: int) -> bool:
         return False
 
 
-def peer_uid(conn: _socket.socket) -> int:
+def peer_credentials(conn: _socket.socket) -> tuple[int, int]:
+    """The pid and uid of the process at the other end of ``conn`` (for a client: the
+    process that listens)."""
     creds = conn.getsockopt(_socket.SOL_SOCKET, _socket.SO_PEERCRED, struct.calcsize("3i"))
-    uid: int = struct.unpack("3i", creds)[1]  # struct ucred: pid, uid, gid
-    return uid
+    pid, uid, _ = struct.unpack("3i", creds)  # struct ucred: pid, uid, gid
+    return pid, uid
 
 
 def handle(conn: socket.socket, base: Mapping[str, str]) -> None:

@@ -69,6 +69,7 @@ class Event(NamedTuple):
     exit_code: int | None = None
     error_text: str = ""
     prompt: str = ""
+    call: str = ""  # the client's id of the tool call: the step a transcript names too
 
 
 def base_event(raw: dict[str, Any], hooks: Collection[str]) -> Event:
@@ -80,7 +81,7 @@ def base_event(raw: dict[str, Any], hooks: Collection[str]) -> Event:
     tool = str(raw.get("tool_name") or "")
     return Event(name, str(raw.get("session_id") or ""), tool=tool,
                  action=action_of(tool, raw.get("tool_input")),
-                 prompt=str(raw.get("prompt") or ""))
+                 prompt=str(raw.get("prompt") or ""), call=str(raw.get("tool_use_id") or ""))
 
 
 def run(parse: Callable[[dict[str, Any]], Event | None], stdin: IO[str] = sys.stdin,
@@ -235,7 +236,7 @@ def after_tool(event: Event, state: State, recorded: list[str], env: Mapping[str
         with memory(env) as mem:
             entry = mem.capture(run=event.session, goal=state.goal, phase=event.tool.lower(),
                                 action=event.action, exit_code=event.exit_code,
-                                error_text=event.error_text)
+                                error_text=event.error_text, step=event.call)
             recorded.append("capture")
             mem.ensure_worker()
             rec = mem.recall(run=event.session, goal=state.goal, phase=event.tool.lower())
@@ -251,7 +252,7 @@ def after_tool(event: Event, state: State, recorded: list[str], env: Mapping[str
     resolved = False
     if event.failed is False and state.reported(action):
         with memory(env) as mem:
-            mem.outcome(run=event.session, success=True, action=event.action)
+            mem.outcome(run=event.session, success=True, action=event.action, step=event.call)
             recorded.append("outcome")
         resolved = True
     with state.changing():

@@ -39,9 +39,10 @@ def estimate_tokens(text: str) -> int:
     return (len(text) + 3) // 4
 
 
-def quoted(text: str) -> str:
-    """Tool output as a JSON string literal: one line, its quotes escaped, plainly data."""
-    return json.dumps(neutralize(text), ensure_ascii=False)
+def quoted(text: str, limit: int = MESSAGE_CHARS) -> str:
+    """Tool output as a JSON string literal: one line, its quotes escaped, plainly data;
+    neutralized before it is cut to ``limit``, as a cut could leave half a marker unread."""
+    return json.dumps(clip(neutralize(text), limit), ensure_ascii=False)
 
 
 def code(text: str) -> str:
@@ -79,9 +80,9 @@ def failure_line(failure: Failure) -> str:
     """The failed command and its error, both cut short."""
     # every field is neutralized: a crash file's error class is the caller's text too
     what = (f"{neutralize(failure['error_type'])}: "
-            f"{quoted(clip(failure['message'], MESSAGE_CHARS))}")
-    if failure["action"].strip():
-        what = f"{code(commands.brief(failure['action'], ACTION_CHARS))} -> {what}"
+            f"{quoted(failure['message'])}")
+    if failure["action"].strip():  # neutralized before it is cut short, as the message is
+        what = f"{code(commands.brief(neutralize(failure['action']), ACTION_CHARS))} -> {what}"
     return what
 
 
@@ -111,9 +112,10 @@ def trigger_line(failure: Failure) -> str:
     Another run's command line is its own, not the trigger: it is left out."""
     # the error class neutralized as in a recent item: a crash file's is the caller's text
     what = (f"{neutralize(failure['error_type'])}: "
-            f"{quoted(clip(failure['message'], MESSAGE_CHARS))}")
+            f"{quoted(failure['message'])}")
     program = commands.shown_program(failure["action"])
-    return f"when {code(clip(program, 30))} fails with {what}" if program else f"on {what}"
+    return (f"when {code(clip(neutralize(program), 30))} fails with {what}" if program
+            else f"on {what}")
 
 
 def lesson_item_text(lesson: Lesson, failure: Failure | None, why: str) -> str:
@@ -155,7 +157,7 @@ def house_item_text(lesson: Lesson, failure: Failure, failures: list[Failure], w
     family_level = len({trigger_line(f) for f in [failure, *failures]}) != 1
     if family_level:
         lines = [f"- [{lesson['id']}] {why}: on {neutralize(failure['error_type'])}: "
-                 f"{quoted(clip(_masked(failure['message']), MESSAGE_CHARS))}"]
+                 f"{quoted(_masked(failure['message']))}"]
     else:
         lines = [f"- [{lesson['id']}] {why}: {trigger_line(failure)}"]
     cause = [r for r in record if r["cause"] == failure.get("cause")]

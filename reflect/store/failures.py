@@ -43,11 +43,16 @@ class FailureQueries(CreditQueries, JobQueries, RunQueries):
         fingerprint has no active lesson yet. Jobs are queued in the same
         transaction, so none can be lost: with ``reflect`` a reflection job for a
         fingerprint that has only its heuristic lesson; with ``embed`` vectors
-        for the error's and the goal's texts. Returns the stored rows.
+        for the error's and the goal's texts. Returns the stored rows: a step stored
+        before (``failure["step"]``) is not stored again, and its rows are returned.
         """
         fp = failure["fingerprint"]
         with self.write() as tx:
             self._lock(tx, "run:" + failure["run"])
+            known = self._stored_step(tx, "failures", failure.get("step"))
+            if known is not None:
+                stored = failure_row(known)
+                return stored, self._linked_lesson(tx, stored)
             self._lock(tx, "lessons:" + fp)
             iteration = failure["iteration"]
             if iteration is None:
@@ -99,6 +104,14 @@ class FailureQueries(CreditQueries, JobQueries, RunQueries):
                                                                   MAX_GOAL_CHARS)],
                                   failure["ts"])
         return stored, row
+
+    def _linked_lesson(self, tx: Tx, failure: Failure) -> Lesson:
+        """The lesson a stored failure is shown with: its fingerprint's active one, else
+        the one it was linked to."""
+        found = self._active_lesson(tx, failure["fingerprint"]) or self._one_lesson(
+            tx, "SELECT * FROM lessons WHERE id = ?", failure["lesson_id"])
+        assert found is not None  # lessons of stored failures are kept
+        return found
 
     @staticmethod
     def _one_lesson(tx: Tx, query: str, value: str) -> Lesson | None:
@@ -205,20 +218,27 @@ class FailureQueries(CreditQueries, JobQueries, RunQueries):
                     self._newest("injections", "id", limit, {"run = ?": run}))
 
     def resolve(self, run: str, iteration: int, action: str, resolutions: dict[str, str],
-                now: float, reflect: bool = False, credit_outcome: bool = True) -> None:
+                now: float, reflect: bool = False, credit_outcome: bool = True,
+                step: str | None = None) -> None:
         """``iteration`` succeeded with ``action``: credit what was injected before it, keep
         the step (it may be what changed before a rerun), give each failure in
         ``resolutions`` (id -> what worked) its text, and with ``reflect`` queue a
-        revision of each of their lessons."""
+        revision of each of their lessons. A step stored before changes nothing."""
         with self.write() as tx:
+            self._lock(tx, "run:" + run)
+            if self._stored_step(tx, "successes", step) is not None:
+                return
             if credit_outcome:
                 self._credit_success(tx, run, iteration)
-            tx.execute("INSERT INTO successes (run, iteration, action, ts) VALUES (?, ?, ?, ?)",
-                       (run, iteration, action, now))
+            tx.execute("INSERT INTO successes (run, iteration, action, ts, step)"
+                       " VALUES (?, ?, ?, ?, ?)", (run, iteration, action, now, step))
             for failure_id, text in resolutions.items():
-                fingerprint = tx.execute(
-                    "UPDATE failures SET resolution = ? WHERE id = ? RETURNING fingerprint",
-                    (text, failure_id)).fetchone()[0]
+                found = tx.execute(  # a failure of this run's: no other run's success is its fix
+                    "UPDATE failures SET resolution = ? WHERE id = ? AND run = ?"
+                    " RETURNING fingerprint", (text, failure_id, run)).fetchone()
+                if found is None:
+                    continue
+                fingerprint = found[0]
                 tx.execute(
                     "UPDATE lessons SET resolution = ?, updated = ?"
                     " WHERE fingerprint = ? AND status = 'active'",

@@ -123,14 +123,17 @@ def _append(path: Path, line: str) -> None:
 
 
 # What a record read back becomes before it is stored or shown: the caller's capture rule
-# (``capture.entry.kept_rows``: scrubbed and reviewed as a new capture), since a file on
-# disk is as untrusted as an error text, and the store derives nothing itself.
+# (``capture.entry.kept_rows``: scrubbed and reviewed as a new capture; for an outcome
+# ``capture.entry.kept_outcome``), since a file on disk is as untrusted as an error text,
+# and the store derives nothing itself.
 Redo = Callable[[Failure, Lesson], tuple[Failure, Lesson]]
+RedoOutcome = Callable[[dict[str, Any]], dict[str, Any]]
 
 
-def replay(home: Path, store: FailureStore, redo: Redo) -> None:
-    """Move kept captures into the store, once, each made again by ``redo``; raises what
-    the store raises when it cannot be written (the files stay for the next replay)."""
+def replay(home: Path, store: FailureStore, redo: Redo, redo_outcome: RedoOutcome) -> None:
+    """Move kept captures and outcomes into the store, once, each made again by ``redo``
+    or ``redo_outcome``; raises what the store raises when it cannot be written (the files
+    stay for the next replay)."""
     for path in places(home):
         for candidate in _candidates(path):
             # A random part: a stale claim of a process whose pid is reused is never overwritten.
@@ -139,7 +142,8 @@ def replay(home: Path, store: FailureStore, redo: Redo) -> None:
                 os.rename(candidate, claimed)  # atomic: one process holds a claim at a time
             except OSError:
                 continue
-            _replay_file(claimed, path.with_name(path.name + REJECTED_SUFFIX), store, redo)
+            _replay_file(claimed, path.with_name(path.name + REJECTED_SUFFIX), store,
+                         (redo, redo_outcome))
 
 
 def waiting(home: Path) -> tuple[int, int]:
@@ -191,7 +195,8 @@ def _candidates(path: Path) -> list[Path]:
     return [path.parent / n for n in (path.name, *claims) if n in names]
 
 
-def _replay_file(claimed: Path, rejected: Path, store: FailureStore, redo: Redo) -> None:
+def _replay_file(claimed: Path, rejected: Path, store: FailureStore,
+                 redo: tuple[Redo, RedoOutcome]) -> None:
     with open(claimed, "rb") as f:
         fcntl.flock(f, fcntl.LOCK_EX)  # a writer that opened it before the claim finishes first
         lines = f.read().decode("utf-8", errors="replace").splitlines()
@@ -201,15 +206,18 @@ def _replay_file(claimed: Path, rejected: Path, store: FailureStore, redo: Redo)
         claimed.unlink(missing_ok=True)  # another replay may have claimed it from us meanwhile
 
 
-def _replay_line(line: str, rejected: Path, store: FailureStore, redo: Redo) -> None:
+def _replay_line(line: str, rejected: Path, store: FailureStore,
+                 redo: tuple[Redo, RedoOutcome]) -> None:
+    redo_capture, redo_outcome = redo
     try:
         record = json.loads(line)
         if "outcome" in record:
-            o = record["outcome"]
+            o = redo_outcome(record["outcome"])
             store.resolve(o["run"], o["iteration"], o["action"], o["resolutions"], o["ts"],
-                          reflect=o["reflect"], credit_outcome=o["credit"])
+                          reflect=o["reflect"], credit_outcome=o["credit"],
+                          step=o["step"])
         elif store.failure(record["failure"]["id"]) is None:  # else replayed already
-            failure, lesson = redo(record["failure"], record["lesson"])
+            failure, lesson = redo_capture(record["failure"], record["lesson"])
             # A record kept by a version that did not say: the store's defaults.
             store.add_failure(failure, lesson, reflect=record.get("reflect", False),
                               embed=record.get("embed", False),

@@ -403,7 +403,20 @@ def log_eligible_lessons(tx: Any) -> None:
     """)
 
 
-MIGRATIONS: list[Callable[[Any], None]] = [create_schema, pool_families, log_eligible_lessons]
+def key_steps(tx: Any) -> None:
+    """As SQLite's migration of the same name: a step is stored once, by its key."""
+    tx.execute("""
+        ALTER TABLE failures ADD COLUMN step TEXT;
+        ALTER TABLE benign ADD COLUMN step TEXT;
+        ALTER TABLE successes ADD COLUMN step TEXT;
+        CREATE UNIQUE INDEX failures_step ON failures (step);
+        CREATE UNIQUE INDEX benign_step ON benign (step);
+        CREATE UNIQUE INDEX successes_step ON successes (step)
+    """)
+
+
+MIGRATIONS: list[Callable[[Any], None]] = [create_schema, pool_families, log_eligible_lessons,
+                                           key_steps]
 
 
 def _newer(version: int, where: str) -> NewerSchema:

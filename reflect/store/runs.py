@@ -210,15 +210,34 @@ class RunQueries(Backend):
     # -- exits that were not failures ---------------------------------------------------
 
     def add_benign(self, row: Row, goal: str, scope: str) -> Row:
-        """Keep an exit that answered a question; returns the stored row."""
+        """Keep an exit that answered a question; returns the stored row (a step stored
+        before is not stored again)."""
         with self.write() as tx:
             self._lock(tx, "run:" + row["run"])
+            known = self._stored_step(tx, "benign", row.get("step"))
+            if known is not None:
+                return known
             if row["iteration"] is None:
                 row["iteration"] = self._next_iteration(tx, row["run"])
             self._register_run(tx, row["run"], goal, scope, row["ts"])
             row = {"id": new_id("F"), **row}
             insert(tx, "benign", row)
         return row
+
+    def stored_steps(self, run: str) -> set[str]:
+        """The keys of the run's steps stored with one: failures, benign exits, successes."""
+        return {r[0] for r in self._rows(
+            "SELECT step FROM failures WHERE run = ? AND step IS NOT NULL UNION"
+            " SELECT step FROM benign WHERE run = ? AND step IS NOT NULL UNION"
+            " SELECT step FROM successes WHERE run = ? AND step IS NOT NULL", (run,) * 3)}
+
+    def unkeyed_steps(self, run: str) -> tuple[int, int]:
+        """How many failed steps (failures, benign exits) and successes the run holds
+        without a key: recorded before steps had one, or by a caller that named none."""
+        failed, succeeded = (sum(int(self._value(
+            f"SELECT COUNT(*) FROM {table} WHERE run = ? AND step IS NULL", (run,)))
+            for table in tables) for tables in (("failures", "benign"), ("successes",)))
+        return failed, succeeded
 
     def benign_exits(self, run: str | None, limit: int) -> list[Row]:
         where, args = ("WHERE run = ?", [run]) if run is not None else ("", [])
@@ -228,6 +247,16 @@ class RunQueries(Backend):
     def benign_count(self, run: str | None) -> int:
         where, args = ("WHERE run = ?", [run]) if run is not None else ("", [])
         return int(self._value(f"SELECT COUNT(*) FROM benign {where}", args))
+
+    @staticmethod
+    def _stored_step(tx: Tx, table: str, step: str | None) -> Row | None:
+        """The row of ``table`` that holds the step, if one does. Called under the run's
+        lock, which the step's key includes: no other writer stores it between this and
+        the insert (the unique index stands behind that)."""
+        if not step:
+            return None
+        found = tx.execute(f"SELECT * FROM {table} WHERE step = ?", (step,)).fetchone()
+        return None if found is None else dict(found)
 
     @staticmethod
     def _next_iteration(tx: Tx, run: str) -> int:

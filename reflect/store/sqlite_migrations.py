@@ -479,10 +479,28 @@ def log_eligible_lessons(conn: sqlite3.Connection) -> None:
     )
 
 
+def key_steps(conn: sqlite3.Connection) -> None:
+    """A step of an agent (a client's tool call) is stored once, whoever records it: a live
+    hook, ``reflect learn`` of its transcript, several of them at once. Its key
+    (``tool_calls.step_key``) is unique in each table a step lands in; rows stored before
+    have none, and so do captures that name no step."""
+    _script(
+        conn,
+        """
+    ALTER TABLE failures ADD COLUMN step TEXT;
+    ALTER TABLE benign ADD COLUMN step TEXT;
+    ALTER TABLE successes ADD COLUMN step TEXT;
+    CREATE UNIQUE INDEX failures_step ON failures (step);
+    CREATE UNIQUE INDEX benign_step ON benign (step);
+    CREATE UNIQUE INDEX successes_step ON successes (step)
+    """,
+    )
+
+
 MIGRATIONS = [create_failures_and_lessons, add_jobs_and_model_lessons, add_search,
               add_credit_and_controls, count_causes, add_runs_and_steps,
               mark_origins_and_run_vectors, sequence_run_vector_changes, pool_families,
-              log_eligible_lessons]
+              log_eligible_lessons, key_steps]
 
 
 def _script(conn: sqlite3.Connection, sql: str) -> None:

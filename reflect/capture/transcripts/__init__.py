@@ -43,6 +43,7 @@ class ToolCall:
     failed: bool
     exit_code: int | None = None
     error_text: str = ""
+    id: str = ""  # the client's id of the call, which its hooks carry as ``tool_use_id``
 
 
 @dataclass

@@ -130,22 +130,24 @@ def calls(path: Path, skipped: Skipped) -> Iterator[ToolCall]:
                 asked[str(block.get("id"))] = (str(block.get("name") or ""),
                                                block.get("input"), copied)
             elif kind == "user" and block.get("type") == "tool_result":
-                call = asked.pop(str(block.get("tool_use_id")), None)
+                call_id = str(block.get("tool_use_id"))
+                call = asked.pop(call_id, None)
                 if call is not None:
-                    found = _result(rec, block, *call, skipped)
+                    found = _result(rec, block, call_id, *call, skipped)
                     if found is not None:
                         yield found
 
 
-def _result(rec: dict[str, Any], block: dict[str, Any], tool: str, tool_input: Any,
-            copied: bool, skipped: Skipped) -> ToolCall | None:
+def _result(rec: dict[str, Any], block: dict[str, Any], call_id: str, tool: str,
+            tool_input: Any, copied: bool, skipped: Skipped) -> ToolCall | None:
     ts = timestamp(rec.get("timestamp"))
     action = action_of(tool, tool_input)
     if copied:
         skipped[COPIED] += 1
         return None
     if block.get("is_error") is not True:
-        return ToolCall(ts, tool, action, failed=False, exit_code=0 if tool == "Bash" else None)
+        return ToolCall(ts, tool, action, failed=False, exit_code=0 if tool == "Bash" else None,
+                        id=call_id)
     decision = rec.get("permissionDecision")
     text = result_text(block.get("content"))
     if rec.get("toolDenialKind") or text.startswith(STOPPED) or (
@@ -156,7 +158,8 @@ def _result(rec: dict[str, Any], block: dict[str, Any], tool: str, tool_input: A
         skipped[REFUSED] += 1
         return None
     code, output = failure_text(text)
-    return ToolCall(ts, tool, action, failed=True, exit_code=code, error_text=output)
+    return ToolCall(ts, tool, action, failed=True, exit_code=code, error_text=output,
+                    id=call_id)
 
 
 def result_text(content: object) -> str:

@@ -208,7 +208,7 @@ def _ended(asked: dict[str, str], call_id: str, payload: dict[str, Any],
         return None
     action = asked.pop(call_id)
     return ToolCall(timestamp(rec.get("timestamp")), "Bash", action, failed=code != 0,
-                    exit_code=code, error_text=output if code else "")
+                    exit_code=code, error_text=output if code else "", id=call_id)
 
 
 def default_paths() -> list[Path]:
