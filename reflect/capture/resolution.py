@@ -8,7 +8,7 @@ whole, or shortened at word boundaries keeping their program and target."""
 from __future__ import annotations
 
 import shlex
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from reflect.base import lazy
@@ -162,6 +162,17 @@ def resolutions(open_failures: list[Failure], action: str,
                 refused.add(reason)
             found[f["id"]] = text
     return found, refused
+
+
+def counted_fixes(fixes: Iterable[tuple[str, str]], top: int) -> list[tuple[str, int]]:
+    """``(run, fix)`` pairs, newest first, as the ``top`` fixes by how many runs each got
+    past the mistake (a tie: the newest first); fixes review kept out are left out."""
+    runs: dict[str, set[str]] = {}
+    for run, fix in fixes:
+        if shown_fix(fix):
+            runs.setdefault(fix, set()).add(run)
+    ranked = sorted(runs.items(), key=lambda kv: len(kv[1]), reverse=True)  # stable: newest
+    return [(fix, len(by)) for fix, by in ranked[:top]]
 
 
 def shown_fix(resolution: str) -> str:

@@ -86,7 +86,8 @@ def told(fix: str, limit: int) -> str:
 def masked(text: str, message: str) -> str:
     """``text`` with the subjects of ``message`` (what its family masks) as ``SUBJECT``."""
     for subject in subjects(message):
-        text = re.sub(rf"(?<![\w.-]){re.escape(subject)}(?![\w-])", SUBJECT, text)
+        # never a step's program (`pytest --version` stays what it ran)
+        text = re.sub(rf"(?<![\w.`-]){re.escape(subject)}(?![\w-])", SUBJECT, text)
     return text
 
 

@@ -23,7 +23,9 @@ from reflect.base import config
 from reflect.base.config import ModelSettings
 from reflect.base.limits import Limits
 from reflect.base.records import DONE, Job, Verdict
+from reflect.base.text import counted
 from reflect.capture import scrub
+from reflect.capture.resolution import counted_fixes
 from reflect.reflection import consolidation
 from reflect.reflection.consolidation import Upkeep
 from reflect.reflection.model_lock import ModelLock, lock_path
@@ -39,6 +41,7 @@ MODEL_PATIENCE = 600.0
 MODEL_KEEP = 60.0
 EARLIER_FAILURES = 5
 CHECKED_FAILURES = 20  # latest failures of a fingerprint a model lesson must hold for
+FIXES_TOLD = 3  # the fixes that worked in most runs, told a reflection prompt
 WORKER_LOG = "worker.log"
 DEFAULT_UPKEEP = Upkeep()
 DEFAULT_RETRIES = Retries()
@@ -226,9 +229,18 @@ class Worker:
             {k: failure[k] for k in fields},
             context["earlier"],
             {k: lesson.get(k, "") for k in ("trigger", "guidance", "category")},
-            context["resolution"],
+            told_fixes(context["fixes"]),
             prompts,
         )
+
+
+def told_fixes(fixes: list[tuple[str, str]]) -> str:
+    """What got a cause's runs past it, as a reflection prompt is told it: each fix (scrubbed
+    when stored, reviewed: ``resolution.counted_fixes``) with the runs it worked in."""
+    ranked = counted_fixes(fixes, FIXES_TOLD)
+    if len(ranked) == 1 and ranked[0][1] == 1:
+        return ranked[0][0]
+    return "\n".join(f"{fix} (worked in {counted(n, 'run')})" for fix, n in ranked)
 
 
 def start_detached(home: Path, context: Mapping[str, str], idle_exit: float = 60.0) -> None:

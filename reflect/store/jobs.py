@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from reflect.base.answers import FailedJob
 
 STARTING = 10.0  # seconds a just-started worker gets to register before another is started
+FIXES_READ = 50  # a cause's latest fixes a reflection prompt is told, counted by their runs
 _SPENT = "SELECT COALESCE(SUM(cost_usd), 0), COALESCE(SUM(calls), 0) FROM spend WHERE day = ?"
 _LIVE = "SELECT COUNT(*) FROM workers WHERE heartbeat > ?"
 
@@ -182,8 +183,8 @@ class JobQueries(LessonQueries):  # a finished reflection job writes its lesson
         """What a reflection prompt sees, read together: the fingerprint's latest failure,
         the ``earlier`` latest other failures of its run before it with their lessons'
         guidance, its ``checked`` latest failures (what a lesson must hold for), its
-        active lesson ({} if none) and its latest resolution. None when no failure of it
-        is stored any more."""
+        active lesson ({} if none) and what got its latest runs past it (``fixes``: run and
+        fix, newest first). None when no failure of it is stored any more."""
         with self.write() as tx:
             failure = tx.execute(
                 "SELECT * FROM failures WHERE fingerprint = ? ORDER BY seq DESC LIMIT 1",
@@ -201,15 +202,15 @@ class JobQueries(LessonQueries):  # a finished reflection job writes its lesson
             failures = tx.execute(
                 "SELECT * FROM failures WHERE fingerprint = ? ORDER BY seq DESC LIMIT ?",
                 (fingerprint, checked)).fetchall()
-            resolution = tx.execute(
-                "SELECT resolution FROM failures WHERE fingerprint = ? AND resolution != ''"
-                " ORDER BY seq DESC LIMIT 1", (fingerprint,)).fetchone()
+            fixes = tx.execute(
+                "SELECT run, resolution FROM failures WHERE fingerprint = ? AND resolution != ''"
+                " ORDER BY seq DESC LIMIT ?", (fingerprint, FIXES_READ)).fetchall()
             return {
                 "failure": dict(failure),
                 "failures": [dict(r) for r in failures],
                 "earlier": [dict(r) for r in before],
                 "lesson": self._active_lesson(tx, fingerprint) or {},
-                "resolution": resolution[0] if resolution else "",
+                "fixes": [(r[0], r[1]) for r in fixes],
             }
 
     # -- workers -------------------------------------------------------------------
