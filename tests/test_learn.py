@@ -184,3 +184,15 @@ def test_the_progress_bar_is_drawn_on_a_terminal_only(tmp_path):
     assert "learning [##############################] 1/1 sessions" in drawn
     quiet = run_cli("learn", "codex", str(CODEX_SESSIONS))  # stderr a pipe: no bar
     assert quiet.returncode == 0 and quiet.stderr == b""
+
+
+@pytest.mark.parametrize("client", ["claude-code", "codex"])
+def test_eval_convert_scrubs_the_session_ids_as_learn_does(client, tmp_path):
+    main = CLAUDE_SESSION if client == "claude-code" else CODEX_SESSION
+    for n, (_, line) in enumerate(SECRETS.values()):
+        synthesize(client, tmp_path / "h", texts={main: f"s{n} {line}"}, start=n)
+    done = run_cli("eval", "convert", client, str(tmp_path / "h"), "-o", str(tmp_path / "t.jsonl"))
+    assert done.returncode == 0, done.stderr
+    written = (tmp_path / "t.jsonl").read_text()
+    assert len({json.loads(line)["run"] for line in written.splitlines()}) == len(SECRETS)
+    assert leaks(written) == []

@@ -15,9 +15,15 @@ from reflect.api import controls
 from reflect.api.settings import Settings
 from reflect.base import config
 from reflect.base.records import COUNTED_BELOW, ErrorEntry, Failure, Lesson, Recall
-from reflect.base.text import clip
 from reflect.capture import benign, numbers, own_module, resolution, scrub
-from reflect.capture.entry import MAX_FIELD, Parsed, entry_rows, kept_rows, parse, synthesize
+from reflect.capture.entry import (
+    Parsed,
+    entry_rows,
+    kept_rows,
+    parse,
+    scrubbed,
+    synthesize,
+)
 from reflect.capture.scope import elsewhere, scope_of
 from reflect.recall.holdout import Holdout
 from reflect.reflection import consolidation, queue
@@ -275,18 +281,19 @@ class Memory:
     def _run_id(self, run: str | None) -> str:
         """The run id as capture stores it (scrubbed, cut): recall, outcome and the logs
         use the same, so a run id holding an address finds its own failures."""
-        return clip(self.scrubber.scrub(run or self.run)[0], MAX_FIELD)
+        return scrubbed(self.scrubber, run or self.run)[0]
 
     def _keep_benign(self, run: str, iteration: int | None, goal: str, phase: str,
                      action: str, exit_code: int | None, program: str) -> ErrorEntry:
         def scrub(text: str) -> str:
-            return clip(self.scrubber.scrub(text or "")[0], MAX_FIELD)
+            return scrubbed(self.scrubber, text)[0]
 
         row = {"run": scrub(run), "iteration": iteration, "ts": self.clock(),
                "phase": scrub(phase), "action": scrub(action), "exit_code": exit_code,
                "program": program}
         try:
-            row = self.store.add_benign(row, clip(scrub(goal), MAX_GOAL_CHARS), self.scope)
+            row = self.store.add_benign(row, scrubbed(self.scrubber, goal, MAX_GOAL_CHARS)[0],
+                                        self.scope)
         except (StoreUnavailable, Rejected, OSError) as e:  # not a failure: nothing is lost
             config.warn(f"store {self.home} not writable ({e}); benign exit not kept")
             row = {"id": "", **row, "iteration": iteration or 0}
@@ -301,7 +308,7 @@ class Memory:
         from reflect.recall import block
 
         return block.Query(
-            run=self._run_id(run), goal=clip(self.scrubber.scrub(goal)[0], MAX_GOAL_CHARS),
+            run=self._run_id(run), goal=scrubbed(self.scrubber, goal, MAX_GOAL_CHARS)[0],
             phase=phase, iteration=numbers.iteration(iteration), scope="global", now=self.clock(),
             max_tokens=max_tokens, sections=sections, embed=self.settings.embed_here,
             escalate_after=self.settings.escalate_after,
@@ -431,7 +438,7 @@ class Memory:
             return []  # nothing failed: the usual success, not worth a warning
         if iteration is None:
             iteration = self.store.next_iteration(run)
-        action = clip(self.scrubber.scrub(action)[0], MAX_FIELD)
+        action = scrubbed(self.scrubber, action)[0]
         found = resolution.resolutions(
             self.store.open_failures(run, iteration), action,
             lambda after: self.store.successes_between(run, after, iteration))

@@ -164,6 +164,13 @@ def read_crash_file(path: str) -> tuple[dict[str, Any], list[str]]:
     return record, []
 
 
+def scrubbed(scrubber: Scrubber, text: str | None, limit: int = MAX_FIELD) -> tuple[str, int]:
+    """``text`` as a capture keeps it, and its redactions: scrubbed, then cut (a cut first
+    could hide a secret from its pattern: a URL's ``@host``, a key block's END line)."""
+    clean, n = scrubber.scrub(text or "")
+    return clip(clean, limit), n
+
+
 class Causes(TypedDict):
     cause: str
     family: str
@@ -185,10 +192,9 @@ def entry_rows(parsed: Parsed, *, run: str, iteration: int | None, goal: str, ac
 
     def scrub(text: str) -> str:
         nonlocal redactions
-        # Scrub before cutting: a cut through a secret could hide it from its pattern.
-        clean, n = scrubber.scrub(text or "")
+        clean, n = scrubbed(scrubber, text)
         redactions += n
-        return clip(clean, MAX_FIELD)
+        return clean
 
     error = parsed.error
     fields = {
@@ -253,8 +259,7 @@ def kept_rows(failure: Failure, lesson: Lesson, scrubber: Scrubber) -> tuple[Fai
     it: a file on disk is read as untrusted as an error text. Every text scrubbed again,
     the lesson's reviewed (a hostile one quarantined) and made a heuristic lesson again,
     whatever else the record claims (a kind, a pin, a confidence)."""
-    texts = {key: clip(scrubber.scrub(str(failure.get(key) or ""))[0], MAX_FIELD)
-             for key in SCRUBBED}
+    texts = {key: scrubbed(scrubber, str(failure.get(key) or ""))[0] for key in SCRUBBED}
     failure = cast(Failure, {**failure, **texts})
     found = causes(failure["error_type"], failure["message"])
     failure["cause"], failure["family"] = found["cause"], found["family"]
