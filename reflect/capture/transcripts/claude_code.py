@@ -30,6 +30,7 @@ from reflect.capture.transcripts import (
     ToolCall,
     TranscriptError,
     files_under,
+    readable,
     timestamp,
 )
 from reflect.capture.transcripts.lines import Skipped, records
@@ -77,7 +78,7 @@ def _header(path: Path, skipped: Skipped) -> tuple[str, str, str, float | None, 
     run = cwd = goal = ""
     start: float | None = None
     side = False
-    for n, rec in enumerate(records(path, Skipped())):
+    for n, rec in enumerate(readable(path, skipped, records(path, Skipped()))):
         version = rec.get("version")
         if isinstance(version, str) and not known(version):
             skipped[f"files from Claude Code {version.split('.')[0]}.x, whose transcript "

@@ -30,6 +30,7 @@ from reflect.capture.transcripts import (
     ToolCall,
     TranscriptError,
     files_under,
+    readable,
     timestamp,
 )
 from reflect.capture.transcripts.lines import Skipped, records
@@ -80,7 +81,7 @@ def _header(path: Path, skipped: Skipped) -> tuple[str, str, str, str, float | N
     file that is no rollout of a known version."""
     meta: dict[str, Any] | None = None
     goal = ""
-    for n, rec in enumerate(records(path, Skipped())):
+    for n, rec in enumerate(readable(path, skipped, records(path, Skipped()))):
         payload = rec.get("payload")
         if n == 0:
             if rec.get("type") != "session_meta" or not isinstance(payload, dict):

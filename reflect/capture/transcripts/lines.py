@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from reflect.base import config
 from reflect.capture.numbers import whole_number
 
 MAX_LINE = 32 * 1024 * 1024  # a tool's output of this size is not a failure's message
@@ -22,10 +23,24 @@ CHUNK = 1024 * 1024
 MALFORMED = "lines that are not JSON (damaged)"
 TOO_LONG = "lines too long for a tool call (read through, not held)"
 UNFINISHED = "unfinished last lines (a session still being written: read up to them)"
+UNREADABLE = "files that could not be read (each named in a warning)"
 
 
 class Skipped(Counter[str]):
-    """What was not read, by reason: lines, files and tool calls."""
+    """What was not read, by reason: lines, files and tool calls; and the files that
+    could not be read, each said once."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.unreadable: set[Path] = set()
+
+    def cannot_read(self, path: Path, error: OSError) -> None:
+        """A file a read of failed: one warning line names it (a disk error names no
+        file), and it is counted once however often it is tried."""
+        if path not in self.unreadable:
+            self.unreadable.add(path)
+            self[UNREADABLE] += 1
+            config.warn(f"cannot read {path} ({error.strerror or error}); skipped it")
 
 
 def records(path: Path, skipped: Skipped, max_line: int = MAX_LINE) -> Iterator[dict[str, Any]]:
