@@ -39,7 +39,6 @@ CLIENT = "codex"
 KNOWN_MAJOR_VERSIONS = (0,)
 SHELL_TOOLS = ("exec_command", "shell", "container.exec", "local_shell")
 ABORTED = "aborted by user"
-HEADER_RECORDS = 200
 
 
 def codex_home() -> Path:
@@ -97,7 +96,7 @@ def _header(path: Path, skipped: Skipped) -> tuple[str, str, str, str, float | N
             meta = payload
             continue
         goal = prompt(rec)
-        if goal or n >= HEADER_RECORDS:
+        if goal:  # read as far as it takes: many records may come first
             break
     if meta is None:
         return None

@@ -2,7 +2,9 @@
 
 A line that is not a JSON object is skipped and counted; so is a line longer than
 ``MAX_LINE`` (read through, never held). A last line without its newline is a line the
-client is still writing: the file is read up to its last complete line.
+client is still writing: the file is read up to its last complete line. A file is read to
+``MAX_LINES`` lines at most (blank ones too), so the work a file costs is bounded whatever
+it holds; what was left is said.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from reflect.capture.numbers import whole_number
 
 MAX_LINE = 32 * 1024 * 1024  # a tool's output of this size is not a failure's message
 CHUNK = 1024 * 1024
+MAX_LINES = 1_000_000  # of one file: a long session writes tens of thousands
 
 # Why a line was not read: the keys of ``Skipped``, as the summary says them.
 MALFORMED = "lines that are not JSON (damaged)"
@@ -43,10 +46,12 @@ class Skipped(Counter[str]):
             config.warn(f"cannot read {path} ({error.strerror or error}); skipped it")
 
 
-def records(path: Path, skipped: Skipped, max_line: int = MAX_LINE) -> Iterator[dict[str, Any]]:
-    """Each complete line of ``path`` that is a JSON object, in order."""
+def records(path: Path, skipped: Skipped, max_line: int = MAX_LINE,
+            max_lines: int = MAX_LINES) -> Iterator[dict[str, Any]]:
+    """Each complete line of ``path`` that is a JSON object, in order, within its first
+    ``max_lines`` lines."""
     with open(path, "rb") as f:
-        while True:
+        for _ in range(max_lines):
             line = f.readline(max_line + 1)
             if not line:
                 return
@@ -69,3 +74,6 @@ def records(path: Path, skipped: Skipped, max_line: int = MAX_LINE) -> Iterator[
                 yield data
             else:
                 skipped[MALFORMED] += 1
+        if f.read(1):
+            skipped[f"files read only to their first {max_lines:,} lines (the rest not "
+                    "learned)"] += 1
