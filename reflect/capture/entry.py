@@ -14,7 +14,7 @@ from typing import IO, Any, TypedDict, cast
 
 from reflect.base.records import Failure, Lesson, new_id, new_lesson
 from reflect.base.text import clip, format_error
-from reflect.capture.extract import Extracted, extract_exception, extract_text
+from reflect.capture.extract import MAX_MESSAGE, Extracted, extract_exception, extract_text
 from reflect.capture.fingerprint import cause, family, fingerprint
 from reflect.capture.heuristics import (
     CATEGORIES,
@@ -71,7 +71,7 @@ def whitelist_crash(record: object) -> dict[str, Any]:
             if (number := whole_number(value)) is not None:
                 kept[name] = number  # bounded by parse, with the exit code given directly
         else:
-            kept[name] = str(value)[:MAX_FIELD]
+            kept[name] = str(value)  # the file is bounded; the capture scrubs, then cuts
     return kept
 
 
@@ -121,11 +121,18 @@ def synthesize(phase: str, exit_code: int | None, friction: str = "") -> Extract
     )
 
 
+def tail_of(data: bytes, limit: int = MAX_ERROR_BYTES) -> bytes:
+    """At most the last ``limit`` bytes of output, from the first whole line when it had to
+    be cut: what the cut left of the line it fell in could be the end of a secret its
+    pattern no longer finds (a password without its URL's ``://``)."""
+    return data if len(data) <= limit else data[-limit:].partition(b"\n")[2]
+
+
 def decode_tail(data: bytes) -> tuple[str, list[str]]:
     """Decode the bounded tail of error output; report what had to be mended."""
     problems = []
     if len(data) > MAX_ERROR_BYTES:
-        data = data[-MAX_ERROR_BYTES:]
+        data = tail_of(data)
         problems.append(f"error output over {MAX_ERROR_BYTES // 1024} KB: kept its last part")
     if b"\x00" in data:
         data = data.replace(b"\x00", b"")
@@ -190,9 +197,9 @@ def entry_rows(parsed: Parsed, *, run: str, iteration: int | None, goal: str, ac
     module it could not import is the run's own, ``reflect.capture.own_module``)."""
     redactions = 0
 
-    def scrub(text: str) -> str:
+    def scrub(text: str, limit: int = MAX_FIELD) -> str:
         nonlocal redactions
-        clean, n = scrubbed(scrubber, text)
+        clean, n = scrubbed(scrubber, text, limit)
         redactions += n
         return clean
 
@@ -202,7 +209,7 @@ def entry_rows(parsed: Parsed, *, run: str, iteration: int | None, goal: str, ac
         "phase": scrub(parsed.phase),
         "action": scrub(action),
         "error_type": scrub(error.error_type),
-        "message": scrub(error.message),
+        "message": scrub(error.message, MAX_MESSAGE),
         "signature": scrub(error.signature),
         "friction": scrub(parsed.friction),
     }
