@@ -2,7 +2,8 @@
 look-alikes, hostile lessons, instruction-like payloads. Prints what was tried and what
 got through.
 
-Then the resident helper's cases, as real processes (bench/helper_attacks.py).
+Then the resident helper's cases, as real processes (bench/helper_attacks.py), and those of
+captures, transcripts and the store directory (bench/learn_attacks.py).
 
 Run: .venv/bin/python bench/attacks.py [--show]   (--show names what got through)
 Target: each 64 KB input built to make a backtracking regex blow up scrubbed in under 500 ms.
@@ -21,6 +22,7 @@ from capture_recall import traceback_4kb
 from figures import emit
 from helper_attacks import main as helper_cases
 from hostile_corpus import BENIGN_LESSONS, HOSTILE_LESSONS
+from learn_attacks import main as learn_cases
 from look_alike_corpus import LOOK_ALIKES_WIDE
 from secret_corpus import LOOK_ALIKES, SECRETS
 from secret_forms import FORMS, leaks
@@ -93,8 +95,9 @@ print("scrub of 64 KB built to backtrack, ms: " + "  ".join(
 print(f"  slowest {max(worst.values()):.0f} ms (target < {PATHOLOGICAL_MS} ms): "
       + ("met" if max(worst.values()) < PATHOLOGICAL_MS else "MISSED"))
 helper = helper_cases()
-emit({"helper": helper, "scrub_4kb_ms": statistics.median(took), "scrub_64kb_pathological_max_ms":
-      max(worst.values()), "secrets": len(SECRETS),
+learn = learn_cases()
+emit({"helper": helper, "learn": learn, "scrub_4kb_ms": statistics.median(took),
+      "scrub_64kb_pathological_max_ms": max(worst.values()), "secrets": len(SECRETS),
       "leaked_whole": len(leaked_by_form["whole"]),
       "leaked_wrapped": len(set().union(*(v for k, v in leaked_by_form.items()
                                           if k.startswith("wrapped")))),

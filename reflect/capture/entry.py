@@ -12,6 +12,7 @@ import json
 from dataclasses import dataclass
 from typing import IO, Any, TypedDict, cast
 
+from reflect.base import lazy
 from reflect.base.records import Failure, Lesson, new_id, new_lesson
 from reflect.base.text import clip, format_error
 from reflect.capture.extract import MAX_MESSAGE, Extracted, extract_exception, extract_text
@@ -46,6 +47,11 @@ CRASH_FIELDS = {
     "exitCode": "exit_code",
     "fingerprint": "fingerprint",
 }
+
+
+# `a > b > c`, not the arrow of code (`=>`, `->`): splitting `'api_secret' => '…'` would
+# part a secret from its key before the scrub.
+_FRAME_SEPARATOR = lazy.compile(r"(?<![=-])>")
 
 
 @dataclass
@@ -100,7 +106,8 @@ def parse(
     if found is not None:
         return parsed("text", found)
     if crash.get("error_type"):
-        frames = tuple(f.strip() for f in crash.get("signature", "").split(">") if f.strip())
+        frames = tuple(f.strip() for f in _FRAME_SEPARATOR.split(crash.get("signature", ""))
+                       if f.strip())
         described = friction and f" ({friction})"
         error = Extracted(
             error_type=crash["error_type"],
