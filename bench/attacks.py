@@ -3,7 +3,8 @@ look-alikes, hostile lessons, instruction-like payloads. Prints what was tried a
 got through.
 
 Then the resident helper's cases and `reflect learn`'s, as real processes
-(bench/helper_attacks.py, bench/learn_attacks.py).
+(bench/helper_attacks.py, bench/learn_attacks.py), and those of captures,
+transcripts and the store directory (bench/capture_attacks.py).
 
 Run: .venv/bin/python bench/attacks.py [--show]   (--show names what got through)
 Target: each 64 KB input built to make a backtracking regex blow up scrubbed in under 500 ms.
@@ -18,6 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
+from capture_attacks import main as capture_cases
 from capture_recall import traceback_4kb
 from figures import emit
 from helper_attacks import main as helper_cases
@@ -96,7 +98,9 @@ print(f"  slowest {max(worst.values()):.0f} ms (target < {PATHOLOGICAL_MS} ms): 
       + ("met" if max(worst.values()) < PATHOLOGICAL_MS else "MISSED"))
 helper = helper_cases()
 learned = learn_cases()
-emit({"helper": helper, "learn": learned, "scrub_4kb_ms": statistics.median(took),
+captured = capture_cases()
+emit({"helper": helper, "learn": learned, "capture": captured,
+      "scrub_4kb_ms": statistics.median(took),
       "scrub_64kb_pathological_max_ms": max(worst.values()), "secrets": len(SECRETS),
       "leaked_whole": len(leaked_by_form["whole"]),
       "leaked_wrapped": len(set().union(*(v for k, v in leaked_by_form.items()

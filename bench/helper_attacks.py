@@ -24,7 +24,7 @@ sys.path.insert(0, str(TESTS))
 import hooks  # noqa: E402
 from test_resident_trust import Listener, answer, patterns_held  # noqa: E402
 
-from reflect import Memory  # noqa: E402
+from reflect import Memory, StoreUnavailable  # noqa: E402
 from reflect.cli import resident  # noqa: E402
 from reflect.integrations import budget  # noqa: E402
 
@@ -34,7 +34,8 @@ SESSION = EVENT["session_id"]
 
 
 def hook(home: Path, cwd: Path, helper: bool = True) -> subprocess.Popen:
-    env = {**os.environ, "REFLECT_HOME": str(home), "REFLECT_WORKER": "off",
+    # TMPDIR: a capture kept aside waits in the bench's own directory, not the user's
+    env = {**os.environ, "REFLECT_HOME": str(home), "REFLECT_WORKER": "off", "TMPDIR": str(cwd),
            "REFLECT_HELPER": "on" if helper else "off", "OPENAI_API_KEY": "sk-bench-planted"}
     running = subprocess.Popen([sys.executable, "-m", "reflect", "hook", "claude-code"],
                                stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -59,8 +60,14 @@ def finish(running: subprocess.Popen) -> tuple[float, bool]:
 
 
 def stored(home: Path) -> int:
-    with Memory(home) as mem:
-        return len(mem.failures(run=SESSION, limit=1000))
+    """The session's captures in the store, or kept aside when it refuses its directory
+    (in the hooks' TMPDIR, beside it)."""
+    try:
+        with Memory(home) as mem:
+            return len(mem.failures(run=SESSION, limit=1000))
+    except StoreUnavailable:
+        return sum(len(p.read_text().splitlines())
+                   for p in home.parent.glob("reflect-*/pending-*.jsonl"))
 
 
 def fresh(tmp: Path, name: str, mode: int = 0o700) -> Path:

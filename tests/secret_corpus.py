@@ -122,6 +122,26 @@ SECRETS.update({
     "phone_e164": ("+14155550132", "twilio.base.exceptions.TwilioRestException: To +14155550132"),
 })
 
+# Kinds a fourth attacker's corpus found missed: an Azure client secret and a Cloudflare
+# token as their tools' settings name them, a hex API secret assigned as Ruby, PHP and
+# Make do, a token named in prose, a home directory in JSON quoted twice.
+HEX_SECRET = "5f4dcc3b5aa765d61d8327deb882cf99a3bf4f1b"
+CF_TOKEN = "Yq3vN8bW3tR6yL1cF5hD0gU-aXoIe_ZJxm7K9qP2"
+SECRETS.update({
+    "azure_client_secret_env": ("Zk71Q~4mN9pL2xR8vT5wY3bC6dF0gH1jK7sQ9eUo",
+                                "export AZURE_CLIENT_SECRET=Zk71Q~4mN9pL2xR8vT5wY3bC6dF0gH1jK7sQ9eUo"),
+    "cloudflare_api_token_env": (CF_TOKEN, f"CLOUDFLARE_API_TOKEN={CF_TOKEN} npx wrangler deploy"),
+    "cloudflare_token_prose": (CF_TOKEN, f"wrangler: Invalid token {CF_TOKEN} [code: 1000]"),
+    "api_secret_hex": (HEX_SECRET[:32], f'api_secret = "{HEX_SECRET[:32]}"'),
+    "api_secret_rocket": (HEX_SECRET, f"config = {{ 'api_secret' => '{HEX_SECRET}' }}"),
+    "api_secret_make": (HEX_SECRET, f"API_SECRET := {HEX_SECRET}"),
+    "secret_prose_hex": (HEX_SECRET, f"signature mismatch: secret {HEX_SECRET} rejected"),
+    "windows_home_json_twice": ("danaquill", json.dumps(json.dumps(
+        {"file_path": "C:\\Users\\danaquill\\proj\\a.py"}))),
+    "json_key_in_command": (HEX_SECRET, "bash -lc 'curl -d '\"'\"'{\"client_secret\": "
+                            f"\"{HEX_SECRET}\"}}'\"'\"' https://api.example.com'"),
+})
+
 # Code, versions and ids that look like secrets and must come through unchanged.
 LOOK_ALIKES = [
     "python 3.11.7.1", "Python 3.12.0.1 on linux", "token=None", "password=None",

@@ -368,9 +368,18 @@ def test_nothing_usable_is_none(text):
     assert extract_text(text) is None
 
 
-def test_message_is_bounded():
-    found = extract_text("ValueError: " + "x" * 5000)
-    assert len(found.message) == 500
+def test_message_is_cut_only_once_scrubbed():
+    """Extraction keeps the whole line; the capture scrubs it, then cuts it."""
+    from reflect.capture.entry import entry_rows, parse
+    from reflect.capture.extract import MAX_MESSAGE
+    from reflect.capture.scrub import Scrubber
+
+    text = "ValueError: " + "x" * 5000
+    assert len(extract_text(text).message) == 5000
+    failure, _ = entry_rows(parse(phase="", exit_code=1, error_text=text), run="r",
+                            iteration=1, goal="", action="", scrubber=Scrubber(), scope="g",
+                            now=0.0)
+    assert len(failure["message"]) == MAX_MESSAGE
 
 
 def test_huge_junk_input_completes():

@@ -218,5 +218,5 @@ def test_every_failed_agent_step_extracts():
             assert (found is None) == (not output.strip()), (path.name, index)
             if found:
                 seen += 1
-                assert found.error_type and len(found.frames) <= 5 and len(found.message) <= 500
+                assert found.error_type and len(found.frames) <= 5
     assert seen > 50

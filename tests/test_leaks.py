@@ -115,3 +115,50 @@ def test_cli_fields_and_a_large_error_file_with_secrets_at_its_end(own_store, tm
         recalled = run_cli("recall", "--run", "big", "--format", fmt)
         assert recalled.stdout and leaks(recalled.stdout) == []
     assert leaks((own_store / DB_NAME).read_bytes()) == []
+
+
+def across(at: int, secret: str, line: str) -> list[str]:
+    """``line`` behind filler words, so that a cut at ``at`` falls inside the secret: near
+    its start, its middle and its end."""
+    start = line.index(secret)
+    return [("step " * at)[:at - start - k - 1] + " " + line
+            for k in sorted({4, len(secret) // 2, len(secret) - 4}) if 0 < k < len(secret)]
+
+
+@pytest.mark.parametrize("at", [500, 2000, 4000])  # a message's bound, a line's, a field's
+def test_a_secret_across_a_cut_is_scrubbed_before_it(own_store, at):
+    from secret_forms import leaked
+
+    head = "ValueError: "
+    with Memory() as mem:
+        for n, (secret, line) in enumerate(SECRETS.values()):
+            for text in across(at - len(head), secret, line):
+                mem.capture(run=f"r{n}", exit_code=1, error_text=head + text)
+                mem.capture(run=f"r{n}", crash={"error_class": "E", "stack_signature": text})
+        got = [" ".join(str(v) for e in mem.failures(run=f"r{n}", limit=100)
+                        for v in e.to_dict().values()) for n in range(len(SECRETS))]
+    assert [kind for (kind, (secret, line)), out in zip(SECRETS.items(), got, strict=True)
+            if leaked(secret, line, out, lambda out: out)] == []
+
+
+def test_a_secret_the_tail_of_an_error_file_cuts_is_not_kept(own_store, tmp_path):
+    """An error file is read to its last 64 KB: the line the cut falls in is left out, as
+    what a cut left of a secret is no longer found by its pattern."""
+    from secret_forms import leaked
+
+    from reflect.capture.entry import MAX_ERROR_BYTES, read_error_file
+
+    log = tmp_path / "error.log"
+    with Memory() as mem:
+        for n, (secret, line) in enumerate(SECRETS.values()):
+            head = f"Error: {line}\n"
+            start = head.encode().index(secret.encode()) + len(secret.encode()) // 2
+            rest = start + MAX_ERROR_BYTES - len(head.encode())  # lines that say nothing
+            log.write_bytes(head.encode() + (b"=" * 999 + b"\n") * (rest // 1000)
+                            + b"\n" * (rest % 1000))
+            text, _ = read_error_file(str(log))
+            mem.capture(run=f"r{n}", exit_code=1, error_text=text)
+        got = [" ".join(str(v) for e in mem.failures(run=f"r{n}") for v in e.to_dict().values())
+               for n in range(len(SECRETS))]
+    assert [kind for (kind, (secret, line)), out in zip(SECRETS.items(), got, strict=True)
+            if leaked(secret, line, out, lambda out: out)] == []

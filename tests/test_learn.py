@@ -253,3 +253,30 @@ def test_tool_output_learned_reaches_no_block_unneutralized(own_store, tmp_path)
                            *(mem.recall(run=run).text for run in runs)])
     assert shown.count("[in") >= len(HOSTILE_OUTPUTS)  # the marker, cut short in its turn
     assert [bad for found in HOSTILE_OUTPUTS.values() for bad in found if bad in shown] == []
+
+
+@pytest.mark.parametrize("client", ["claude-code", "codex"])
+def test_eval_convert_scrubs_the_session_ids_as_learn_does(client, tmp_path):
+    main = CLAUDE_SESSION if client == "claude-code" else CODEX_SESSION
+    for n, (_, line) in enumerate(SECRETS.values()):
+        synthesize(client, tmp_path / "h", texts={main: f"s{n} {line}"}, start=n)
+    done = run_cli("eval", "convert", client, str(tmp_path / "h"), "-o", str(tmp_path / "t.jsonl"))
+    assert done.returncode == 0, done.stderr
+    written = (tmp_path / "t.jsonl").read_text()
+    assert len({json.loads(line)["run"] for line in written.splitlines()}) == len(SECRETS)
+    assert leaks(written) == []
+
+
+@pytest.mark.parametrize("client", ["claude-code", "codex"])
+def test_an_unreadable_file_is_named_and_skipped_and_the_rest_learned(client, tmp_path):
+    written = synthesize(client, tmp_path / "h", 2)
+    broken = written[0].with_name("rollout-broken.jsonl")
+    broken.symlink_to("/proc/self/mem")  # reading it fails (EIO), for root too
+    done = run_cli("learn", client, str(tmp_path / "h"))
+    assert done.returncode == 0, done.stderr
+    assert b"read 2 sessions" in done.stdout
+    assert done.stderr.decode().splitlines() == [
+        f"reflect: warning: cannot read {broken} (Input/output error); skipped it"]
+    done = run_cli("learn", client, str(broken))  # nothing could be read: a failure
+    assert done.returncode == 1 and str(broken).encode() in done.stderr, done.stderr
+    assert b"[Errno" not in done.stderr

@@ -332,3 +332,34 @@ def test_a_replayed_outcome_is_scrubbed_and_reviewed_as_a_live_one(own_store):
         stored = store_dump(own_store)
     assert secret not in stored and "evil.example" not in stored
     assert resolved.resolution.startswith("`export GH_TOKEN=") and untouched.resolution == ""
+
+
+@pytest.mark.sqlite_only
+@pytest.mark.parametrize("how", ["another user's", "writable by all"])
+def test_a_store_directory_others_can_write_is_refused_and_captures_kept_aside(own_store, how,
+                                                                             caplog):
+    own_store.mkdir()
+    if how == "writable by all":
+        os.chmod(own_store, 0o777)
+    elif os.getuid() == 0:
+        os.chown(own_store, 4242, 4242)
+    else:
+        pytest.skip("only root can give a directory to another user")
+    with Memory() as mem:
+        entry = mem.capture(run="r", exit_code=1, error_text="ValueError: kept")
+    said = caplog.text
+    assert entry.failure_id and "chmod 700" in said and str(own_store) in said
+    assert sorted(os.listdir(own_store)) == []  # nothing written where others could read it
+    assert pending.waiting(own_store) == (1, 0)  # kept in the user's private spare place
+    done = run_cli("capture", "--run", "r", "--exit-code", "1")
+    assert done.returncode == 0 and b"chmod 700" in done.stderr, done.stderr
+    done = run_cli("status")
+    assert done.returncode == 1 and len(done.stderr.splitlines()) == 1, done.stderr
+    done = run_cli("doctor")
+    assert done.returncode == 1, done.stdout
+    assert done.stdout.startswith(b"store: PROBLEM: the store directory"), done.stdout
+    os.chown(own_store, os.getuid(), os.getgid())
+    os.chmod(own_store, 0o700)
+    with Memory() as mem:  # the directory made safe: the captures kept aside reach it
+        mem.capture(run="r", exit_code=1, error_text="ValueError: later")
+        assert len(mem.failures()) == 3

@@ -85,6 +85,33 @@ def test_a_line_too_long_is_read_through_not_held(tmp_path):
     assert skipped == {TOO_LONG: 1}
 
 
+def test_a_file_is_read_to_a_bound_of_lines_and_what_was_left_is_said(tmp_path):
+    path = tmp_path / "s.jsonl"
+    path.write_text('{"a": 1}\n' + "\n" * 20 + '{"b": 2}\n')
+    skipped = Skipped()
+    assert list(records(path, skipped, max_lines=10)) == [{"a": 1}]
+    assert skipped == {"files read only to their first 10 lines (the rest not learned)": 1}
+    skipped = Skipped()
+    assert len(list(records(path, skipped, max_lines=22))) == 2 and skipped == {}
+
+
+@pytest.mark.parametrize("client", ["claude-code", "codex"])
+def test_a_session_whose_first_prompt_comes_late_is_read_whole(client, tmp_path):
+    """Many records before the first prompt (a long context restored, a client's notes):
+    the session, its goal and its calls all the same."""
+    [main, *_] = synthesize(client, tmp_path, texts={"Make the weekly report run": "Fix it"})
+    lines = main.read_text().splitlines(keepends=True)
+    if client == "claude-code":  # records of no session, then the session
+        note, at = {"type": "progress", "data": "x"}, 0
+    else:  # after its session_meta, events before the first prompt
+        note, at = {"type": "event_msg", "payload": {"type": "token_count"}}, 1
+    lines[at:at] = [json.dumps(note) + "\n"] * 500
+    main.write_text("".join(lines))
+    found, skipped = calls_of(client, [tmp_path])
+    [(session, calls)] = [v for v in found.values() if v[0].files[0] == main]
+    assert session.goal == "Fix it" and len([c for c in calls if c.failed]) >= 3, skipped
+
+
 def test_a_number_past_int_s_limit_is_no_damaged_line(tmp_path):
     path = tmp_path / "s.jsonl"
     path.write_text('{"exit_code": ' + "9" * 5000 + '}\n')  # int() stops at 4300 digits

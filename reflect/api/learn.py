@@ -63,9 +63,14 @@ def sessions(client: str, paths: Iterable[str | os.PathLike[str]] = (),
     paths = list(paths)
     cwd = Path.cwd() if cwd is None else cwd
     if client == "claude-code":
-        return claude_code.sessions(paths or claude_code.default_paths(cwd), skipped)
-    return codex.sessions(paths or codex.default_paths(), skipped,
-                          within=None if paths else cwd)
+        found = claude_code.sessions(paths or claude_code.default_paths(cwd), skipped)
+    else:
+        found = codex.sessions(paths or codex.default_paths(), skipped,
+                               within=None if paths else cwd)
+    if not found and skipped.unreadable:
+        raise TranscriptError(f"no session could be read: {len(skipped.unreadable)} file(s)"
+                              " could not be read (named above); check them, or the disk")
+    return found
 
 
 def learn(mem: Memory, client: str, paths: Iterable[str | os.PathLike[str]] = (),

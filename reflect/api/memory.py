@@ -16,15 +16,14 @@ from reflect.api.context import RunContext
 from reflect.api.settings import Settings
 from reflect.base import config
 from reflect.base.records import COUNTED_BELOW, ErrorEntry, Failure, Lesson, Recall
-from reflect.base.text import clip
 from reflect.capture import benign, numbers, own_module, resolution
 from reflect.capture.entry import (
-    MAX_FIELD,
     Parsed,
     entry_rows,
     kept_outcome,
     kept_rows,
     parse,
+    scrubbed,
     synthesize,
 )
 from reflect.capture.review import fix_reason
@@ -300,13 +299,14 @@ class Memory:
                      action: str, exit_code: int | None, program: str,
                      step: str | None) -> ErrorEntry:
         def scrub(text: str) -> str:
-            return clip(self.scrubber.scrub(text or "")[0], MAX_FIELD)
+            return scrubbed(self.scrubber, text)[0]
 
         row = {"run": scrub(run), "iteration": iteration, "ts": self.clock(),
                "phase": scrub(phase), "action": scrub(action), "exit_code": exit_code,
                "program": program, "step": step_key(scrub(run), step)}
         try:
-            row = self.store.add_benign(row, clip(scrub(goal), MAX_GOAL_CHARS), self.scope)
+            row = self.store.add_benign(row, scrubbed(self.scrubber, goal, MAX_GOAL_CHARS)[0],
+                                        self.scope)
         except (StoreUnavailable, Rejected, OSError) as e:  # not a failure: nothing is lost
             config.warn(f"store {self.home} not writable ({e}); benign exit not kept")
             row = {"id": "", **row, "iteration": iteration or 0}
@@ -321,7 +321,7 @@ class Memory:
         from reflect.recall import block
 
         return block.Query(
-            run=self._run_id(run), goal=clip(self.scrubber.scrub(goal)[0], MAX_GOAL_CHARS),
+            run=self._run_id(run), goal=scrubbed(self.scrubber, goal, MAX_GOAL_CHARS)[0],
             phase=phase, iteration=numbers.iteration(iteration), scope="global", now=self.clock(),
             max_tokens=max_tokens, sections=sections, embed=self.settings.embed_here,
             escalate_after=self.settings.escalate_after,
@@ -452,7 +452,7 @@ class Memory:
             return []  # nothing failed: the usual success, not worth a warning
         if iteration is None:
             iteration = self.store.next_iteration(run)
-        action = clip(self.scrubber.scrub(action)[0], MAX_FIELD)
+        action = scrubbed(self.scrubber, action)[0]
         found, refused = resolution.resolutions(
             self.store.open_failures(run, iteration), action,
             lambda after: self.store.successes_between(run, after, iteration), fix_reason)

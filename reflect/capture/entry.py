@@ -12,9 +12,10 @@ import json
 from dataclasses import dataclass
 from typing import IO, Any, TypedDict, cast
 
+from reflect.base import lazy
 from reflect.base.records import Failure, Lesson, new_id, new_lesson
 from reflect.base.text import clip, format_error
-from reflect.capture.extract import Extracted, extract_exception, extract_text
+from reflect.capture.extract import MAX_MESSAGE, Extracted, extract_exception, extract_text
 from reflect.capture.fingerprint import cause, family, fingerprint
 from reflect.capture.heuristics import (
     CATEGORIES,
@@ -49,6 +50,11 @@ CRASH_FIELDS = {
 }
 
 
+# `a > b > c`, not the arrow of code (`=>`, `->`): splitting `'api_secret' => '…'` would
+# part a secret from its key before the scrub.
+_FRAME_SEPARATOR = lazy.compile(r"(?<![=-])>")
+
+
 @dataclass
 class Parsed:
     source: str  # crash | text | exception | synthesized
@@ -72,7 +78,7 @@ def whitelist_crash(record: object) -> dict[str, Any]:
             if (number := whole_number(value)) is not None:
                 kept[name] = number  # bounded by parse, with the exit code given directly
         else:
-            kept[name] = str(value)[:MAX_FIELD]
+            kept[name] = str(value)  # the file is bounded; the capture scrubs, then cuts
     return kept
 
 
@@ -101,7 +107,8 @@ def parse(
     if found is not None:
         return parsed("text", found)
     if crash.get("error_type"):
-        frames = tuple(f.strip() for f in crash.get("signature", "").split(">") if f.strip())
+        frames = tuple(f.strip() for f in _FRAME_SEPARATOR.split(crash.get("signature", ""))
+                       if f.strip())
         described = friction and f" ({friction})"
         error = Extracted(
             error_type=crash["error_type"],
@@ -122,11 +129,18 @@ def synthesize(phase: str, exit_code: int | None, friction: str = "") -> Extract
     )
 
 
+def tail_of(data: bytes, limit: int = MAX_ERROR_BYTES) -> bytes:
+    """At most the last ``limit`` bytes of output, from the first whole line when it had to
+    be cut: what the cut left of the line it fell in could be the end of a secret its
+    pattern no longer finds (a password without its URL's ``://``)."""
+    return data if len(data) <= limit else data[-limit:].partition(b"\n")[2]
+
+
 def decode_tail(data: bytes) -> tuple[str, list[str]]:
     """Decode the bounded tail of error output; report what had to be mended."""
     problems = []
     if len(data) > MAX_ERROR_BYTES:
-        data = data[-MAX_ERROR_BYTES:]
+        data = tail_of(data)
         problems.append(f"error output over {MAX_ERROR_BYTES // 1024} KB: kept its last part")
     if b"\x00" in data:
         data = data.replace(b"\x00", b"")
@@ -165,6 +179,13 @@ def read_crash_file(path: str) -> tuple[dict[str, Any], list[str]]:
     return record, []
 
 
+def scrubbed(scrubber: Scrubber, text: str | None, limit: int = MAX_FIELD) -> tuple[str, int]:
+    """``text`` as a capture keeps it, and its redactions: scrubbed, then cut (a cut first
+    could hide a secret from its pattern: a URL's ``@host``, a key block's END line)."""
+    clean, n = scrubber.scrub(text or "")
+    return clip(clean, limit), n
+
+
 class Causes(TypedDict):
     cause: str
     family: str
@@ -185,12 +206,11 @@ def entry_rows(parsed: Parsed, *, run: str, iteration: int | None, goal: str, ac
     the client's id of the call, which the store knows it by."""
     redactions = 0
 
-    def scrub(text: str) -> str:
+    def scrub(text: str, limit: int = MAX_FIELD) -> str:
         nonlocal redactions
-        # Scrub before cutting: a cut through a secret could hide it from its pattern.
-        clean, n = scrubber.scrub(text or "")
+        clean, n = scrubbed(scrubber, text, limit)
         redactions += n
-        return clip(clean, MAX_FIELD)
+        return clean
 
     error = parsed.error
     fields = {
@@ -198,7 +218,7 @@ def entry_rows(parsed: Parsed, *, run: str, iteration: int | None, goal: str, ac
         "phase": scrub(parsed.phase),
         "action": scrub(action),
         "error_type": scrub(error.error_type),
-        "message": scrub(error.message),
+        "message": scrub(error.message, MAX_MESSAGE),
         "signature": scrub(error.signature),
         "friction": scrub(parsed.friction),
     }
@@ -256,8 +276,7 @@ def kept_rows(failure: Failure, lesson: Lesson, scrubber: Scrubber) -> tuple[Fai
     it: a file on disk is read as untrusted as an error text. Every text scrubbed again,
     the lesson's reviewed (a hostile one quarantined) and made a heuristic lesson again,
     whatever else the record claims (a kind, a pin, a confidence)."""
-    texts = {key: clip(scrubber.scrub(str(failure.get(key) or ""))[0], MAX_FIELD)
-             for key in SCRUBBED}
+    texts = {key: scrubbed(scrubber, str(failure.get(key) or ""))[0] for key in SCRUBBED}
     failure = cast(Failure, {**failure, **texts})
     key = failure.get("step")
     failure["step"] = key if isinstance(key, str) and STEP_KEY.fullmatch(key) else None

@@ -12,9 +12,10 @@ exception is a run of compiler errors, where the first is the cause and the
 rest cascade. Only when nothing is recognised do we look for a line that
 merely mentions an error, and then for the last meaningful line.
 
-Inputs may be large and odd, so lines are cut to `_MAX_LINE` characters and
-every pattern is anchored or built from disjoint character classes, so
-matching stays linear in the input.
+Inputs may be large and odd, so every pattern is anchored or built from disjoint
+character classes, and matching stays linear in the input. Nothing is cut here: a message
+is as long as its line, and the capture scrubs it before it cuts it to ``MAX_MESSAGE``
+(a cut first could hide a secret from its pattern: a URL's ``@host``).
 """
 
 from __future__ import annotations
@@ -25,9 +26,12 @@ from dataclasses import dataclass, field
 
 from reflect.base import lazy
 
-MAX_MESSAGE = 500
+MAX_MESSAGE = 500  # what a capture keeps of a message, once scrubbed
 MAX_FRAMES = 5
-_MAX_LINE = 2000
+# A live exception's message is read as far as an error file's tail is (64 KB), to the
+# last whole word: a part of a word could be a secret its pattern no longer finds.
+_MAX_EXCEPTION = 64 * 1024
+_PART_WORD = lazy.compile(r"\S+\Z")
 
 _ANSI = lazy.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
@@ -96,7 +100,7 @@ def extract_text(text: str) -> Extracted | None:
     """The real error in raw output, or None when it holds nothing usable."""
     if not text or not text.strip():
         return None
-    lines = [_ANSI.sub("", line[:_MAX_LINE]).rstrip() for line in text.splitlines()]
+    lines = [_ANSI.sub("", line).rstrip() for line in text.splitlines()]
     strong: dict[int, tuple[Extracted, bool]] = {}
     for index, found in _python_tracebacks(lines):
         strong.setdefault(index, (found, False))
@@ -128,6 +132,8 @@ def extract_exception(exc: BaseException) -> Extracted:
             message = str(exc).strip().split("\n", 1)[0]
         except Exception:  # a broken __str__ must not break capture
             message = ""
+        if len(message) > _MAX_EXCEPTION:
+            message = _PART_WORD.sub("", message[:_MAX_EXCEPTION + 1])
     if not message and stack:
         message = (stack[-1].line or "").strip()
     return _make(type(exc).__name__, message, frames)
@@ -138,7 +144,7 @@ def _make(error_type: str, message: str, frames: Sequence[str] = ()) -> Extracte
     # `OperationalError`): the same error raised through another import path,
     # or printed by another tool, must get the same identity.
     kind = error_type.strip().rsplit(".", 1)[-1] or "Error"
-    return Extracted(kind, message.strip()[:MAX_MESSAGE].strip(), tuple(frames)[-MAX_FRAMES:])
+    return Extracted(kind, message.strip(), tuple(frames)[-MAX_FRAMES:])
 
 
 def is_warning(error_type: str) -> bool:

@@ -71,7 +71,8 @@ _NOT_A_VALUE = (r"(?!(?:None|null|nil|true|false|True|False|undefined|str|int|by
                 r"|os\.(?:environ|getenv)\b|getenv\(|process\.env\b|ENV\[|\$\{|\{\{|<[\w -]+>"
                 r"|\$[A-Z_][A-Z0-9_]*\b)")
 _KEY = r"[A-Za-z_][A-Za-z0-9_.-]*+"
-_ASSIGN = r"\\?[\"']?[ \t]*[:=](?![:=])[ \t]*"  # =, :, "key": but not ==, ::
+# =, :, "key": and Ruby's or PHP's =>, Make's or Go's := but not ==, ::
+_ASSIGN = r"\\?[\"']?[ \t]*(?:=>|:=|[:=](?![:=]))[ \t]*"
 
 ANYWHERE = {
     # The END is looked for up to the next BEGIN, so many unclosed blocks stay linear.
@@ -89,7 +90,8 @@ ANYWHERE = {
     # Not only at a word start, so /var/home/alice is caught too; /root stays.
     "home": rf"/(?:home|Users)/(?P<v_home>){_HOME_USER}",
     # A Windows user name may hold spaces when a separator follows (C:\Users\Jo Ann\).
-    "home_win": r":(?<=[A-Za-z]:)(?:\\\\?|/)Users(?:\\\\?|/)(?P<v_home_win>)"
+    # Its backslashes may be escaped, in JSON quoted twice too (C:\\\\Users\\\\x).
+    "home_win": r":(?<=[A-Za-z]:)(?:\\{1,4}|/)Users(?:\\{1,4}|/)(?P<v_home_win>)"
     rf"(?:[^\r\n\\/:\"'\[\]]+(?=[\\/])|{_HOME_USER})",
     # Incoming webhooks: the URL is the credential.
     "webhook": r"\.(?:(?<=hooks\.)slack\.com/(?:services|workflows|triggers)/"
@@ -133,12 +135,13 @@ WORD_START = {
     "cookie": r"(?i:(?:set-)?cookie)[ \t]*:[ \t]*(?P<v_cookie>)[^\r\n\"'\\]+",
     # A key told by its name in words (or an environment name) and a space, not assigned:
     # `application key <40 hex>`, `Invalid API Token <token>`, `CF_API_TOKEN <token>`,
-    # `signing secret <hex>`. The value holds a letter and a digit and is long: prose
-    # never does.
+    # `signing secret <hex>`, `Invalid token <token>`. The value holds a letter and a digit
+    # and is long: prose never does.
     "named_key": r"(?:[A-Z][A-Z0-9_]*+(?:(?<=_API_KEY)|(?<=_APP_KEY)|(?<=_API_TOKEN)"
     r"|(?<=_ACCESS_TOKEN)|(?<=_SIGNING_SECRET)|(?<=_WEBHOOK_SECRET)|(?<=_CLIENT_SECRET)"
     r"|(?<=_APPLICATION_KEY))"
-    r"|(?i:api|app|application|access|signing|webhook|client)[ \t]+(?i:key|token|secret))"
+    r"|(?i:api|app|application|access|signing|webhook|client)[ \t]+(?i:key|token|secret)"
+    r"|(?i:token|secret))"
     r"[ \t]+(?P<v_named_key>)(?=[\w+/=-]{0,80}\d)(?=[\w+/=-]{0,80}[A-Za-z])"
     r"[A-Za-z0-9_+/=-]{20,}(?![\w+/=-])",
     # Passwords given to a command: curl -u user:pw, sshpass -p, mysql -ppw, redis-cli -a,

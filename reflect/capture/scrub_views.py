@@ -19,7 +19,7 @@ from reflect.base import lazy
 # runs straight into the next, no space either side, may hold half a secret (a URL's `&`
 # and `?` are part of what a cut may fall inside; a bracket only beside a digit, as in a
 # telephone number's `(415) 555-0132`: code's lines end in brackets).
-_TOKEN_CHAR = r"[\w+/=.:@~%$&?\"'-]"
+_TOKEN_CHAR = r"[\w+/=.:@~%$&?\"'>\\-]"
 _TOKEN = lazy.compile(_TOKEN_CHAR)
 _NEWLINE = lazy.compile(r"(\\?)\r?\n")
 _ESCAPE = lazy.compile(r"%[0-9A-Fa-f]{2}|\+")

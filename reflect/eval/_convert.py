@@ -286,10 +286,12 @@ def codex(paths: Iterable[str | Path]) -> Iterator[TraceRecord]:
 
 def _sessions(client: str, paths: Iterable[str | Path]) -> Iterator[TraceRecord]:
     """The calls a live capture would have seen (``reflect.capture.transcripts``), each an
-    iteration: every failure, and each shell command that passed. Texts are scrubbed as the
-    store would keep them, so a trace can be shared."""
+    iteration: every failure, and each shell command that passed. Texts, the session id
+    too, are scrubbed as a capture keeps them (``learn`` the same), so a trace can be
+    shared."""
     from reflect.api.learn import sessions
     from reflect.base import config
+    from reflect.capture.entry import scrubbed
     from reflect.capture.scrub import Scrubber
     from reflect.capture.transcripts import Skipped, TranscriptError
 
@@ -301,18 +303,22 @@ def _sessions(client: str, paths: Iterable[str | Path]) -> Iterator[TraceRecord]
     if not found:
         raise ConvertError(f"no {client} sessions under {', '.join(map(str, paths))}; is this "
                            "the right format?")
-    scrub = Scrubber().scrub
+    scrubber = Scrubber()
+
+    def scrub(text: str) -> str:
+        return scrubbed(scrubber, text)[0]
+
     for session in found:
-        iteration = 0
+        iteration, run = 0, scrub(session.run)
         for call in session.calls(skipped):
             if not call.failed and call.tool != "Bash":
                 continue  # a look or an edit that worked: no step a harness reports
             iteration += 1
             yield TraceRecord(
-                run=session.run, iteration=iteration, goal=scrub(session.goal)[0],
-                phase=call.tool.lower(), action=scrub(call.action)[0],
-                exit_code=call.exit_code, error_text=scrub(call.error_text)[0],
-                success=not call.failed, ts=call.ts, project=scrub(session.cwd)[0])
+                run=run, iteration=iteration, goal=scrub(session.goal),
+                phase=call.tool.lower(), action=scrub(call.action),
+                exit_code=call.exit_code, error_text=scrubber.scrub(call.error_text)[0],
+                success=not call.failed, ts=call.ts, project=scrub(session.cwd))
     for why, n in skipped.most_common():
         config.warn(f"{client}: not converted: {why}: {n}")
 

@@ -90,7 +90,10 @@ def execute(argv: list[str]) -> tuple[int, str]:
             signal.signal(sig, handler)
         if pty:
             os.close(pty[0])
-    return (128 - code if code < 0 else code), describe(bytes(tail), -code if code < 0 else 0)
+    from reflect.capture.entry import tail_of  # here: once the command has finished
+
+    output = tail_of(bytes(tail), KEEP_BYTES)
+    return (128 - code if code < 0 else code), describe(output, -code if code < 0 else 0)
 
 
 def _streams() -> tuple[int, int, tuple[int, ...]]:
@@ -152,7 +155,7 @@ def _copy(source: Chunks, sink: IO[bytes], tail: bytearray, lock: threading.Lock
         sink.flush()
         with lock:
             tail.extend(chunk)
-            del tail[:-KEEP_BYTES]
+            del tail[:-(KEEP_BYTES + 1)]  # one byte more says it was cut
 
 
 def describe(output: bytes, signum: int = 0) -> str:

@@ -6,6 +6,7 @@ what waits on this machine and the size bound."""
 from __future__ import annotations
 
 import os
+import stat
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -48,6 +49,25 @@ def unusable_home(home: Path, error: OSError) -> str:
     return (f"the store directory {home} cannot be made or written here"
             f" ({error.strerror or error}): point REFLECT_HOME at a directory you can write,"
             " or run from one")
+
+
+def foreign_home(home: Path) -> str:
+    """Why the store directory ``home`` is not this user's alone, with the fix; "" when it
+    is, or is not there yet (it is made private). Whoever else owns it or can write in it
+    could plant a store, lessons or kept captures in it, or read what it keeps."""
+    try:
+        info = os.stat(home)
+    except OSError:
+        return ""
+    mode, uid = stat.S_IMODE(info.st_mode), os.getuid()
+    if info.st_uid != uid:
+        return (f"the store directory {home} is owned by uid {info.st_uid}, not this user"
+                f" (uid {uid}), so it is not used: point REFLECT_HOME at a directory of your"
+                f" own, or take this one (`sudo chown {uid} {home} && chmod 700 {home}`)")
+    if mode & 0o022:
+        return (f"the store directory {home} is mode {mode:04o}: others can write in it, so"
+                f" it is not used; make it private (`chmod 700 {home}`)")
+    return ""
 
 
 def home_problem(home: Path) -> str:

@@ -34,6 +34,7 @@ from typing import Any
 from reflect.base import config
 from reflect.base.records import Failure, Lesson
 from reflect.store import Rejected, prepare_home
+from reflect.store.health import foreign_home
 from reflect.store.protocol import FailureStore
 
 PENDING_FILE = "pending.jsonl"
@@ -41,11 +42,12 @@ REJECTED_SUFFIX = ".rejected"  # records no store accepts: kept for a person, ne
 
 
 def places(home: Path, make: bool = False) -> list[Path]:
-    """Where captures are kept for ``home``: beside it, and the spare place while it is
-    private (``private``; with ``make``, made so when absent)."""
+    """Where captures are kept for ``home``: beside it while no one else owns or can write
+    it (``foreign_home``), and the spare place while it is private (``private``; with
+    ``make``, made so when absent)."""
     key = hashlib.sha256(str(home.resolve()).encode()).hexdigest()[:16]
     spare = Path(tempfile.gettempdir()) / f"reflect-{os.getuid()}"
-    return [home / PENDING_FILE,
+    return [*([home / PENDING_FILE] if not foreign_home(home) else []),
             *([spare / f"pending-{key}.jsonl"] if private(spare, make) else [])]
 
 

@@ -25,6 +25,7 @@ from reflect.store.health import (
     Finding,
     Health,
     disk,
+    foreign_home,
     home_problem,
     unusable_home,
 )
@@ -60,7 +61,10 @@ def prepare_home(home: Path) -> None:
 
 
 def usable_home(home: Path) -> None:
-    """``prepare_home`` for a store: what stops it is ``StoreUnavailable``, with the fix."""
+    """``prepare_home`` for a store: what stops it is ``StoreUnavailable``, with the fix; a
+    directory others own or can write is refused before anything is written in it."""
+    if why := foreign_home(home):
+        raise StoreUnavailable(why)
     try:
         prepare_home(home)
     except OSError as e:
@@ -153,7 +157,8 @@ class SQLiteStore(SQLStore):
     def health(cls, home: Path, url: str = "") -> Health:
         """The file (its header, pages and schema) and the disk it is on."""
         found = check(home / DB_NAME, schema_names(), len(MIGRATIONS))
-        unusable = home_problem(home)  # no capture could make or write the file
+        # no capture could make or write the file, or one would refuse the directory
+        unusable = foreign_home(home) or home_problem(home)
         store = Finding("store", False, unusable) if unusable else _store_finding(found)
         return Health((store, *disk(home, found.problem)), writable=store.ok,
                       bytes=found.bytes,

@@ -19,10 +19,14 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from typing import TypeVar
 
 from reflect.capture.transcripts.lines import Skipped
 
-__all__ = ["Session", "Skipped", "ToolCall", "TranscriptError", "files_under", "timestamp"]
+__all__ = ["Session", "Skipped", "ToolCall", "TranscriptError", "files_under", "readable",
+           "timestamp"]
+
+T = TypeVar("T")
 
 # Calls no hook sees, as the summary names them.
 REFUSED = "tool calls the client refused before they ran (a failed edit), which no hook sees"
@@ -60,8 +64,17 @@ class Session:
     def calls(self, skipped: Skipped) -> Iterator[ToolCall]:
         """Every call of the session and its side chains, in the order they finished."""
         assert self.reader is not None
-        streams = [self.reader(path, skipped) for path in self.files]
+        streams = [readable(path, skipped, self.reader(path, skipped)) for path in self.files]
         return heapq.merge(*streams, key=lambda c: c.ts if c.ts is not None else 0.0)
+
+
+def readable(path: Path, skipped: Skipped, stream: Iterator[T]) -> Iterator[T]:
+    """What ``stream`` reads from ``path``, up to an error reading the file: the file is
+    named and skipped (``Skipped.cannot_read``), the other files are read on."""
+    try:
+        yield from stream
+    except OSError as e:
+        skipped.cannot_read(path, e)
 
 
 def timestamp(text: object) -> float | None:

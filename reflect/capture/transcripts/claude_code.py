@@ -30,17 +30,18 @@ from reflect.capture.transcripts import (
     ToolCall,
     TranscriptError,
     files_under,
+    readable,
     timestamp,
 )
 from reflect.capture.transcripts.lines import Skipped, records
 
 CLIENT = "claude-code"
 KNOWN_MAJOR_VERSIONS = (1, 2)  # the transcript format read here
-HEADER_RECORDS = 200  # records read for a session's id, directory and first prompt
 REFUSED_TAG = "<tool_use_error>"
 # A result the user stopped, as the client words it (before 2.1 without toolDenialKind).
 STOPPED = ("The user doesn't want to proceed with this tool use",
            "[Request interrupted by user")
+NO_SESSION = "files that hold no session (a summary alone)"
 NOT_A_PROMPT = ("<task-notification>", "<command-", "<local-command-", "[Request interrupted")
 
 
@@ -72,12 +73,13 @@ def sessions(paths: Iterable[str | os.PathLike[str]], skipped: Skipped) -> list[
 
 
 def _header(path: Path, skipped: Skipped) -> tuple[str, str, str, float | None, bool] | None:
-    """(session id, directory, first prompt, start, side chain?) of a transcript; None for a
-    file with no session (a summary alone) or of a version not known here."""
+    """(session id, directory, first prompt, start, side chain?) of a transcript, read as
+    far as they take (records of no session may come first); None, and counted, for a file
+    with no session (a summary alone) or of a version not known here."""
     run = cwd = goal = ""
     start: float | None = None
     side = False
-    for n, rec in enumerate(records(path, Skipped())):
+    for rec in readable(path, skipped, records(path, Skipped())):
         version = rec.get("version")
         if isinstance(version, str) and not known(version):
             skipped[f"files from Claude Code {version.split('.')[0]}.x, whose transcript "
@@ -89,8 +91,10 @@ def _header(path: Path, skipped: Skipped) -> tuple[str, str, str, float | None, 
             start = timestamp(rec.get("timestamp")) if start is None else start
             side = side or rec.get("isSidechain") is True
             goal = goal or prompt(rec)
-        if (run and goal) or n >= HEADER_RECORDS:
+        if run and goal:
             break
+    if not run:
+        skipped[NO_SESSION] += 1
     return (run, cwd, goal, start, side) if run else None
 
 

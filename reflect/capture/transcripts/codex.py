@@ -30,6 +30,7 @@ from reflect.capture.transcripts import (
     ToolCall,
     TranscriptError,
     files_under,
+    readable,
     timestamp,
 )
 from reflect.capture.transcripts.lines import Skipped, records
@@ -38,7 +39,6 @@ CLIENT = "codex"
 KNOWN_MAJOR_VERSIONS = (0,)
 SHELL_TOOLS = ("exec_command", "shell", "container.exec", "local_shell")
 ABORTED = "aborted by user"
-HEADER_RECORDS = 200
 
 
 def codex_home() -> Path:
@@ -80,7 +80,7 @@ def _header(path: Path, skipped: Skipped) -> tuple[str, str, str, str, float | N
     file that is no rollout of a known version."""
     meta: dict[str, Any] | None = None
     goal = ""
-    for n, rec in enumerate(records(path, Skipped())):
+    for n, rec in enumerate(readable(path, skipped, records(path, Skipped()))):
         payload = rec.get("payload")
         if n == 0:
             if rec.get("type") != "session_meta" or not isinstance(payload, dict):
@@ -96,7 +96,7 @@ def _header(path: Path, skipped: Skipped) -> tuple[str, str, str, str, float | N
             meta = payload
             continue
         goal = prompt(rec)
-        if goal or n >= HEADER_RECORDS:
+        if goal:  # read as far as it takes: many records may come first
             break
     if meta is None:
         return None
