@@ -13,7 +13,7 @@ def test_brief_elides_heredoc_bodies_long_arguments_and_interpreter_paths():
     long = commands.brief("python -c " + "x" * 80)
     assert len(long.split()[-1]) == commands.MAX_ARG and long.endswith("…")
     assert commands.brief("/work/.venv/bin/python -m pytest -q").startswith("python -m")
-    assert len(commands.brief("echo " + "word " * 100)) == commands.MAX_BRIEF
+    assert len(commands.brief("echo " + "word " * 100)) <= commands.MAX_BRIEF
 
 
 @pytest.mark.parametrize(("action", "key"), [

@@ -8,7 +8,7 @@ from conftest import NO_TABLE, store_dump, store_held
 from reflect import Memory, Settings
 from reflect.api.controls import UnknownLesson
 from reflect.capture.defuse import NEUTRALIZED
-from reflect.recall.render import RECENT_HEADER
+from reflect.recall.render import RECENT_HEADER, RECENT_ITEM_TOKENS
 
 TRACEBACK = textwrap.dedent("""\
     Traceback (most recent call last):
@@ -104,7 +104,7 @@ def test_recall_before_an_iteration_shows_only_earlier_ones(mem):
 
 def test_recall_stays_within_the_budget(mem):
     for i in range(20):
-        mem.capture(run="r", exit_code=1, error_text=f"Error{i}: " + "x" * 400)
+        mem.capture(run="r", exit_code=1, error_text=f"Error{i}: " + "long words " * 40)
     rec = mem.recall(run="r", max_tokens=150)
     assert 0 < rec.tokens <= 150
     assert all(len(line) <= 240 for line in rec.text.splitlines())
@@ -138,7 +138,7 @@ def test_a_fixed_failure_says_so_however_long_its_first_line_and_hint(mem):
     [item] = mem.recall(run="r").items
     assert "Hint: Install the missing package" in item.text
     assert "\n  Fixed later by: `python scripts/" in item.text
-    assert len(item.text) <= 4 * 60  # the item's budget holds
+    assert len(item.text) <= 4 * RECENT_ITEM_TOKENS  # the item's budget holds
 
 
 def test_reflect_the_first_name_of_worker_thread_still_works_and_says_so(own_store):

@@ -48,8 +48,8 @@ class Heuristic:
 # -- text helpers -------------------------------------------------------------
 
 def _one_line(text: str, limit: int) -> str:
-    """One line, cut to ``limit`` characters (with an ellipsis)."""
-    return clip(one_line(text), limit)
+    """One line, cut at a word boundary to ``limit`` characters (with an ellipsis)."""
+    return clip(one_line(text), limit, at_word=True)
 
 
 def _q(text: str, limit: int = 80) -> str:
