@@ -146,6 +146,25 @@ def test_pre_tool_use_warns_of_a_program_missing_in_the_project():
     assert hook(other)[0] == {}
 
 
+@pytest.mark.parametrize("command", [
+    "pip install pytest && pytest --version", "python3 -m pip install -U pytest; pytest -x",
+    "pipx install pytest", "uv tool install pytest==8.3 && pytest -q",
+    "sudo apt-get install -y pytest && pytest", "npm install -g pytest", "brew install pytest",
+    "cargo install pytest", "go install example.com/cmd/pytest@latest && pytest",
+    "alias pytest='python -m pytest'; pytest -x",
+    'pytest() { python -m pytest "$@"; }; pytest -x',
+    "ln -s ~/.venv/bin/pytest ~/bin/pytest && pytest",
+])
+def test_pre_tool_use_says_nothing_of_a_command_that_installs_the_missing_program(command):
+    """The fix the hint recommends is no repeat of the failure."""
+    hook(event("PostToolUseFailure"))
+    assert hook(event("PreToolUse", tool_input={"command": command}))[0] == {}
+    # Installing something else is no fix of it.
+    other = "pip install requests && pytest -x"
+    assert "`pytest`" in context(hook(event("PreToolUse", tool_input={"command": other}))[0],
+                                 "PreToolUse")
+
+
 def test_a_success_that_reruns_the_failed_command_is_its_outcome():
     hook(event("PostToolUseFailure"))
     hook(event("PostToolUse", tool_input={"command": "ls tests"}))  # not a fix of it

@@ -268,11 +268,22 @@ def warning(event: Event, state: State) -> str:
                 f"({clip(last['error'], 200)}) and nothing that could change its outcome has "
                 "run since: unchanged, it will fail the same way. Fix the cause first.")
     for program in programs(action):
-        if program in state.missing:
+        if program in state.missing and not provides(action, program):
             return (f"reflect: `{program}` was not found in this project earlier "
                     f"(`{program}: command not found`): this command fails the same way "
                     f"unless `{program}` has been installed since.")
     return ""
+
+
+def provides(command: str, program: str) -> bool:
+    """Whether ``command`` installs ``program``, defines it, or names a path to it: the
+    fix of its "command not found" (the one its hint recommends), not a repeat of it."""
+    name = re.escape(program)
+    return bool(re.search(
+        rf"\b(?:install|add)\s[^;&|]*?(?<![\w.-]){name}(?![\w-]|\.\w)"  # pip, go, apt, …
+        rf"|\balias\s+{name}=|\bfunction\s+{name}\b|(?<![\w.-]){name}\s*\(\s*\)"
+        rf"|/{name}(?![\w.-])"  # a link or a file made, or a path run
+        r"|\bPATH=", command))  # where programs are looked for changes
 
 
 def programs(command: str) -> list[str]:
