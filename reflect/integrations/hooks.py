@@ -69,6 +69,7 @@ class Event(NamedTuple):
     exit_code: int | None = None
     error_text: str = ""
     prompt: str = ""
+    source: str = ""  # a SessionStart's: startup, resume, clear, compact
 
 
 def base_event(raw: dict[str, Any], hooks: Collection[str]) -> Event:
@@ -80,7 +81,7 @@ def base_event(raw: dict[str, Any], hooks: Collection[str]) -> Event:
     tool = str(raw.get("tool_name") or "")
     return Event(name, str(raw.get("session_id") or config.default_run()), tool=tool,
                  action=action_of(tool, raw.get("tool_input")),
-                 prompt=str(raw.get("prompt") or ""))
+                 prompt=str(raw.get("prompt") or ""), source=str(raw.get("source") or ""))
 
 
 def run(parse: Callable[[dict[str, Any]], Event | None], stdin: IO[str] = sys.stdin,
@@ -206,8 +207,8 @@ def memory() -> Memory:
 
 def before_turn(event: Event, state: State) -> str:
     """SessionStart and UserPromptSubmit: the block, with the prompt as the goal, less the
-    items this session was already shown (a SessionStart begins a new context: a start, a
-    resume, a clear, a compaction)."""
+    items this session was already shown (a SessionStart begins a new context, a start, a
+    clear, a compaction, unless it resumes one: that context holds what it was shown)."""
     if event.name == "SessionStart":
         state.prune()
     goal = state.scrub(event.prompt) or state.goal
@@ -215,7 +216,7 @@ def before_turn(event: Event, state: State) -> str:
         rec = mem.recall(run=event.session, goal=goal)
     with state.changing():
         state.goal = goal
-        if event.name == "SessionStart":
+        if event.name == "SessionStart" and event.source != "resume":
             state.shown = []
         return state.unseen(rec)
 

@@ -23,6 +23,7 @@ from reflect.capture.heuristics import heuristic_lesson
 RECENT_HEADER = "PAST FAILURES TO AVOID:"
 LESSONS_HEADER = "LESSONS FROM EARLIER RUNS:"
 HOUSE_HEADER = "HOUSE RULES"
+FIXED = "Fixed later by: "  # a recent item's line once a later step fixed its failure
 MASKED = {"<x>": "…", "<n>": "N", "<path>": "PATH", "<str>": "…"}
 RECENT_ITEM_TOKENS = 80  # a crowded item (an escalation, a fix) keeps its hint's command
 LESSON_ITEM_TOKENS = 80
@@ -103,7 +104,7 @@ def recent_item_text(failure: Failure, count: int, lesson: Lesson | None, shown_
     lines = [f"Hint: {neutralize(text)}"] if (text := hint(lesson, failure)) else []
     escalation = ""
     if failure["resolution"]:  # fixed since: no call for a different fix
-        lines.append(f"Fixed later by: {neutralize(failure['resolution'])}")
+        lines.append(FIXED + neutralize(failure["resolution"]))
     elif shown_failed >= escalate_after:
         escalation = (f"REPEATED FAILURE: shown this, it failed the same way {shown_failed}x"
                       " in this run; try a different fix.")
