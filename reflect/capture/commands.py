@@ -136,11 +136,13 @@ def main_command(action: str) -> list[str]:
 
 def shown_program(action: str) -> str:
     """The main command's program as a sentence names it: ``pytest`` for ``python -m
-    pytest``, ``bin/test`` as it was run (its name alone would read as the shell's)."""
+    pytest``, ``bin/test`` as it was run (its name alone would read as the shell's), an
+    interpreter as the run wrote it (``python3``: the agent's ``python`` may be none)."""
     words = main_command(action)
     if words and "/" in words[0] and not words[0].startswith("/"):
         return words[0]
-    return program(words)
+    name = program(words)
+    return words[0].rsplit("/", 1)[-1] if name == "python" else name
 
 
 def key(action: str) -> tuple[str, str]:
