@@ -22,9 +22,11 @@ def clip(text: str | None, limit: int, *, at_word: bool = False) -> str:
         if start < limit // 2 and " " in words.strip():
             return text[: start + 1] + words.rsplit(" ", 1)[0].rstrip() + " …`"
         cut = cut[:start]
-    elif _in_word(cut[-1]) and _in_word(text[limit - 2]):
-        start = next((i + 1 for i in range(len(cut) - 1, -1, -1) if not _in_word(cut[i])), 0)
-        if not start:
+    elif not (cut[-1].isspace() or text[limit - 2].isspace()):
+        # Within a word: back to a space, or to a path's or an option's separator
+        # (`tests/…`, `--out=…`); not to a dot, as `test_dates.…` would read whole.
+        start = max(cut.rfind(" "), cut.rfind("/") + 1, cut.rfind("=") + 1)
+        if start <= 0:  # one "word" longer than the limit (a hash): cut where it must be
             return text[: limit - 1] + "…"
         cut = cut[:start]
     head = cut.rstrip(" ,;:-(")

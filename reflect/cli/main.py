@@ -23,6 +23,7 @@ from reflect.base.text import format_error
 from reflect.capture.numbers import bounded, count, number
 from reflect.cli.learn import add_learn
 from reflect.cli.lessons import LESSON_COMMANDS, open_memory
+from reflect.cli.pipe import closed_pipe
 from reflect.integrations.clients import CLIENTS, DEFAULT_SCOPE
 
 if TYPE_CHECKING:
@@ -51,15 +52,6 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         print(f"reflect: error: {e}", file=sys.stderr)
         return 1
-
-
-def closed_pipe() -> int:
-    """Exit quietly, as ``git log | head`` does: what is left to print goes nowhere (not a
-    second error as Python flushes stdout at exit)."""
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, sys.stdout.fileno())
-    os.close(devnull)
-    return 0
 
 
 def parser(command: str | None = None) -> argparse.ArgumentParser:
