@@ -530,8 +530,9 @@ def handle(conn: socket.socket, base: Mapping[str, str]) -> None:
     os.dup2(out, 1)
     os.dup2(err, 2)
     if request.get("terminal"):
-        sys.stderr = Terminal(open(2, "wb", closefd=False), encoding=sys.stderr.encoding,
-                              errors="backslashreplace", line_buffering=True)
+        sys.stderr = Terminal(io.BufferedWriter(io.FileIO(2, "w", closefd=False)),
+                              encoding=sys.stderr.encoding, errors="backslashreplace",
+                              line_buffering=True)
     from reflect.cli.main import main
 
     try:
