@@ -226,6 +226,16 @@ def test_an_empty_recall_at_a_terminal_says_where_it_looked_and_what_is_elsewher
     assert "1 lesson(s) of other repositories" in said
 
 
+def test_teach_says_what_it_stored_and_when_it_is_recalled():
+    taught = run_cli("teach", "when running the tests: use python -m pytest -x")
+    assert taught.returncode == 0 and taught.stdout.startswith(b"L-")
+    said = taught.stderr.decode()
+    assert "when running the tests: use python -m pytest -x" in said
+    assert "run, test" in said and "pytest" in said
+    vague = run_cli("teach", "when it is: do it")
+    assert vague.returncode == 0 and "never recalled" in vague.stderr.decode()
+
+
 def test_recall_told_the_command_about_to_run_brings_the_lesson_taught_for_it():
     taught = run_cli("teach", "when running manage.py migrate: pass --run-syncdb on a fresh db")
     assert taught.returncode == 0, taught.stderr

@@ -185,6 +185,16 @@ def test_no_command_fixed_wording_or_word_is_cut(mem):
         assert "REPEATED FAILURE" not in text or "try a different fix." in text
 
 
+def test_a_trigger_of_common_words_is_recalled_by_the_step_it_names(mem):
+    """`reflect teach`'s own example: "running the tests" is all common words, and the
+    step it names (a test phase, a pytest command, a goal about tests) brings it."""
+    taught = mem.teach("when running the tests: use python -m pytest -x")
+    for query in ({"phase": "test"}, {"action": "python3 -m pytest tests/"},
+                  {"goal": "make the tests pass"}):
+        assert taught in [i.id for i in mem.recall(run="r", **query).items], query
+    assert taught not in [i.id for i in mem.recall(run="r", goal="Fix the date parser").items]
+
+
 def test_a_taught_lesson_enters_on_its_triggers_words(mem):
     taught = mem.teach("when running the django tests: use `python manage.py test --parallel 1`")
     rec = mem.recall(run="r", goal="the django tests are flaky when running in parallel")

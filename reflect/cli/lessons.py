@@ -225,10 +225,21 @@ def cmd_feedback(args: argparse.Namespace) -> int:
 
 
 def cmd_teach(args: argparse.Namespace) -> int:
+    from reflect.recall.taught import cues
+
     with open_memory() as mem:
         lesson_id = mem.teach(args.text)
-        reason = mem.lesson(lesson_id)["quarantine"]
+        lesson = mem.lesson(lesson_id)
+    reason = lesson["quarantine"]
     print(lesson_id)
+    cue, loose = cues(lesson["trigger"])
+    print(f"reflect: taught {lesson_id}: when {lesson['trigger']}: {lesson['guidance']}",
+          file=sys.stderr)
+    print("reflect: it is never recalled: its trigger has no word a recall could match; teach"
+          " it again with words a goal, phase or command would have" if not cue else
+          "reflect: recalled when a recall's goal, phase, command or latest error has at least"
+          f" half of: {', '.join(cue)}" + (" (or a word that begins or ends with one)"
+                                           if loose else ""), file=sys.stderr)
     if reason:
         print(f"reflect: {lesson_id} is quarantined: it {reason}; `reflect lessons release "
               f"{lesson_id}` puts it into recall if that is what you mean", file=sys.stderr)
