@@ -40,8 +40,8 @@ def _stem(word: str) -> str:
 def trigger_match(lesson: Lesson, query_words: set[str]) -> bool:
     """A lesson applies when most of its trigger's cues are in the query's words."""
     cue, loose = cues(lesson["trigger"])
-    found = [c for c in cue if c in query_words or loose and any(
-        w.startswith(c) or w.endswith(c) for w in query_words)]
+    found = [c for c in cue if c in query_words or (loose and any(
+        w.startswith(c) or w.endswith(c) for w in query_words))]
     return bool(cue) and len(found) * 2 >= len(cue)
 
 
