@@ -4,9 +4,11 @@ line (what to offer, and its help), which reads it without importing an integrat
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from pathlib import Path
 
-__all__ = ["CLIENTS", "DEFAULT_SCOPE", "scopes"]
+__all__ = ["CLIENTS", "DEFAULT_SCOPE", "scopes", "user_dir"]
 
 DEFAULT_SCOPE = "project"
 # client -> scope -> (settings file, the rest of its help line)
@@ -23,6 +25,21 @@ CLIENTS: dict[str, dict[str, tuple[Path, str]]] = {
 }
 
 
-def scopes(client: str) -> dict[str, Path]:
-    """scope -> the client's settings file for it."""
-    return {scope: path for scope, (path, _) in CLIENTS[client].items()}
+# client -> the variable that moves its directory of user files, as the client reads it
+USER_DIRS = {"claude-code": "CLAUDE_CONFIG_DIR", "codex": "CODEX_HOME"}
+
+
+def scopes(client: str, env: Mapping[str, str] = os.environ) -> dict[str, Path]:
+    """scope -> the client's settings file for it; the user's in ``user_dir``."""
+    found = {scope: path for scope, (path, _) in CLIENTS[client].items()}
+    found["user"] = user_dir(client, env) / found["user"].name
+    return found
+
+
+def user_dir(client: str, env: Mapping[str, str] = os.environ) -> Path:
+    """The client's directory of user files: where its own variable (``USER_DIRS``)
+    moves it, else its default in the home directory."""
+    if moved := env.get(USER_DIRS[client]):
+        return Path(moved)
+    default = CLIENTS[client]["user"][0].parent.relative_to("~")
+    return Path(env.get("HOME") or Path.home()) / default
