@@ -134,9 +134,13 @@ def tally(credit: float) -> str:
 
 def line(lesson: Lesson) -> str:
     flags = " [pinned]" if lesson["pinned"] else ""
+    # A lesson no rule had a hint for says what worked, or only when it applies.
+    says = lesson["guidance"] or (f"what worked: {lesson['resolution']}"
+                                  if lesson["resolution"] else "")
     return (f"{lesson['id']}  {lesson['kind']:<9} conf {lesson['confidence']:.2f}  "
             f"won {tally(lesson['wins'])} lost {tally(lesson['losses'])}{flags}  "
-            f"when {first_line(lesson['trigger'], 60)}: {first_line(lesson['guidance'], 70)}")
+            f"when {first_line(lesson['trigger'], 60)}"
+            + (f": {first_line(says, 70)}" if says else ""))
 
 
 def cmd_list(args: argparse.Namespace) -> int:

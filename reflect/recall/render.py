@@ -129,7 +129,7 @@ def lesson_item_text(lesson: Lesson, failure: Failure | None, why: str) -> str:
         lines = [f"Hint: {neutralize(text)}"] if (text := hint(lesson, failure)) else []
     else:
         firsts = [f"- [{lesson['id']}] When {neutralize(lesson['trigger'])} ({why}):"]
-        lines = [neutralize(lesson["guidance"])]
+        lines = [neutralize(lesson["guidance"])] if lesson["guidance"] else []
     resolution = failure["resolution"] if failure is not None else lesson["resolution"]
     if resolution:
         lines.append(f"What worked: {neutralize(resolution)}")
