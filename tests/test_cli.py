@@ -226,6 +226,13 @@ def test_an_empty_recall_at_a_terminal_says_where_it_looked_and_what_is_elsewher
     assert "1 lesson(s) of other repositories" in said
 
 
+def test_a_mistyped_option_is_named_with_the_nearest_one():
+    done = run_cli("--verison")
+    assert done.returncode == 2 and b"did you mean --version?" in done.stderr
+    assert b"COMMAND" not in done.stderr.splitlines()[-1]
+    assert run_cli("--vers").returncode == 0  # argparse takes a prefix of an option
+
+
 def test_teach_says_what_it_stored_and_when_it_is_recalled():
     taught = run_cli("teach", "when running the tests: use python -m pytest -x")
     assert taught.returncode == 0 and taught.stdout.startswith(b"L-")

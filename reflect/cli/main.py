@@ -58,7 +58,7 @@ def parser(command: str | None = None) -> argparse.ArgumentParser:
     """The command line. Given the ``command`` about to run, only its part is built: a
     hook starts a process per tool call, and the ~40 parsers of all commands cost it
     ~10 ms. Anything else (``--help``, a typo) gets every command."""
-    p = argparse.ArgumentParser(prog="reflect", description="Failure memory for coding agents.")
+    p = TopParser(prog="reflect", description="Failure memory for coding agents.")
     p.add_argument("--version", action="version", version=f"reflect {__version__}")
     sub: argparse._SubParsersAction[argparse.ArgumentParser] = p.add_subparsers(
         dest="command", required=True, metavar="COMMAND", parser_class=CommandParser)
@@ -66,6 +66,27 @@ def parser(command: str | None = None) -> argparse.ArgumentParser:
         if command not in COMMANDS or name == command:
             add(sub)
     return p
+
+
+class TopParser(argparse.ArgumentParser):
+    """The command line's top: an option before the command that it does not know is said
+    to be one, with the nearest it has (``--verison``: ``--version``), not taken for a
+    missing COMMAND."""
+
+    def parse_known_args(self, args: Iterable[str] | None = None, namespace: Any = None
+                         ) -> tuple[Any, list[str]]:  # as argparse's: whatever namespace given
+        args = sys.argv[1:] if args is None else list(args)
+        options = [s for a in self._actions for s in a.option_strings]
+        for arg in args:
+            if not arg.startswith("-") or arg == "--":
+                break
+            if not any(option.startswith(arg) for option in options):  # a prefix is taken
+                import difflib
+
+                near = difflib.get_close_matches(arg, options, 1)
+                self.error(f"unknown option {arg}" + (f"; did you mean {near[0]}?" if near
+                                                      else ""))
+        return super().parse_known_args(args, namespace)
 
 
 class CommandParser(argparse.ArgumentParser):
