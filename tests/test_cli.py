@@ -226,6 +226,18 @@ def test_an_empty_recall_at_a_terminal_says_where_it_looked_and_what_is_elsewher
     assert "1 lesson(s) of other repositories" in said
 
 
+def test_a_capture_given_nothing_records_nothing_and_one_of_an_exit_code_alone_says_so():
+    done = run_cli("capture", "--error-file", "-", stdin=b"")  # `reflect capture </dev/null`
+    assert done.returncode == 0 and done.stdout == b""
+    assert b"nothing recorded: no error text, exit code or crash file came" in done.stderr
+    done = run_cli("capture")
+    assert done.returncode == 0 and b"nothing recorded" in done.stderr
+    assert captured("default") == []
+    done = run_cli("capture", "--exit-code", "3", "--error-file", "-", stdin=b"")
+    assert done.returncode == 0 and b"from its exit code alone" in done.stderr
+    assert [f["error_type"] for f in captured("default")] == ["Synthesized"]
+
+
 def test_a_mistyped_option_is_named_with_the_nearest_one():
     done = run_cli("--verison")
     assert done.returncode == 2 and b"did you mean --version?" in done.stderr

@@ -319,7 +319,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_capture(args: argparse.Namespace) -> int:
-    from reflect.capture.entry import read_crash_file, read_error_file
+    from reflect.capture.entry import nothing_said, read_crash_file, read_error_file
 
     error_text: str | None = None
     crash: dict[str, Any] = {}
@@ -331,6 +331,11 @@ def cmd_capture(args: argparse.Namespace) -> int:
         problems += more
     for problem in problems:
         config.warn(problem)
+    if nothing_said(error_text, args.exit_code, crash):
+        config.warn("capture: nothing recorded: no error text, exit code or crash file came "
+                    "(give the step's error output with --error-file F, - for stdin, and its "
+                    "--exit-code N)")
+        return 0
     with open_memory(model=args.model, busy_timeout=config.STEP_BUSY_TIMEOUT) as mem:
         entry = mem.capture(
             run=args.run, iteration=args.iteration, goal=args.goal, phase=args.phase,
@@ -339,6 +344,9 @@ def cmd_capture(args: argparse.Namespace) -> int:
         mem.ensure_worker()
     if entry is None:  # failure memory is off (``main`` returned before, but a caller may not)
         return 0
+    if entry.source == "synthesized" and not problems:  # a problem said why already
+        config.warn(f"capture: {entry.failure_id} recorded from its exit code alone: no error "
+                    "text came (--error-file F, - for stdin)")
     emit(args, entry.to_dict(), f"{entry.failure_id} run {entry.run} iteration {entry.iteration}: "
          + format_error(entry.error_type, (entry.message or "\n").splitlines()[0]))
     return 0
