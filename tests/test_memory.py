@@ -223,10 +223,11 @@ def test_what_worked_never_carries_a_heredoc_body(mem):
 
 
 def kept_while_locked(own_store):
-    """A capture made while another process holds the store: kept in the pending file."""
+    """A capture made while another process holds the store: kept in the pending file (an
+    error with a hint: a lesson that says nothing is not exported)."""
     Memory().capture(run="r", exit_code=1)  # create the store
     with store_held(own_store), Memory(settings=Settings(busy_timeout=0.1)) as m:
-        return m.capture(run="r", exit_code=1, error_text="ValueError: while locked")
+        return m.capture(run="r", exit_code=1, error_text="KeyError: 'while locked'")
 
 
 def test_locked_store_keeps_the_failure_and_replays_it(own_store, caplog):
@@ -247,7 +248,7 @@ def test_a_capture_kept_by_an_older_version_replays_with_its_cause(own_store):
     record["failure"].pop("cause", None)
     pending.write_text(json.dumps(record) + "\n")
     with Memory() as m:
-        m.capture(run="s", exit_code=1, error_text="ValueError: while locked")
+        m.capture(run="s", exit_code=1, error_text="KeyError: 'while locked'")
         replayed = m.failure(kept.failure_id)
         assert replayed is not None
         # Its cause is counted: the export says in how many runs it failed.
