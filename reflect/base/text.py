@@ -22,13 +22,15 @@ def clip(text: str | None, limit: int, *, at_word: bool = False) -> str:
         if start < limit // 2 and " " in words.strip():
             return text[: start + 1] + words.rsplit(" ", 1)[0].rstrip() + " …`"
         cut = cut[:start]
-    elif not (cut[-1].isspace() or text[limit - 2].isspace()):
+    elif not (cut[-1].isspace() or cut[-1] == "`" or text[limit - 2].isspace()):
         # Within a word: back to a space, or to a path's or an option's separator
         # (`tests/…`, `--out=…`); not to a dot, as `test_dates.…` would read whole.
         start = max(cut.rfind(" "), cut.rfind("/") + 1, cut.rfind("=") + 1)
         if start <= 0:  # one "word" longer than the limit (a hash): cut where it must be
             return text[: limit - 1] + "…"
         cut = cut[:start]
+        if cut.count("`") % 2:  # back into a backticked command: it goes whole
+            cut = cut[: cut.rindex("`")]
     head = cut.rstrip(" ,;:-(")
     if head[-1:] in ("'", '"') and head.count(head[-1]) % 2:  # a quote opened, nothing in it
         head = head[:-1].rstrip(" ,;:-(")
