@@ -1,5 +1,6 @@
 import json
 import os
+import re
 import sqlite3
 import subprocess
 import sys
@@ -34,6 +35,22 @@ NO_TABLE = """Traceback (most recent call last):
 django.db.utils.OperationalError: no such table: auth_user
 """
 
+
+# A command cut short: its last word followed by an ellipsis with no space between (in
+# the middle, "..." may be the tool's own: pytest's `'class target... None'`).
+_CUT_WORD = re.compile(r"\w(?:…|\.\.\.)$")
+
+
+def cut_commands(text: str) -> list[str]:
+    """The backticked commands of ``text`` cut mid-word or left open (none should be: a
+    block shortens the error text and a command's arguments at word boundaries)."""
+    cut = []
+    for line in text.splitlines():
+        parts = line.split("`")
+        if len(parts) % 2 == 0:
+            cut.append(line)  # a span left open
+        cut += [span for span in parts[1::2] if _CUT_WORD.search(span)]
+    return cut
 
 # The modules that exercise the store, through Memory or directly: each of their tests runs
 # twice, on SQLite and on PostgreSQL (a database named by REFLECT_TEST_POSTGRES, which

@@ -5,6 +5,7 @@ import json
 import re
 
 import pytest
+from conftest import cut_commands
 
 from reflect import Memory
 from reflect.capture import commands
@@ -53,7 +54,7 @@ def test_pylints_findings_are_benign_and_its_crash_is_a_failure(data_dir):
 
 
 @pytest.mark.parametrize("name", list(SETS))
-def test_no_item_names_a_foreign_detail_and_every_item_is_short(name, traces, tmp_path):
+def test_no_item_names_a_foreign_detail_and_every_item_is_short_and_whole(name, traces, tmp_path):
     for mode in ("on", "popular", "last3"):
         summary = replay(traces[name], mode, tmp_path / mode)
         assert summary["totals"]["foreign_items"] == 0, (name, mode)
@@ -64,6 +65,7 @@ def test_no_item_names_a_foreign_detail_and_every_item_is_short(name, traces, tm
         limit = RECENT_ITEM_TOKENS if item["section"] == "recent" else LESSON_ITEM_TOKENS
         assert estimate_tokens(item["text"]) <= limit, item["text"]
         assert all(len(a) <= MAX_BRIEF for a in _ACTION.findall(item["text"]))
+        assert cut_commands(item["text"]) == [], item["text"]
 
 
 def test_this_runs_repeats_are_in_front_of_the_agent(traces, tmp_path):

@@ -226,6 +226,35 @@ def test_an_empty_recall_at_a_terminal_says_where_it_looked_and_what_is_elsewher
     assert "1 lesson(s) of other repositories" in said
 
 
+def test_a_capture_given_nothing_records_nothing_and_one_of_an_exit_code_alone_says_so():
+    done = run_cli("capture", "--error-file", "-", stdin=b"")  # `reflect capture </dev/null`
+    assert done.returncode == 0 and done.stdout == b""
+    assert b"nothing recorded: no error text, exit code or crash file came" in done.stderr
+    done = run_cli("capture")
+    assert done.returncode == 0 and b"nothing recorded" in done.stderr
+    assert captured("default") == []
+    done = run_cli("capture", "--exit-code", "3", "--error-file", "-", stdin=b"")
+    assert done.returncode == 0 and b"from its exit code alone" in done.stderr
+    assert [f["error_type"] for f in captured("default")] == ["Synthesized"]
+
+
+def test_a_mistyped_option_is_named_with_the_nearest_one():
+    done = run_cli("--verison")
+    assert done.returncode == 2 and b"did you mean --version?" in done.stderr
+    assert b"COMMAND" not in done.stderr.splitlines()[-1]
+    assert run_cli("--vers").returncode == 0  # argparse takes a prefix of an option
+
+
+def test_teach_says_what_it_stored_and_when_it_is_recalled():
+    taught = run_cli("teach", "when running the tests: use python -m pytest -x")
+    assert taught.returncode == 0 and taught.stdout.startswith(b"L-")
+    said = taught.stderr.decode()
+    assert "when running the tests: use python -m pytest -x" in said
+    assert "run, test" in said and "pytest" in said
+    vague = run_cli("teach", "when it is: do it")
+    assert vague.returncode == 0 and "never recalled" in vague.stderr.decode()
+
+
 def test_recall_told_the_command_about_to_run_brings_the_lesson_taught_for_it():
     taught = run_cli("teach", "when running manage.py migrate: pass --run-syncdb on a fresh db")
     assert taught.returncode == 0, taught.stderr

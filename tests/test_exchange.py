@@ -8,6 +8,7 @@ from conftest import NO_TABLE
 
 from reflect import Memory
 from reflect.api.exchange import ImportReport, export_lessons, import_lessons, write_atomically
+from reflect.cli.lessons import line as line_of
 
 NO_YAML = "ModuleNotFoundError: No module named 'yaml'"
 NO_PYTEST = "bash: pytest: command not found"
@@ -110,6 +111,27 @@ def test_jsonl_round_trip_into_another_store_is_recalled_there(mem, tmp_path, mo
         # ...and, once it has, stays out of the lessons section of the run that hit it.
         other.capture(run="x", action="python repro.py", exit_code=1, error_text=NO_TABLE)
         assert [i.section for i in other.recall(run="x", goal=goal).items] == ["recent"]
+
+
+def test_the_export_holds_the_house_rules_and_a_lesson_without_a_hint_imports(mem, tmp_path,
+                                                                             monkeypatch):
+    """The rule every recall shows first is exported though a loss took its confidence
+    under the bar; with no hint, what worked is what it says, there as here."""
+    frob = "FrobnicationError: the widget could not be frobnicated"
+    for run in ("a", "b", "c"):
+        mem.capture(run=run, iteration=1, action="make deploy", exit_code=3, error_text=frob)
+        mem.outcome(run=run, iteration=2, success=True, action="make deploy")
+    [rule] = [i.id for i in mem.recall(run="d").items if i.section == "lesson"]
+    set_lesson(mem, rule, confidence=0.4)
+    shown = mem.lesson(rule)
+    assert shown["guidance"] == "" and not line_of(shown).rstrip().endswith(":")
+    (record,) = [json.loads(x) for x in mem.export("jsonl").splitlines()]
+    assert record["fingerprint"] == shown["fingerprint"] and record["resolution"]
+    path = tmp_path / "lessons.jsonl"
+    write_atomically(path, mem.export("jsonl"))
+    monkeypatch.delenv("REFLECT_STORE", raising=False)  # from PostgreSQL: into a file
+    with Memory(home=tmp_path / "other") as other:
+        assert other.import_lessons(path) == ImportReport(imported=1)
 
 
 def test_importing_the_same_file_twice_merges(mem, tmp_path):

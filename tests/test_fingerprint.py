@@ -80,6 +80,18 @@ def test_only_the_three_innermost_frames_count():
     assert fingerprint("E", "m", inner) != fingerprint("E", "m", inner[::-1])
 
 
+
+def test_a_missing_modules_last_line_alone_is_the_traceback_forms_cause():
+    """`record_failure` given the last line only is the failure the traceback was."""
+    bare = "ModuleNotFoundError: No module named 'yaml'"
+    traceback = ('Traceback (most recent call last):\n  File "/srv/app/report.py", line 3, '
+                 "in <module>\n    import yaml\n" + bare + "\n")
+    forms = [extract_text(text) for text in (traceback, bare)]
+    assert forms[0].frames and not forms[1].frames
+    assert len({fingerprint(f.error_type, f.message, f.frames) for f in forms}) == 1
+    # Where a cause is the code's, its frames still tell two places apart.
+    assert fingerprint("KeyError", "'x'", ["a.py:f"]) != fingerprint("KeyError", "'x'")
+
 @pytest.mark.parametrize(
     "message",
     ["'" * 64000, "a/" * 32000, "1." * 32000, "0x" * 32000, "`a" * 32000 + "Did you mean"],

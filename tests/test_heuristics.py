@@ -156,6 +156,11 @@ CASES = [
       "test", 124), "timeout", "medium", ["infinite loop"]),
     (("Synthesized", "train failed with exit code 137 and no error output", "python train.py",
       "train", 137), "resource", "medium", ["memory"]),
+    # terminated by a signal from outside: no word of a loop
+    (("Synthesized", "serve failed with exit code 143 and no error output", "python serve.py",
+      "serve", 143), "timeout", "medium", ["terminated by a signal (SIGTERM)"]),
+    (("Synthesized", "serve failed with exit code -15 and no error output", "python serve.py",
+      "serve", -15), "timeout", "medium", ["terminated by a signal (SIGTERM)"]),
     (("Synthesized", "run failed with exit code 126 and no error output", "./build.sh",
       "build", 126), "permission", "high", ["chmod +x ./build.sh"]),
     (("Synthesized", "test failed with exit code 127 and no error output", "pytest -q", "test",

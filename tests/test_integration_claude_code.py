@@ -87,7 +87,8 @@ def test_session_start_and_prompt_bring_the_block():
     assert hook(event("SessionStart"))[0] == {}  # nothing known yet: nothing said
     capture_in_session("python repro.py", NO_TABLE)
     assert "no such table" in context(hook(event("UserPromptSubmit"))[0], "UserPromptSubmit")
-    assert "no such table" in context(hook(event("SessionStart"))[0], "SessionStart")
+    assert "no such table" in context(hook(event("SessionStart", source="clear"))[0],
+                                      "SessionStart")
 
 
 def test_the_first_request_gets_one_block_and_later_prompts_only_what_is_new():
@@ -121,6 +122,29 @@ def test_a_failure_is_answered_with_what_the_session_was_not_shown_yet():
     assert "failed 2x" in third and "no such table" not in third
 
 
+def test_each_item_reaches_the_model_once_across_a_fix_and_a_resume():
+    """A failure shown and then fixed is said to be fixed in one line, once, not shown
+    whole again; a resumed context holds what it was shown, a cleared or compacted one
+    does not."""
+    assert "no such table" in context(hook(fail("python repro.py", NO_TABLE))[0],
+                                      "PostToolUseFailure")
+    hook(event("PostToolUse", tool_input={"command": "python repro.py"}))
+    assert failures()[0].resolution
+    second = context(hook(fail("python seed.py", "KeyError: 'ADMIN_EMAIL'"))[0],
+                     "PostToolUseFailure")
+    assert "ADMIN_EMAIL" in second and "no such table" not in second
+    [fixed] = [line for line in second.splitlines() if "Fixed later by" in line]
+    assert fixed.startswith("- [L-") and "Hint: Table" not in second
+    third = context(hook(fail("python seed.py", "KeyError: 'ADMIN_EMAIL'"))[0],
+                    "PostToolUseFailure")
+    assert "failed 2x" in third and "Fixed later by" not in third
+    assert hook(event("SessionStart", source="resume"))[0] == {}
+    assert hook(event("UserPromptSubmit"))[0] == {}
+    for source in ("clear", "compact", "startup"):
+        again = context(hook(event("SessionStart", source=source))[0], "SessionStart")
+        assert "no such table" in again and "Fixed later by" in again and "failed 2x" in again
+
+
 def test_pre_tool_use_warns_of_a_rerun_with_nothing_changed():
     assert hook(event("PreToolUse", tool_input={"command": "python repro.py"}))[0] == {}
     hook(fail("python repro.py", NO_TABLE))
@@ -145,6 +169,25 @@ def test_pre_tool_use_warns_of_a_program_missing_in_the_project():
     assert "`pytest`" in context(hook(other)[0], "PreToolUse")
     hook(event("PostToolUse", tool_input={"command": "pytest --version"}))
     assert hook(other)[0] == {}
+
+
+@pytest.mark.parametrize("command", [
+    "pip install pytest && pytest --version", "python3 -m pip install -U pytest; pytest -x",
+    "pipx install pytest", "uv tool install pytest==8.3 && pytest -q",
+    "sudo apt-get install -y pytest && pytest", "npm install -g pytest", "brew install pytest",
+    "cargo install pytest", "go install example.com/cmd/pytest@latest && pytest",
+    "alias pytest='python -m pytest'; pytest -x",
+    'pytest() { python -m pytest "$@"; }; pytest -x',
+    "ln -s ~/.venv/bin/pytest ~/bin/pytest && pytest",
+])
+def test_pre_tool_use_says_nothing_of_a_command_that_installs_the_missing_program(command):
+    """The fix the hint recommends is no repeat of the failure."""
+    hook(event("PostToolUseFailure"))
+    assert hook(event("PreToolUse", tool_input={"command": command}))[0] == {}
+    # Installing something else is no fix of it.
+    other = "pip install requests && pytest -x"
+    assert "`pytest`" in context(hook(event("PreToolUse", tool_input={"command": other}))[0],
+                                 "PreToolUse")
 
 
 def test_a_success_that_reruns_the_failed_command_is_its_outcome():

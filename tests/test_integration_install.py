@@ -110,6 +110,19 @@ def test_codex(repo, flag, where):
     assert json.loads((repo / where).read_text()) == {}
 
 
+@pytest.mark.parametrize(("client", "variable", "name"), [
+    ("claude-code", "CLAUDE_CONFIG_DIR", "settings.json"), ("codex", "CODEX_HOME", "hooks.json")])
+def test_a_user_install_goes_where_the_client_reads_its_user_files(repo, monkeypatch, client,
+                                                                  variable, name):
+    """The client's own variable moves its user directory, as `learn` and the trust check
+    have it."""
+    moved = repo / "elsewhere"
+    monkeypatch.setenv(variable, str(moved))
+    assert str(moved / name) in install(client, "--user")
+    assert set(ours(json.loads((moved / name).read_text()), client))
+    assert not (repo / "home").exists()
+
+
 def test_codex_install_says_what_trust_codex_needs(repo, monkeypatch):
     said = install("codex")
     assert f"{repo} is not trusted in {repo / 'home' / '.codex' / 'config.toml'}" in said

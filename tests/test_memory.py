@@ -9,7 +9,7 @@ from conftest import NO_TABLE, store_dump, store_held
 from reflect import Memory, Settings
 from reflect.api.controls import UnknownLesson
 from reflect.capture.defuse import NEUTRALIZED
-from reflect.recall.render import RECENT_HEADER
+from reflect.recall.render import RECENT_HEADER, RECENT_ITEM_TOKENS
 
 TRACEBACK = textwrap.dedent("""\
     Traceback (most recent call last):
@@ -105,7 +105,7 @@ def test_recall_before_an_iteration_shows_only_earlier_ones(mem):
 
 def test_recall_stays_within_the_budget(mem):
     for i in range(20):
-        mem.capture(run="r", exit_code=1, error_text=f"Error{i}: " + "x" * 400)
+        mem.capture(run="r", exit_code=1, error_text=f"Error{i}: " + "long words " * 40)
     rec = mem.recall(run="r", max_tokens=150)
     assert 0 < rec.tokens <= 150
     assert all(len(line) <= 240 for line in rec.text.splitlines())
@@ -139,7 +139,7 @@ def test_a_fixed_failure_says_so_however_long_its_first_line_and_hint(mem):
     [item] = mem.recall(run="r").items
     assert "Hint: Install the missing package" in item.text
     assert "\n  Fixed later by: `python scripts/" in item.text
-    assert len(item.text) <= 4 * 60  # the item's budget holds
+    assert len(item.text) <= 4 * RECENT_ITEM_TOKENS  # the item's budget holds
 
 
 def test_reflect_the_first_name_of_worker_thread_still_works_and_says_so(own_store):
@@ -242,10 +242,11 @@ def test_what_worked_never_carries_a_heredoc_body(mem):
 
 
 def kept_while_locked(own_store):
-    """A capture made while another process holds the store: kept in the pending file."""
+    """A capture made while another process holds the store: kept in the pending file (an
+    error with a hint: a lesson that says nothing is not exported)."""
     Memory().capture(run="r", exit_code=1)  # create the store
     with store_held(own_store), Memory(settings=Settings(busy_timeout=0.1)) as m:
-        return m.capture(run="r", exit_code=1, error_text="ValueError: while locked")
+        return m.capture(run="r", exit_code=1, error_text="KeyError: 'while locked'")
 
 
 def test_locked_store_keeps_the_failure_and_replays_it(own_store, caplog):
@@ -266,7 +267,7 @@ def test_a_capture_kept_by_an_older_version_replays_with_its_cause(own_store):
     record["failure"].pop("cause", None)
     pending.write_text(json.dumps(record) + "\n")
     with Memory() as m:
-        m.capture(run="s", exit_code=1, error_text="ValueError: while locked")
+        m.capture(run="s", exit_code=1, error_text="KeyError: 'while locked'")
         replayed = m.failure(kept.failure_id)
         assert replayed is not None
         # Its cause is counted: the export says in how many runs it failed.

@@ -1,8 +1,10 @@
 """LESSONS FROM EARLIER RUNS: predicted per cause from similar runs, the base rate and what
 this run has hit; true to their failures, short, never at the cost of this run's."""
 
+import re
+
 import pytest
-from conftest import NO_TABLE
+from conftest import NO_TABLE, cut_commands
 
 from reflect import Memory, Settings
 from reflect.recall.predict import Predictor
@@ -143,6 +145,54 @@ def test_repeated_failure_only_after_the_run_was_shown_it(mem):
     mem.capture(run="r", iteration=4, exit_code=1, error_text=NO_YAML)
     text = mem.recall(run="r", iteration=5).text
     assert "REPEATED FAILURE" in text and "failed the same way 2x in this run" in text
+
+
+LONG_RUN = "cd /work/project && python3 scripts/check_configuration_files.py --all --strict"
+NO_LONG_MODULE = "ModuleNotFoundError: No module named 'yaml_config_loader_extensions'"
+YAMLLINT = "yamllint .github/workflows/build-and-release-artifacts-for-every-platform.yml"
+NO_YAMLLINT = "bash: yamllint: command not found"
+_WORD_CUT = re.compile(r"\w(?:…|\.\.\.)(?:$|\s|\")", re.M)
+
+
+def test_no_command_fixed_wording_or_word_is_cut(mem):
+    """Items crowded by long commands, long errors, an escalation and a fix shorten the error
+    text and the commands' arguments at word boundaries: the fixed wording, each backticked
+    command and each word is whole."""
+    def fail(run, iteration):
+        mem.capture(run=run, iteration=iteration, action=LONG_RUN, exit_code=1,
+                    error_text=NO_LONG_MODULE)
+        mem.capture(run=run, iteration=iteration, action=YAMLLINT, exit_code=127,
+                    error_text=NO_YAMLLINT)
+
+    for run in ("a", "b", "c"):  # earlier runs: house rules with what worked
+        fail(run, 1)
+        mem.outcome(run=run, iteration=2, success=True,
+                    action="pip install yaml_config_loader_extensions")
+        mem.outcome(run=run, iteration=3, success=True, action=LONG_RUN)
+    texts = []
+    for i in range(1, 5):
+        fail("r", i)
+        texts.append(mem.recall(run="r", iteration=i + 1).text)
+    mem.outcome(run="r", iteration=6, success=True, action="pip install yamllint")
+    mem.outcome(run="r", iteration=7, success=True, action=YAMLLINT)
+    texts.append(mem.recall(run="r", iteration=8).text)
+    texts.append(mem.recall(run="new", iteration=1).text)
+    assert "try a different fix." in texts[-2] and "Fixed later by: `pip" in texts[-2]
+    assert HOUSE_HEADER in texts[-1]
+    for text in texts:
+        assert cut_commands(text) == [], text
+        assert not _WORD_CUT.findall(text), text
+        assert "REPEATED FAILURE" not in text or "try a different fix." in text
+
+
+def test_a_trigger_of_common_words_is_recalled_by_the_step_it_names(mem):
+    """`reflect teach`'s own example: "running the tests" is all common words, and the
+    step it names (a test phase, a pytest command, a goal about tests) brings it."""
+    taught = mem.teach("when running the tests: use python -m pytest -x")
+    for query in ({"phase": "test"}, {"action": "python3 -m pytest tests/"},
+                  {"goal": "make the tests pass"}):
+        assert taught in [i.id for i in mem.recall(run="r", **query).items], query
+    assert taught not in [i.id for i in mem.recall(run="r", goal="Fix the date parser").items]
 
 
 def test_a_taught_lesson_enters_on_its_triggers_words(mem):

@@ -4,6 +4,7 @@ stale, hung or dies mid-request costs the hook its speed, never its capture."""
 
 import json
 import os
+import re
 import socket
 import stat
 import subprocess
@@ -97,6 +98,42 @@ def test_the_helper_answers_as_the_cold_process_does(own_store, helper):
     # the same block but for the count: the helper's capture was the cold one's first
     assert block(cold) == block(warm).replace("iteration 1, phase bash:",
                                               "iteration 2, phase bash, failed 2x:")
+
+
+def test_a_recall_through_the_helper_says_and_exits_as_it_would_cold(helper, tmp_path,
+                                                                     monkeypatch):
+    """At a terminal, an empty recall's note on where it looked; into a pipe whose reader
+    closed it, a quiet exit 0 (`reflect recall | head -1`)."""
+    import pty
+
+    project = tmp_path / "project"
+    (project / ".git").mkdir(parents=True)
+    monkeypatch.chdir(project)
+    run_cli("capture", "--run", "a", "--exit-code", "1", "--error-file", "-",
+            stdin=b"ModuleNotFoundError: No module named 'yaml'")
+
+    def recall(env: dict, stdout, stderr, run: str = "b") -> subprocess.Popen:
+        return subprocess.Popen([sys.executable, "-m", "reflect", "recall", "--run", run],
+                                stdout=stdout, stderr=stderr, env={**os.environ, **env})
+
+    monkeypatch.chdir(tmp_path)
+    said = []
+    for env in (HELPER_ON, {"REFLECT_HELPER": "off"}):
+        master, slave = pty.openpty()
+        try:
+            assert recall(env, subprocess.DEVNULL, slave).wait(60) == 0
+            os.close(slave)
+            try:
+                said.append(os.read(master, 65536).decode())
+            except OSError:  # EIO: nothing was written to it
+                said.append("")
+        finally:
+            os.close(master)
+    assert said[0] == said[1] and "nothing to recall" in said[0]
+    monkeypatch.chdir(project)
+    reader = recall(HELPER_ON, subprocess.PIPE, subprocess.PIPE, run="a")
+    reader.stdout.close()  # the reader had what it wanted
+    assert reader.wait(60) == 0 and reader.stderr.read() == b""
 
 
 def test_a_misused_command_line_exits_as_it_would_cold(own_store, helper):
@@ -243,6 +280,6 @@ def test_hooks_at_once_each_get_a_child_of_their_own(own_store, helper):
     running = [start_hook(env=HELPER_ON) for _ in range(4)]
     answers = [json.loads(p.communicate(failed_event(), timeout=60)[0]) for p in running]
     # each a block with the failure (its line shortened once it has failed a few times)
-    assert all("`pytest tests/test_dates.py` -> CommandNotF" in
-               a["hookSpecificOutput"]["additionalContext"] for a in answers)
+    assert all(re.search(r"`pytest tests/[^`]*` -> CommandNotF",
+                         a["hookSpecificOutput"]["additionalContext"]) for a in answers)
     assert stored(own_store) == 4

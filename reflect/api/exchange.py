@@ -30,7 +30,7 @@ import math
 import os
 import re
 import stat
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO, TypeVar, cast
@@ -60,18 +60,21 @@ _SCOPE = re.compile(r"global|project:[0-9a-f]{12,64}")
 
 
 def export_lessons(store: LessonStore, fmt: str, min_confidence: float = 0.5,
-                   verdicts: dict[str, Measured] | None = None) -> str:
+                   verdicts: dict[str, Measured] | None = None,
+                   shown: Sequence[str] = ()) -> str:
     """The active lessons with confidence >= ``min_confidence``, plus every pinned or
-    taught one, best first; the same store always gives the same text. ``verdicts``
-    (lesson id -> ``holdout.Effect.to_dict``): the holdout's promoted lessons are the
-    house rules, first, with what they were measured to change; its demoted ones are
-    left out."""
+    taught one and those of ``shown`` (ids: the house rules a recall shows first), best
+    first; each says something (a hint or what worked); the same store always gives the
+    same text. ``verdicts`` (lesson id -> ``holdout.Effect.to_dict``): the holdout's
+    promoted lessons are the house rules, first, with what they were measured to change;
+    its demoted ones are left out."""
     if fmt not in FORMATS:
         raise ValueError(f"unknown format {fmt!r}: use one of {', '.join(FORMATS)}")
     verdicts = verdicts or {}
     proven = {i: v for i, v in verdicts.items() if v["verdict"] == "promoted"}
-    rows = [r for r in store.confident_lessons(min_confidence, sorted(proven))
-            if r["id"] not in verdicts or verdicts[r["id"]]["verdict"] != "demoted"]
+    rows = [r for r in store.confident_lessons(min_confidence, sorted({*proven, *shown}))
+            if (r["id"] not in verdicts or verdicts[r["id"]]["verdict"] != "demoted")
+            and (r["guidance"] or r["resolution"])]
     if fmt != "markdown":
         return "".join(_json_line(r) for r in rows)
     return _markdown([r for r in rows if r["id"] not in proven],
@@ -209,11 +212,11 @@ def _validate(line: str, scrub: Callable[[str], tuple[str, int]], now: float) ->
     # What worked is shown to the agent as a lesson is: reviewed with it.
     texts, reason, _ = reviewed_texts({
         "trigger": (_get(data, "trigger", str, None), TRIGGER_MAX),
-        "guidance": (_get(data, "guidance", str, None), GUIDANCE_MAX),
+        "guidance": (_get(data, "guidance", str, ""), GUIDANCE_MAX),
         "resolution": (_get(data, "resolution", str, ""), TEXT_MAX)}, scrub)
     trigger, guidance = texts["trigger"], texts["guidance"]
-    if not trigger or not guidance:
-        raise _Invalid("trigger and guidance must not be empty")
+    if not trigger or not (guidance or texts["resolution"]):  # a lesson says what to do
+        raise _Invalid("trigger and guidance (or resolution: what worked) must not be empty")
     category = _get(data, "category", str, "general")
     severity = _get(data, "severity", str, "medium")
     confidence = _unit(_get(data, "confidence", float, 0.5), "confidence")

@@ -562,13 +562,16 @@ class Memory:
     # -- sharing lessons, and whether memory helps ----------------------------------------
 
     def export(self, fmt: str = "markdown", min_confidence: float = 0.5) -> str:
-        """The confident lessons (and every pinned or taught one), best first: ``markdown``
+        """The confident lessons (and every pinned or taught one, and the house rules a new
+        run of this project is shown, whatever their confidence), best first: ``markdown``
         a house-rules file for people, ``jsonl`` for ``import_lessons`` in another store.
         Lessons the holdout promoted lead as house rules; those it demoted are left out."""
         from reflect.api.exchange import export_lessons
+        from reflect.api.learn import house_rules
 
         verdicts = {e.lesson_id: e.to_dict(self.holdout) for e in self.effects() if e.verdict}
-        return export_lessons(self.store, fmt, min_confidence, verdicts)
+        return export_lessons(self.store, fmt, min_confidence, verdicts,
+                              [item.id for item in house_rules(self)])
 
     def import_lessons(self, path: str | os.PathLike[str]) -> ImportReport:
         """Read a ``jsonl`` export, every line checked and scrubbed again; a bad line is

@@ -50,15 +50,15 @@ def without_heredocs(action: str) -> str:
 
 def brief(action: str, limit: int = MAX_BRIEF) -> str:
     """The action as a block shows it: heredoc bodies and long arguments elided, its
-    lines joined by ``; ``, at most ``limit`` characters."""
+    lines joined by ``; ``, at most ``limit`` characters; each cut at a word boundary."""
     lines = [line.strip() for line in without_heredocs(action).splitlines()
              if line.strip() and not line.strip().startswith("#")]  # a comment did nothing
     words: list[str] = []
     for word in " ; ".join(lines).split():
         if not words and word.startswith("/") and "/bin/" in word:
             word = word.rsplit("/", 1)[-1]  # an interpreter by its full path: its name says it
-        words.append(clip(word, MAX_ARG))
-    return clip(" ".join(words).replace("; ;", ";"), limit)
+        words.append(clip(word, MAX_ARG, at_word=True))
+    return clip(" ".join(words).replace("; ;", ";"), limit, at_word=True)
 
 
 def simple_commands(action: str) -> list[list[str]]:
@@ -136,11 +136,13 @@ def main_command(action: str) -> list[str]:
 
 def shown_program(action: str) -> str:
     """The main command's program as a sentence names it: ``pytest`` for ``python -m
-    pytest``, ``bin/test`` as it was run (its name alone would read as the shell's)."""
+    pytest``, ``bin/test`` as it was run (its name alone would read as the shell's), an
+    interpreter as the run wrote it (``python3``: the agent's ``python`` may be none)."""
     words = main_command(action)
     if words and "/" in words[0] and not words[0].startswith("/"):
         return words[0]
-    return program(words)
+    name = program(words)
+    return words[0].rsplit("/", 1)[-1] if name == "python" else name
 
 
 def key(action: str) -> tuple[str, str]:

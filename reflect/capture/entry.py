@@ -119,6 +119,13 @@ def parse(
     return parsed("synthesized", synthesize(phase, exit_code, friction))
 
 
+def nothing_said(error_text: str | None, exit_code: object, crash: dict[str, Any]) -> bool:
+    """Whether a capture was given nothing that says a step failed, or how: no error text,
+    no exit code, no crash record (``reflect capture </dev/null``). Recorded, it would
+    become a failure of no cause, and several of them a house rule."""
+    return not (error_text or "").strip() and exit_code is None and not crash
+
+
 def synthesize(phase: str, exit_code: int | None, friction: str = "") -> Extracted:
     """The entry for a failure that left no error text (telemetry off, silent crash)."""
     code = "an unknown exit code" if exit_code is None else f"exit code {exit_code}"

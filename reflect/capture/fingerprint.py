@@ -22,6 +22,10 @@ instances it:
 - Dropped: Python's `Did you mean: 'x'?` suggestions, which depend on what
   else is in scope, not on the cause.
 
+A missing module (`No module named 'x'`) is its cause wherever the import stands: its
+fingerprint has no frames, so its last line alone (what `record_failure` may be given)
+is the failure its traceback was.
+
 A cause is the fingerprint without frames: the same mistake in another run
 sits in other code (another problem's function, another script), so how
 widely a mistake recurs across runs is counted by cause.
@@ -81,6 +85,7 @@ _LABELS = {
 _SUBJECT = lazy.compile(
     r"'[^'\n]*'|(?<![\w<])(?:[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+|[A-Za-z]\w*_\w*)(?![\w>])")
 _DID_YOU_MEAN = lazy.compile(r"[.,]?\s*Did you mean\b[^?\n]{0,200}\?")
+_MISSING_MODULE = "No module named "
 
 
 def message_template(message: str) -> str:
@@ -92,7 +97,8 @@ def message_template(message: str) -> str:
 def fingerprint(error_type: str, message: str, frames: Sequence[str] = ()) -> str:
     """16 hex characters identifying the root cause of an error."""
     kind = error_type.strip().rsplit(".", 1)[-1]  # the same error via another import path
-    parts = [kind, message_template(message), *list(frames)[-3:]]
+    where = [] if message.startswith(_MISSING_MODULE) else list(frames)[-3:]
+    parts = [kind, message_template(message), *where]
     return hashlib.sha256("\x1f".join(parts).encode("utf-8", "replace")).hexdigest()[:16]
 
 

@@ -48,8 +48,8 @@ class Heuristic:
 # -- text helpers -------------------------------------------------------------
 
 def _one_line(text: str, limit: int) -> str:
-    """One line, cut to ``limit`` characters (with an ellipsis)."""
-    return clip(one_line(text), limit)
+    """One line, cut at a word boundary to ``limit`` characters (with an ellipsis)."""
+    return clip(one_line(text), limit, at_word=True)
 
 
 def _q(text: str, limit: int = 80) -> str:
@@ -103,7 +103,8 @@ _NODE_TOOLS = {"tsc", "jest", "eslint", "prettier", "vitest", "ts-node", "mocha"
 _ALIASES = {"np": "numpy as np", "pd": "pandas as pd", "plt": "matplotlib.pyplot as plt"}
 _EXIT_LABELS: dict[int | None, str] = {
     2: " (misuse)", 124: " (timed out)", 126: " (not executable)", 127: " (command "
-    "not found)", 137: " (killed, likely out of memory)", 143: " (terminated)"}
+    "not found)", 137: " (killed, likely out of memory)", 143: " (terminated by a signal)",
+    -15: " (terminated by a signal)"}
 
 _SRC_PATH = lazy.compile(r'File "([^"]+)"|\(([^()]+?), line \d+\)')
 _ACTION_FILE = lazy.compile(r"(?<![\w./-])([\w./-]{1,200}\.(?:py|js|ts|sh|ya?ml|json|toml))\b")
@@ -345,7 +346,11 @@ RULES: tuple[_Rule, ...] = (
           "limit, a person, or the kernel's out-of-memory killer (`dmesg` says which). "
           "Bound its time and memory, then rerun it.", msg=r"Killed by signal 9 \(SIGKILL\)"),
     # exit codes: any error type for the unambiguous ones, else only synthesized entries
-    _rule("timeout", "medium", _TIMEOUT, codes=(124, 143)),
+    _rule("timeout", "medium", _TIMEOUT, codes=(124,)),
+    # SIGTERM: 143 from a shell, -15 from Python's subprocess; no sign of a loop in it
+    _rule("timeout", "medium", "The command was terminated by a signal (SIGTERM) from "
+          "outside: a time limit, the harness or a person stopped it; if it runs long, bound "
+          "it (`timeout 60 …`) or run less of it.", codes=(143, -15)),
     _rule("resource", "medium", _MEMORY, codes=(137,)),
     _rule("permission", "high", _permission, codes=(126,)),
     _rule("environment", "high", _command, codes=(127,)),

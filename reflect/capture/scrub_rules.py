@@ -71,8 +71,9 @@ _NOT_A_VALUE = (r"(?!(?:None|null|nil|true|false|True|False|undefined|str|int|by
                 r"|os\.(?:environ|getenv)\b|getenv\(|process\.env\b|ENV\[|\$\{|\{\{|<[\w -]+>"
                 r"|\$[A-Z_][A-Z0-9_]*\b)")
 _KEY = r"[A-Za-z_][A-Za-z0-9_.-]*+"
-# =, :, "key": and Ruby's or PHP's =>, Make's or Go's := but not ==, ::
-_ASSIGN = r"\\?[\"']?[ \t]*(?:=>|:=|[:=](?![:=]))[ \t]*"
+# =, :, "key": and Ruby's or PHP's =>, Make's or Go's := but not ==, ::; a key's quotes
+# may be a shell's splice of one into a single-quoted word ('"'"')
+_ASSIGN = r"\\?[\"']{0,5}[ \t]*(?:=>|:=|[:=](?![:=]))[ \t]*"
 
 ANYWHERE = {
     # The END is looked for up to the next BEGIN, so many unclosed blocks stay linear.
@@ -119,6 +120,8 @@ WORD_START = {
     "secret": rf"(?:--{_KEY}{_KEY_END}(?:[ \t]*=[ \t]*|[ \t]+(?!-))"
     rf"|{_KEY}(?={_ASSIGN}){_KEY_END}{_ASSIGN})"
     # A JSON string value runs over its escapes (a service account's "private_key").
+    # a value a shell's single quotes were closed and reopened around: '"'"'
+    r"(?:'\"'\"')?"
     r"(?:(?P<eq>\\[\"'])|(?P<dq>\")|(?P<sq>'))?(?P<v_secret>)(?!\[REDACTED)" + _NOT_A_VALUE
     + r"(?(eq)[^\"'\\\n]+|(?(dq)(?:[^\"\\\n]|\\.)+|(?(sq)[^'\\\n]+"
     r"|(?![\[{(<])(?:[Bb]earer[ \t]+)?[^\s\"'\\&,;]+)))",

@@ -138,9 +138,13 @@ def tally(credit: float) -> str:
 
 def line(lesson: Lesson) -> str:
     flags = " [pinned]" if lesson["pinned"] else ""
+    # A lesson no rule had a hint for says what worked, or only when it applies.
+    says = lesson["guidance"] or (f"what worked: {lesson['resolution']}"
+                                  if lesson["resolution"] else "")
     return (f"{lesson['id']}  {lesson['kind']:<9} conf {lesson['confidence']:.2f}  "
             f"won {tally(lesson['wins'])} lost {tally(lesson['losses'])}{flags}  "
-            f"when {first_line(lesson['trigger'], 60)}: {first_line(lesson['guidance'], 70)}")
+            f"when {first_line(lesson['trigger'], 60)}"
+            + (f": {first_line(says, 70)}" if says else ""))
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -229,10 +233,21 @@ def cmd_feedback(args: argparse.Namespace) -> int:
 
 
 def cmd_teach(args: argparse.Namespace) -> int:
+    from reflect.recall.taught import cues
+
     with open_memory(args.env) as mem:
         lesson_id = mem.teach(args.text)
-        reason = mem.lesson(lesson_id)["quarantine"]
+        lesson = mem.lesson(lesson_id)
+    reason = lesson["quarantine"]
     print(lesson_id)
+    cue, loose = cues(lesson["trigger"])
+    print(f"reflect: taught {lesson_id}: when {lesson['trigger']}: {lesson['guidance']}",
+          file=sys.stderr)
+    print("reflect: it is never recalled: its trigger has no word a recall could match; teach"
+          " it again with words a goal, phase or command would have" if not cue else
+          "reflect: recalled when a recall's goal, phase, command or latest error has at least"
+          f" half of: {', '.join(cue)}" + (" (or a word that begins or ends with one)"
+                                           if loose else ""), file=sys.stderr)
     if reason:
         print(f"reflect: {lesson_id} is quarantined: it {reason}; `reflect lessons release "
               f"{lesson_id}` puts it into recall if that is what you mean", file=sys.stderr)

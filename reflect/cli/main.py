@@ -22,6 +22,7 @@ from reflect.base.text import format_error
 from reflect.capture.numbers import bounded, count, number
 from reflect.cli.learn import add_learn
 from reflect.cli.lessons import LESSON_COMMANDS, open_memory
+from reflect.cli.pipe import closed_pipe
 from reflect.integrations import clients
 from reflect.integrations.clients import CLIENTS, DEFAULT_SCOPE
 
@@ -56,20 +57,11 @@ def main(argv: list[str] | None = None, env: Mapping[str, str] | None = None) ->
         return 1
 
 
-def closed_pipe() -> int:
-    """Exit quietly, as ``git log | head`` does: what is left to print goes nowhere (not a
-    second error as Python flushes stdout at exit)."""
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, sys.stdout.fileno())
-    os.close(devnull)
-    return 0
-
-
 def parser(command: str | None = None) -> argparse.ArgumentParser:
     """The command line. Given the ``command`` about to run, only its part is built: a
     hook starts a process per tool call, and the ~40 parsers of all commands cost it
     ~10 ms. Anything else (``--help``, a typo) gets every command."""
-    p = argparse.ArgumentParser(prog="reflect", description="Failure memory for coding agents.")
+    p = TopParser(prog="reflect", description="Failure memory for coding agents.")
     p.add_argument("--version", action="version", version=f"reflect {__version__}")
     sub: argparse._SubParsersAction[argparse.ArgumentParser] = p.add_subparsers(
         dest="command", required=True, metavar="COMMAND", parser_class=CommandParser)
@@ -77,6 +69,27 @@ def parser(command: str | None = None) -> argparse.ArgumentParser:
         if command not in COMMANDS or name == command:
             add(sub)
     return p
+
+
+class TopParser(argparse.ArgumentParser):
+    """The command line's top: an option before the command that it does not know is said
+    to be one, with the nearest it has (``--verison``: ``--version``), not taken for a
+    missing COMMAND."""
+
+    def parse_known_args(self, args: Iterable[str] | None = None, namespace: Any = None
+                         ) -> tuple[Any, list[str]]:  # as argparse's: whatever namespace given
+        args = sys.argv[1:] if args is None else list(args)
+        options = [s for a in self._actions for s in a.option_strings]
+        for arg in args:
+            if not arg.startswith("-") or arg == "--":
+                break
+            if not any(option.startswith(arg) for option in options):  # a prefix is taken
+                import difflib
+
+                near = difflib.get_close_matches(arg, options, 1)
+                self.error(f"unknown option {arg}" + (f"; did you mean {near[0]}?" if near
+                                                      else ""))
+        return super().parse_known_args(args, namespace)
 
 
 class CommandParser(argparse.ArgumentParser):
@@ -303,7 +316,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_capture(args: argparse.Namespace) -> int:
-    from reflect.capture.entry import read_crash_file, read_error_file
+    from reflect.capture.entry import nothing_said, read_crash_file, read_error_file
 
     error_text: str | None = None
     crash: dict[str, Any] = {}
@@ -315,6 +328,11 @@ def cmd_capture(args: argparse.Namespace) -> int:
         problems += more
     for problem in problems:
         config.warn(problem)
+    if nothing_said(error_text, args.exit_code, crash):
+        config.warn("capture: nothing recorded: no error text, exit code or crash file came "
+                    "(give the step's error output with --error-file F, - for stdin, and its "
+                    "--exit-code N)")
+        return 0
     with open_memory(args.env, model=args.model, busy_timeout=config.STEP_BUSY_TIMEOUT) as mem:
         entry = mem.capture(
             run=args.run, iteration=args.iteration, goal=args.goal, phase=args.phase,
@@ -323,6 +341,9 @@ def cmd_capture(args: argparse.Namespace) -> int:
         mem.ensure_worker()
     if entry is None:  # failure memory is off (``main`` returned before, but a caller may not)
         return 0
+    if entry.source == "synthesized" and not problems:  # a problem said why already
+        config.warn(f"capture: {entry.failure_id} recorded from its exit code alone: no error "
+                    "text came (--error-file F, - for stdin)")
     emit(args, entry.to_dict(), f"{entry.failure_id} run {entry.run} iteration {entry.iteration}: "
          + format_error(entry.error_type, (entry.message or "\n").splitlines()[0]))
     return 0

@@ -25,6 +25,7 @@ when idle, when its socket is taken away, or when the code it loaded changes.
 from __future__ import annotations
 
 import _socket
+import io
 import marshal
 import os
 import stat
@@ -104,8 +105,13 @@ def run(argv: list[str]) -> int:
              " recording without an answer")
         return 0
     code, out, err = answered
-    sys.stdout.buffer.write(out)
-    sys.stdout.flush()
+    try:
+        sys.stdout.buffer.write(out)
+        sys.stdout.flush()
+    except BrokenPipeError:  # as the cold command: the reader had what it wanted
+        from reflect.cli.pipe import closed_pipe
+
+        code = closed_pipe()
     sys.stderr.buffer.write(err)
     sys.stderr.flush()
     return code
@@ -265,7 +271,8 @@ def ask(client: _socket.socket, argv: list[str], stdin: int, until: float | None
         cwd = "/"
     # marshal: built in, and both ends run the same interpreter (the child checks)
     request = marshal.dumps({"argv": argv, "cwd": cwd, "env": sent(os.environ),
-                             "umask": umask, "executable": sys.executable})
+                             "umask": umask, "executable": sys.executable,
+                             "terminal": sys.stderr.isatty()})
     until = budget.STARTED + ANSWER_SECONDS if until is None else until
     try:
         client.settimeout(max(0.001, min(READY_SECONDS, until - time.monotonic())))
@@ -503,6 +510,14 @@ def peer_credentials(conn: _socket.socket) -> tuple[int, int]:
     return pid, uid
 
 
+class Terminal(io.TextIOWrapper):
+    """A child's stderr when its client's is a terminal: what a command says to a person
+    there (an empty recall's note) it says through the helper too."""
+
+    def isatty(self) -> bool:
+        return True
+
+
 def handle(conn: socket.socket, base: Mapping[str, str]) -> None:
     """One request in a child: the command run as the cold process would, its output
     sent back once it is all there (a child that dies sends nothing, and the client
@@ -543,6 +558,10 @@ def handle(conn: socket.socket, base: Mapping[str, str]) -> None:
     os.dup2(fds[0], 0)
     os.dup2(out, 1)
     os.dup2(err, 2)
+    if request.get("terminal"):
+        sys.stderr = Terminal(io.BufferedWriter(io.FileIO(2, "w", closefd=False)),
+                              encoding=sys.stderr.encoding, errors="backslashreplace",
+                              line_buffering=True)
     from reflect.cli.main import main
 
     try:

@@ -26,7 +26,6 @@ HOOKS = {
     "PostToolUse": "Bash|Edit|MultiEdit|Write|NotebookEdit|Task|Agent",
     "PostToolUseFailure": None,
 }
-SCOPES = scopes(CLIENT)  # the project's is committed: a command on PATH
 
 
 def parse(raw: dict[str, Any]) -> Event:
@@ -53,7 +52,9 @@ def install(scope: str, uninstall: bool = False, plugin: str | None = None) -> s
 
     if plugin is not None:
         return write_plugin(Path(plugin), uninstall)
-    return merge(located(SCOPES[scope]), HOOKS, CLIENT, uninstall, portable=scope == "project")
+    # the project's file is committed: a command on PATH
+    return merge(located(scopes(CLIENT)[scope]), HOOKS, CLIENT, uninstall,
+                 portable=scope == "project")
 
 
 def write_plugin(root: Path, uninstall: bool) -> str:

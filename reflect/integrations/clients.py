@@ -5,6 +5,7 @@ integration: a client's module is imported when that client is asked for, and on
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import import_module
@@ -14,7 +15,8 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 if TYPE_CHECKING:
     from reflect.integrations.hooks import Event
 
-__all__ = ["CLIENTS", "DEFAULT_SCOPE", "Client", "Registered", "client", "scopes"]
+__all__ = ["CLIENTS", "DEFAULT_SCOPE", "Client", "Registered", "client", "scopes",
+           "user_dir"]
 
 DEFAULT_SCOPE = "project"
 
@@ -55,6 +57,21 @@ def client(name: str) -> Client:
     return cast("Client", import_module(CLIENTS[name].module))
 
 
-def scopes(client: str) -> dict[str, Path]:
-    """scope -> the client's settings file for it."""
-    return {scope: path for scope, (path, _) in CLIENTS[client].scopes.items()}
+# client -> the variable that moves its directory of user files, as the client reads it
+USER_DIRS = {"claude-code": "CLAUDE_CONFIG_DIR", "codex": "CODEX_HOME"}
+
+
+def scopes(client: str, env: Mapping[str, str] = os.environ) -> dict[str, Path]:
+    """scope -> the client's settings file for it; the user's in ``user_dir``."""
+    found = {scope: path for scope, (path, _) in CLIENTS[client].scopes.items()}
+    found["user"] = user_dir(client, env) / found["user"].name
+    return found
+
+
+def user_dir(client: str, env: Mapping[str, str] = os.environ) -> Path:
+    """The client's directory of user files: where its own variable (``USER_DIRS``)
+    moves it, else its default in the home directory."""
+    if moved := env.get(USER_DIRS[client]):
+        return Path(moved)
+    default = CLIENTS[client].scopes["user"][0].parent.relative_to("~")
+    return Path(env.get("HOME") or Path.home()) / default

@@ -20,7 +20,7 @@ from typing import Any
 
 from reflect.capture.numbers import whole_number
 from reflect.capture.tool_calls import codex_exit_code
-from reflect.integrations.clients import scopes
+from reflect.integrations.clients import scopes, user_dir
 from reflect.integrations.hooks import Event, base_event
 
 CLIENT = "codex"
@@ -30,7 +30,6 @@ HOOKS = {
     "PreToolUse": "Bash",
     "PostToolUse": "Bash|apply_patch",  # what can change a failed command's outcome
 }
-SCOPES = scopes(CLIENT)
 TAIL_CHUNK = 256 * 1024  # the rollout is read from its end, a chunk at a time
 TAIL_LIMIT = 16 * 1024 * 1024  # and no further back than this
 
@@ -98,7 +97,7 @@ def reversed_lines(path: Path, needle: str) -> Iterator[str]:
 def install(scope: str, uninstall: bool = False) -> str:
     from reflect.integrations.settings import located, merge  # not for a hook
 
-    path = located(SCOPES[scope])
+    path = located(scopes(CLIENT)[scope])
     said = merge(path, HOOKS, CLIENT, uninstall, portable=scope == "project")
     if uninstall:
         return said
@@ -109,8 +108,7 @@ def trust_needed(project: Path | None, env: Mapping[str, str] = os.environ) -> s
     """What Codex needs before it runs the hooks: a project's file is read only in a
     trusted project (its ``[projects."<path>"] trust_level`` in Codex's config.toml), and
     every hook runs once the user has reviewed it."""
-    config = Path(env.get("CODEX_HOME") or Path(env.get("HOME") or Path.home()) / ".codex")
-    config /= "config.toml"
+    config = user_dir(CLIENT, env) / "config.toml"
     review = ("Codex runs a hook once it is reviewed and trusted in its /hooks view "
               "(`codex exec --dangerously-bypass-hook-trust` skips the review, for "
               "automation that vets its hooks).")

@@ -70,6 +70,7 @@ class Event(NamedTuple):
     error_text: str = ""
     prompt: str = ""
     call: str = ""  # the client's id of the tool call: the step a transcript names too
+    source: str = ""  # a SessionStart's: startup, resume, clear, compact
 
 
 def base_event(raw: dict[str, Any], hooks: Collection[str]) -> Event:
@@ -81,7 +82,8 @@ def base_event(raw: dict[str, Any], hooks: Collection[str]) -> Event:
     tool = str(raw.get("tool_name") or "")
     return Event(name, str(raw.get("session_id") or ""), tool=tool,
                  action=action_of(tool, raw.get("tool_input")),
-                 prompt=str(raw.get("prompt") or ""), call=str(raw.get("tool_use_id") or ""))
+                 prompt=str(raw.get("prompt") or ""), call=str(raw.get("tool_use_id") or ""),
+                 source=str(raw.get("source") or ""))
 
 
 def run(parse: Callable[[dict[str, Any]], Event | None], stdin: IO[str] = sys.stdin,
@@ -213,8 +215,8 @@ def memory(env: Mapping[str, str]) -> Memory:
 
 def before_turn(event: Event, state: State, env: Mapping[str, str]) -> str:
     """SessionStart and UserPromptSubmit: the block, with the prompt as the goal, less the
-    items this session was already shown (a SessionStart begins a new context: a start, a
-    resume, a clear, a compaction)."""
+    items this session was already shown (a SessionStart begins a new context, a start, a
+    clear, a compaction, unless it resumes one: that context holds what it was shown)."""
     if event.name == "SessionStart":
         state.prune()
     goal = state.scrub(event.prompt) or state.goal
@@ -222,7 +224,7 @@ def before_turn(event: Event, state: State, env: Mapping[str, str]) -> str:
         rec = mem.recall(run=event.session, goal=goal)
     with state.changing():
         state.goal = goal
-        if event.name == "SessionStart":
+        if event.name == "SessionStart" and event.source != "resume":
             state.shown = []
         return state.unseen(rec)
 
@@ -275,11 +277,22 @@ def warning(event: Event, state: State) -> str:
                 f"({clip(last['error'], 200)}) and nothing that could change its outcome has "
                 "run since: unchanged, it will fail the same way. Fix the cause first.")
     for program in programs(action):
-        if program in state.missing:
+        if program in state.missing and not provides(action, program):
             return (f"reflect: `{program}` was not found in this project earlier "
                     f"(`{program}: command not found`): this command fails the same way "
                     f"unless `{program}` has been installed since.")
     return ""
+
+
+def provides(command: str, program: str) -> bool:
+    """Whether ``command`` installs ``program``, defines it, or names a path to it: the
+    fix of its "command not found" (the one its hint recommends), not a repeat of it."""
+    name = re.escape(program)
+    return bool(re.search(
+        rf"\b(?:install|add)\s[^;&|]*?(?<![\w.-]){name}(?![\w-]|\.\w)"  # pip, go, apt, …
+        rf"|\balias\s+{name}=|\bfunction\s+{name}\b|(?<![\w.-]){name}\s*\(\s*\)"
+        rf"|/{name}(?![\w.-])"  # a link or a file made, or a path run
+        r"|\bPATH=", command))  # where programs are looked for changes
 
 
 def programs(command: str) -> list[str]:

@@ -1,11 +1,15 @@
-"""What an agent was already shown: a block of only the items it has not read yet.
+"""What an agent was already shown: a block of only what it has not read yet.
 
-An item is known by a digest of its text, so a failure shown again with something new
-("failed 2x", "Fixed later by") counts as new; the digests are all a caller keeps.
+An item is known by what it stands for (its section, its lesson and the failures behind
+it), not by its words: a failure that happened again is new (its count has grown), the
+same item worded anew (a line shortened to fit) is not. A failure shown and fixed since
+is said to be fixed in one line, once, not shown whole again. The digests are all a
+caller keeps.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from typing import TYPE_CHECKING
 
@@ -14,23 +18,37 @@ if TYPE_CHECKING:
 
 
 def unseen(rec: Recall, shown: set[str]) -> tuple[str, list[str]]:
-    """The block of the items of ``rec`` whose digests are not in
-    ``shown``, and the digests of those items."""
-    new = [item for item in rec.items if digest(item.text) not in shown]
-    digests = [digest(item.text) for item in new]
-    if len(new) == len(rec.items):
+    """The block of what ``rec`` holds that ``shown`` (digests) does not: each item not
+    shown yet, and a line for each shown one fixed since; and the digests of what it
+    holds."""
+    from reflect.recall.render import FIXED
+
+    new: list[RecallItem] = []
+    digests: list[str] = []
+    for item in rec.items:
+        key = digest("\0".join([item.section, item.id, *item.source_failure_ids]))
+        fixed = next((line.strip() for line in item.text.splitlines()[1:]
+                      if line.strip().startswith(FIXED)), "")
+        said = digest(key + "\0fixed")
+        if key not in shown:
+            new.append(item)
+            digests += [key, said] if fixed else [key]
+        elif fixed and said not in shown:
+            new.append(dataclasses.replace(item, text=f"- [{item.id}] (shown before) {fixed}"))
+            digests.append(said)
+    if new == rec.items:
         return rec.text, digests
     from reflect.recall.render import fit
 
     sections: dict[str, list[RecallItem]] = {}
     for item in new:  # each under the header it had in the block (house rules keep theirs)
-        sections.setdefault(_header(rec.text, item.text), []).append(item)
+        sections.setdefault(_header(rec.text, item.id), []).append(item)
     return fit(list(sections.items()), max(rec.tokens, 1)).text, digests
 
 
-def _header(text: str, item: str) -> str:
-    """The header line above ``item`` in the block ``text``."""
-    before = text[:max(text.find(item), 0)].splitlines()
+def _header(text: str, lesson_id: str) -> str:
+    """The header line above the item of ``lesson_id`` in the block ``text``."""
+    before = text[:max(text.find(f"- [{lesson_id}]"), 0)].splitlines()
     return next((line for line in reversed(before) if line and not line.startswith(" ")
                  and not line.startswith("- ")), "")
 

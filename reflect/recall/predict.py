@@ -138,8 +138,9 @@ class Neighbourhood:
     command_hits: dict[str, int] = field(default_factory=dict)  # family -> of those, with it
 
 
-def words(text: str) -> list[str]:
-    return [w for w in _WORD.findall(text.lower()) if w not in STOPWORDS]
+def words(text: str, common: bool = False) -> list[str]:
+    """The words of ``text`` a search goes by; ``common``: the stop words too."""
+    return [w for w in _WORD.findall(text.lower()) if common or w not in STOPWORDS]
 
 
 def similar_by_words(store: GoalSearch, goal: str, run: str, scope: str, k: int

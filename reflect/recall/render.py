@@ -26,11 +26,14 @@ from reflect.recall.worked import Record, masked, told, what_worked
 RECENT_HEADER = "PAST FAILURES TO AVOID:"
 LESSONS_HEADER = "LESSONS FROM EARLIER RUNS:"
 HOUSE_HEADER = "HOUSE RULES"
+FIXED = "Fixed later by: "  # a recent item's line once a later step fixed its failure
 MASKED = {"<x>": "…", "<n>": "N", "<path>": "PATH", "<str>": "…"}
-RECENT_ITEM_TOKENS = 60
+RECENT_ITEM_TOKENS = 80  # a crowded item (an escalation, a fix) keeps its hint's command
 LESSON_ITEM_TOKENS = 80
 ACTION_CHARS = 50  # of the failed command, in an item's first line
 MESSAGE_CHARS = 70
+# A crowded item's first line: its error text shortened first, then its command.
+SQUEEZES = ((ACTION_CHARS, MESSAGE_CHARS), (ACTION_CHARS, 35), (25, 20))
 MIN_LINE = 40  # a line is never cut shorter than this to fit its item
 FIX_CHARS = 170  # of a house rule's fix: its latest steps, never a command cut
 
@@ -41,8 +44,9 @@ def estimate_tokens(text: str) -> int:
 
 def quoted(text: str, limit: int = MESSAGE_CHARS) -> str:
     """Tool output as a JSON string literal: one line, its quotes escaped, plainly data;
-    neutralized before it is cut to ``limit``, as a cut could leave half a marker unread."""
-    return json.dumps(clip(neutralize(text), limit), ensure_ascii=False)
+    neutralized before it is cut to ``limit`` at a word boundary, as a cut could leave half a
+    marker unread."""
+    return json.dumps(clip(neutralize(text), limit, at_word=True), ensure_ascii=False)
 
 
 def code(text: str) -> str:
@@ -76,14 +80,18 @@ def _heuristic_hint(error_type: str, message: str, action: str, phase: str,
                             own_module).guidance
 
 
-def failure_line(failure: Failure) -> str:
-    """The failed command and its error, both cut short."""
-    # every field is neutralized: a crash file's error class is the caller's text too
-    what = (f"{neutralize(failure['error_type'])}: "
-            f"{quoted(failure['message'])}")
-    if failure["action"].strip():  # neutralized before it is cut short, as the message is
-        what = f"{code(commands.brief(neutralize(failure['action']), ACTION_CHARS))} -> {what}"
+def failure_line(failure: Failure, action_chars: int = ACTION_CHARS,
+                 message_chars: int = MESSAGE_CHARS) -> str:
+    """The failed command and its error, both cut short at word boundaries."""
+    what = error_line(failure, message_chars)
+    if failure["action"].strip():
+        what = f"{code(commands.brief(neutralize(failure['action']), action_chars))} -> {what}"
     return what
+
+
+def error_line(failure: Failure, message_chars: int = MESSAGE_CHARS) -> str:
+    # every field is neutralized: a crash file's error class is the caller's text too
+    return f"{neutralize(failure['error_type'])}: {quoted(failure['message'], message_chars)}"
 
 
 def recent_item_text(failure: Failure, count: int, lesson: Lesson | None, shown_failed: int,
@@ -96,23 +104,23 @@ def recent_item_text(failure: Failure, count: int, lesson: Lesson | None, shown_
     if count > 1:
         where += f", failed {count}x"
     lesson_id = lesson["id"] if lesson else failure["lesson_id"]
-    lines = [f"- [{lesson_id}] {where}: {failure_line(failure)}"]
-    if text := hint(lesson, failure):
-        lines.append(f"  Hint: {neutralize(text)}")
-    if shown_failed >= escalate_after:
-        lines.append(f"  REPEATED FAILURE: shown this, it failed the same way {shown_failed}x"
-                     " in this run; try a different fix.")
-    if failure["resolution"]:  # one review kept out is said so, never shown
-        lines.append(f"  Fixed later by: {neutralize(failure['resolution'])}")
-    return bounded(lines, RECENT_ITEM_TOKENS)
+    firsts = [f"- [{lesson_id}] {where}: {failure_line(failure, *squeeze)}"
+              for squeeze in SQUEEZES]
+    lines = [f"Hint: {neutralize(text)}"] if (text := hint(lesson, failure)) else []
+    escalation = ""
+    if failure["resolution"]:  # fixed since: no call for a different fix
+        lines.append(FIXED + neutralize(failure["resolution"]))
+    elif shown_failed >= escalate_after:
+        escalation = (f"REPEATED FAILURE: shown this, it failed the same way {shown_failed}x"
+                      " in this run; try a different fix.")
+        lines.append(escalation)
+    return bounded(firsts, lines, RECENT_ITEM_TOKENS, whole=escalation)
 
 
-def trigger_line(failure: Failure) -> str:
+def trigger_line(failure: Failure, message_chars: int = MESSAGE_CHARS) -> str:
     """When a lesson learnt from ``failure`` applies: its program failing with its error.
     Another run's command line is its own, not the trigger: it is left out."""
-    # the error class neutralized as in a recent item: a crash file's is the caller's text
-    what = (f"{neutralize(failure['error_type'])}: "
-            f"{quoted(failure['message'])}")
+    what = error_line(failure, message_chars)
     program = commands.shown_program(failure["action"])
     return (f"when {code(clip(neutralize(program), 30))} fails with {what}" if program
             else f"on {what}")
@@ -123,17 +131,16 @@ def lesson_item_text(lesson: Lesson, failure: Failure | None, why: str) -> str:
     heuristic one those of the failure it was learnt from (a model's or a person's lesson
     and a taught or imported one say their own)."""
     if failure is not None and lesson["kind"] == "heuristic":
-        lines = [f"- [{lesson['id']}] {why}: {trigger_line(failure)}"]
-        if text := hint(lesson, failure):
-            lines.append(f"  Hint: {neutralize(text)}")
+        firsts = [f"- [{lesson['id']}] {why}: {trigger_line(failure, m)}" for _, m in SQUEEZES]
+        lines = [f"Hint: {neutralize(text)}"] if (text := hint(lesson, failure)) else []
     else:
-        lines = [f"- [{lesson['id']}] When {neutralize(lesson['trigger'])} ({why}):",
-                 f"  {neutralize(lesson['guidance'])}"]
+        firsts = [f"- [{lesson['id']}] When {neutralize(lesson['trigger'])} ({why}):"]
+        lines = [neutralize(lesson["guidance"])] if lesson["guidance"] else []
     resolution = shown_fix(failure["resolution"] if failure is not None
                            else lesson.get("resolution") or "")
     if resolution:
-        lines.append(f"  What worked: {neutralize(resolution)}")
-    return bounded(lines, LESSON_ITEM_TOKENS)
+        lines.append(f"What worked: {neutralize(resolution)}")
+    return bounded(firsts, lines, LESSON_ITEM_TOKENS)
 
 
 def house_header(earlier: int, project: bool) -> str:
@@ -156,20 +163,20 @@ def house_item_text(lesson: Lesson, failure: Failure, failures: list[Failure], w
         return lesson_item_text(lesson, failure, why), ""
     family_level = len({trigger_line(f) for f in [failure, *failures]}) != 1
     if family_level:
-        lines = [f"- [{lesson['id']}] {why}: on {neutralize(failure['error_type'])}: "
-                 f"{quoted(_masked(failure['message']))}"]
+        firsts = [f"- [{lesson['id']}] {why}: on {neutralize(failure['error_type'])}: "
+                  f"{quoted(_masked(failure['message']), m)}" for _, m in SQUEEZES]
     else:
-        lines = [f"- [{lesson['id']}] {why}: {trigger_line(failure)}"]
+        firsts = [f"- [{lesson['id']}] {why}: {trigger_line(failure, m)}" for _, m in SQUEEZES]
     cause = [r for r in record if r["cause"] == failure.get("cause")]
     worked = (None if family_level else what_worked(cause, False)) or what_worked(record, True)
     if worked is not None:
-        lines.append(f"  What worked in {worked.runs} of the {worked.hit} runs that hit it: "
-                     f"{neutralize(told(worked.text, FIX_CHARS))}")
+        lines = [f"What worked in {worked.runs} of the {worked.hit} runs that hit it: "
+                 f"{neutralize(told(worked.text, FIX_CHARS))}"]
     elif text := _family_hint(lesson, [failure, *failures]):
-        lines.append(f"  Hint: {neutralize(text)}")
+        lines = [f"Hint: {neutralize(text)}"]
     else:
         return "", ""
-    return bounded(lines, LESSON_ITEM_TOKENS), worked.source if worked else ""
+    return bounded(firsts, lines, LESSON_ITEM_TOKENS), worked.source if worked else ""
 
 
 def _family_hint(lesson: Lesson, failures: list[Failure]) -> str:
@@ -187,40 +194,37 @@ def _masked(message: str) -> str:
     return text
 
 
-def bounded(lines: list[str], max_tokens: int) -> str:
-    """The item's lines within ``max_tokens``. The first two (the failure, what to do)
-    share the budget less what the later lines (what worked, an escalation) need at
-    least, a line that fits in half keeping all of it; later lines get what is left,
-    shortened to no less than ``MIN_LINE``."""
-    lines = [one_line(line) if i == 0 else "  " + one_line(line) for i, line in enumerate(lines)]
+def bounded(firsts: list[str], lines: list[str], max_tokens: int, whole: str = "") -> str:
+    """The item within ``max_tokens``, no word or backticked command cut: its first line
+    the longest of ``firsts`` (the failure, its error text and command shorter and
+    shorter) that fits, its later ``lines`` each whole or shortened at a word boundary.
+    Each line gets what it needs at least (``whole``, fixed wording, all of it; another
+    ``MIN_LINE``), then what to do (the second line) all of it, then the first line its
+    longer forms, then the other lines the rest."""
     budget = 4 * max_tokens
-    head, rest = lines[:2], lines[2:]
-    # The head gives up what the later lines need at least: a fixed failure says so.
-    head = _shared(head, max(budget - sum(min(len(line), MIN_LINE) + 1 for line in rest),
-                             2 * MIN_LINE))
-    for line in rest:
-        room = budget - len("\n".join(head)) - 1
-        if room >= min(len(line), MIN_LINE):
-            head.append(clip(line, room))
-    return "\n".join(head)
+    firsts = [one_line(line) for line in firsts]
+    later = ["  " + one_line(line) for line in lines]
+    sizes = [len(text) if line == whole else min(len(text), MIN_LINE)
+             for text, line in zip(later, lines, strict=True)]
+    while later and budget - sum(size + 1 for size in sizes) < min(len(firsts[-1]), 2 * MIN_LINE):
+        later, sizes = later[:-1], sizes[:-1]  # a last resort: the first line's shortest
+    spare = budget - len(firsts[-1]) - sum(size + 1 for size in sizes)
+    if later:
+        sizes[0], spare = _grown(len(later[0]), sizes[0], spare)
+    first = next((line for line in firsts if len(line) - len(firsts[-1]) <= spare), "")
+    spare -= len(first) - len(firsts[-1])
+    for i in range(1, len(later)):
+        sizes[i], spare = _grown(len(later[i]), sizes[i], spare)
+    room = budget - sum(size + 1 for size in sizes)
+    return "\n".join([first or clip(firsts[-1], room, at_word=True),
+                      *(clip(text, size, at_word=True)
+                        for text, size in zip(later, sizes, strict=True))])
 
 
-def _shared(head: list[str], budget: int) -> list[str]:
-    """One or two lines within ``budget`` characters, a line that fits in half keeping
-    all of it."""
-    if len("\n".join(head)) <= budget:
-        return head
-    if len(head) == 1:
-        return [clip(head[0], budget)]
-    half = (budget - 1) // 2
-    first, second = (len(line) for line in head)
-    if first <= half:
-        second = budget - 1 - first
-    elif second <= half:
-        first = budget - 1 - second
-    else:
-        first = second = half
-    return [clip(head[0], first), clip(head[1], second)]
+def _grown(length: int, size: int, spare: int) -> tuple[int, int]:
+    """A line's size grown toward its ``length`` by what ``spare`` holds, and what is left."""
+    more = max(min(length - size, spare), 0)
+    return size + more, spare - more
 
 
 def fit(sections: list[tuple[str, list[RecallItem]]], max_tokens: int) -> Recall:
