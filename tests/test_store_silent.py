@@ -106,7 +106,7 @@ def test_capture_recall_and_a_hook_end_with_one_warning_each(silent):
 
 def test_a_step_gives_up_on_the_connection_of_a_silent_server(silent, own_store):
     with pytest.raises(StoreUnavailable, match="connection timeout expired"):
-        open_store(own_store, busy_timeout=0.25)
+        open_store(own_store, silent.url(), busy_timeout=0.25)
 
 
 @pytest.mark.postgresql

@@ -75,13 +75,17 @@ def same_purpose(failed_action: str, action: str) -> bool:
 
 
 def shorten(action: str, limit: int) -> str:
-    """``action`` as one line of at most about ``limit`` characters: heredoc bodies out;
+    """``action`` as one line of at most about ``limit`` characters: heredoc bodies out,
+    an interpreter by its name (``/usr/bin/python3`` as ``python3``);
     when longer, arguments dropped from its end (each run of them one ``...``, a quoted
     argument whole) but never its program, its target or its last word (an edit's file),
     and never a word cut in two (a target too long is shown by its last path parts)."""
     lines = [line.strip() for line in commands.without_heredocs(action).splitlines()
              if line.strip() and not line.strip().startswith("#")]
     text = " ; ".join(lines)
+    first, _, rest = text.partition(" ")
+    if first.startswith("/") and "/bin/" in first:
+        text = f"{first.rsplit('/', 1)[-1]} {rest}".rstrip()
     if len(text) <= limit:
         return text
     words = _words(text)
