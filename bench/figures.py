@@ -109,6 +109,7 @@ STEPS = (
     bench("house_rules"),
     bench("action_signal"),
     bench("kin_signal"),
+    bench("actionable"),
 )
 
 
