@@ -2,6 +2,7 @@
 methods as workers call them; jobs are queued as capture queues them."""
 
 import itertools
+import os
 import subprocess
 import sys
 import textwrap
@@ -22,7 +23,7 @@ _causes = itertools.count()
 
 @pytest.fixture
 def store(own_store):
-    s = open_store(own_store)
+    s = open_store(own_store, os.environ.get("REFLECT_STORE", ""))
     yield s
     s.close()
 
@@ -197,8 +198,9 @@ OTHER_PROCESS = textwrap.dedent("""
     from reflect.base.limits import Limits
     from reflect.base.records import DONE
     from reflect.reflection.queue import Retries
+    import os
     from reflect.store import open_store
-    store = open_store(Path(sys.argv[1]))
+    store = open_store(Path(sys.argv[1]), os.environ.get("REFLECT_STORE", ""))
     mem = Memory(Path(sys.argv[1]), model="openai/test-model", embeddings="off",
                  settings=Settings(clock=lambda: 1000.0))
     rule = Retries()
@@ -242,7 +244,7 @@ def test_workers_on_their_own_connections_never_lease_one_job_twice(store, own_s
     barrier, errors = threading.Barrier(workers), []
 
     def work(i):
-        mine = open_store(own_store, busy_timeout=30.0)
+        mine = open_store(own_store, os.environ.get("REFLECT_STORE", ""), busy_timeout=30.0)
         try:
             barrier.wait(10)
             while (job := mine.lease(f"w{i}", i, "host", 100.0, 60.0, ("reflect",),
