@@ -441,8 +441,8 @@ class Memory:
         self, run: str | None = None, iteration: int | None = None, success: bool = True,
         action: str = "", step: str | None = None,
     ) -> list[str]:
-        """Report how an iteration ended. On success, each open failure of the run that
-        ``action`` re-ran (same program and target) gets what changed before this rerun
+        """Report how an iteration ended. On success, each open failure of the run whose
+        purpose ``action`` served (``resolution.same_purpose``) gets what changed since it
         as what worked; returns the ids of the failures resolved. ``step``, as capture
         takes it: a step reported before changes nothing."""
         run, iteration = self._run_id(run), numbers.iteration(iteration)

@@ -189,7 +189,7 @@ def add_outcome(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     c.add_argument("--iteration", type=number, required=True, help="the iteration that ended")
     ended = c.add_mutually_exclusive_group(required=True)
     ended.add_argument("--success", action="store_true",
-                       help="it worked: credit what was shown, resolve what it re-ran")
+                       help="it worked: credit what was shown, resolve the failures it got past")
     ended.add_argument("--failure", action="store_true",
                        help="it failed (credited when its failure is captured)")
     c.add_argument("--action", default="", help="the command that worked")
