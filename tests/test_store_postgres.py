@@ -44,11 +44,6 @@ def test_the_shared_dialect_is_translated_outside_quotes(shared, translated):
     assert postgres.translate(shared) == translated
 
 
-def test_a_url_shown_to_a_person_has_no_password_and_no_options():
-    url = "postgresql://team:s3cret@db.example:6543/reflect?options=-csearch_path%3Dx"
-    assert postgres.redacted(url) == "postgresql://team@db.example:6543/reflect"
-
-
 def test_an_unknown_store_url_is_refused_with_how_to_fix(own_store):
     with pytest.raises(StoreUnavailable, match="postgresql://"):
         open_store(own_store, "mysql://root:pw@host/db")

@@ -5,6 +5,7 @@ from fake_store import FakeStore
 
 from reflect import Memory, Settings
 from reflect.store import DB_NAME, StoreUnavailable
+from reflect.store.base import redacted
 
 
 def test_recall_answers_from_kept_captures_until_the_store_returns(own_store, caplog):
@@ -78,3 +79,8 @@ def test_a_capture_kept_while_the_store_was_away_keeps_the_projects_scope(own_st
         mem.capture(iteration=2, exit_code=1, error_text="ValueError: replays the first")
         scopes = {lesson["scope"] for lesson in mem.lessons(limit=10)}
     assert scopes == {mem.scope} and mem.scope != "global"
+
+
+def test_a_url_shown_to_a_person_has_no_password_and_no_options():
+    url = "postgresql://team:s3cret@db.example:6543/reflect?options=-csearch_path%3Dx"
+    assert redacted(url) == "postgresql://team@db.example:6543/reflect"

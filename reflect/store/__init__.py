@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from reflect.store.base import Rejected, Row, StoreUnavailable
+from reflect.store.base import Rejected, Row, StoreUnavailable, redacted
 from reflect.store.health import CannotRepair, Finding, Health
 from reflect.store.protocol import Store
 from reflect.store.sqlite import DB_NAME, SQLiteStore, prepare_home
@@ -25,7 +25,7 @@ def backend(url: str) -> type[Store]:
             from reflect.store.postgres import PostgresStore
         except ImportError as e:
             raise StoreUnavailable(
-                f"REFLECT_STORE names a PostgreSQL store but psycopg is not installed ({e}):"
+                f"the store {redacted(url)} is PostgreSQL but psycopg is not installed ({e}):"
                 " pip install 'reflect-memory[postgres]'") from e
         return PostgresStore
     if url:

@@ -13,6 +13,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, cast
+from urllib.parse import urlsplit
 
 if TYPE_CHECKING:
     from reflect.base.records import Failure, Lesson
@@ -133,3 +134,17 @@ def put_meta(tx: Tx, key: str, value: str) -> None:
     """Set one value of the ``meta`` table (its values are text: store ``str(x)``)."""
     tx.execute("INSERT INTO meta (key, value) VALUES (?, ?)"
                " ON CONFLICT (key) DO UPDATE SET value = excluded.value", (key, value))
+
+
+def redacted(url: str) -> str:
+    """The store's URL to show a person: no password, no options."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    where = f"{parts.username}@{host}" if parts.username else host
+    try:
+        port: int | str | None = parts.port
+    except ValueError:  # no port number: shown as written, and libpq says why it fails
+        port = parts.netloc.rpartition(":")[2]
+    if port:
+        where += f":{port}"
+    return f"{parts.scheme}://{where}{parts.path}"

@@ -19,7 +19,6 @@ from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
-from urllib.parse import urlsplit
 
 import psycopg
 from psycopg.abc import PQGen
@@ -29,7 +28,7 @@ from psycopg.rows import RowMaker
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from reflect.base.records import Lesson
-from reflect.store.base import Args, Cursor, Rejected, StoreUnavailable, lesson_row, marks
+from reflect.store.base import Args, Cursor, Rejected, StoreUnavailable, lesson_row, marks, redacted
 from reflect.store.health import CannotRepair, Finding, Health, disk
 from reflect.store.postgres_migrations import MIGRATIONS, migrate
 from reflect.store.sql import SQLStore
@@ -187,20 +186,6 @@ def _key(text: str) -> int:
     """A lock's key: 64 bits of the text's hash, as PostgreSQL's signed bigint."""
     return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "big",
                           signed=True)
-
-
-def redacted(url: str) -> str:
-    """The store's URL to show a person: no password, no options."""
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    where = f"{parts.username}@{host}" if parts.username else host
-    try:
-        port: int | str | None = parts.port
-    except ValueError:  # no port number: shown as written, and libpq says why it fails
-        port = parts.netloc.rpartition(":")[2]
-    if port:
-        where += f":{port}"
-    return f"{parts.scheme}://{where}{parts.path}"
 
 
 class PostgresStore(SQLStore):
