@@ -109,6 +109,16 @@ def test_a_rule_with_nothing_to_say_is_no_house_rule():
         assert house(mem) == []
 
 
+def test_a_family_s_hint_masks_each_cause_s_name_beside_python_s_suggestion():
+    # "name 'nei' is not defined. Did you mean: 'ne'?": the suggestion is no part of the
+    # family, and each run's name is masked in the hint they share.
+    with Memory() as mem:
+        runs(mem, [undefined(n) + f". Did you mean: '{n[:-1]}'?" for n in ("nei", "lst", "vals")])
+        (text,) = house(mem)
+    assert "Hint: Define or import `<name>` before it is used" in text, text
+    assert not any(name in text for name in ("nei", "lst", "vals")), text
+
+
 def test_a_lesson_of_one_earlier_run_is_no_house_rule():
     # "in 1 of 1 earlier runs: ValueError: …" after one run
     with Memory() as mem:

@@ -90,8 +90,12 @@ _MISSING_MODULE = "No module named "
 
 def message_template(message: str) -> str:
     """The message with its variable parts masked (see the module docstring)."""
-    text = _DID_YOU_MEAN.sub("", message[:_MAX_INPUT])
-    return " ".join(_MASK.sub(_mask, text).split())
+    return " ".join(_MASK.sub(_mask, unsuggested(message)).split())
+
+
+def unsuggested(message: str) -> str:
+    """The message its template is made from: Python's suggestion dropped."""
+    return _DID_YOU_MEAN.sub("", message[:_MAX_INPUT])
 
 
 def fingerprint(error_type: str, message: str, frames: Sequence[str] = ()) -> str:

@@ -16,7 +16,7 @@ from typing import Any
 
 from reflect.base import lazy
 from reflect.capture import commands
-from reflect.capture.fingerprint import family_template
+from reflect.capture.fingerprint import family_template, unsuggested
 from reflect.capture.resolution import TESTS, purpose, shown_fix
 
 SUBJECT = "<name>"  # a masked subject in a family's fix or hint
@@ -86,15 +86,19 @@ def told(fix: str, limit: int) -> str:
 def masked(text: str, message: str) -> str:
     """``text`` with the subjects of ``message`` (what its family masks) as ``SUBJECT``."""
     for subject in subjects(message):
-        # never a step's program (`pytest --version` stays what it ran)
-        text = re.sub(rf"(?<![\w.`-]){re.escape(subject)}(?![\w-])", SUBJECT, text)
+        # never a step's program (`pytest --version` stays what it ran), but a name
+        # quoted whole (a hint's `lst`)
+        name = re.escape(subject)
+        text = re.sub(rf"(?<![\w.`-]){name}(?![\w-])|(?<=`){name}(?=`)", SUBJECT, text)
     return text
 
 
 def subjects(message: str) -> list[str]:
     """What ``message`` names that its family's template masks (``yaml`` of ``No module
-    named 'yaml'``), longest first; none when the template cannot be laid over it."""
+    named 'yaml'``, ``nei`` of ``name 'nei' is not defined. Did you mean: 'ne'?``), longest
+    first; none when the template cannot be laid over it."""
     template = family_template(message)
+    message = " ".join(unsuggested(message).split())
     pattern = "".join("(.+?)" if _MASKS.fullmatch(part) else re.escape(part)
                       for part in re.split(r"(<x>|<n>|<path>|<str>)", template))
     found = re.fullmatch(pattern, message, re.S)
