@@ -105,7 +105,9 @@ def subjects(message: str) -> list[str]:
     if found is None:
         return []
     names = {g.strip("'\"") for g in found.groups()}
-    return sorted((n for n in names if len(n) > 1 and not n.isdigit()), key=len, reverse=True)
+    # a name, not an operator a suggestion quotes ('==' of "Maybe you meant '=='")
+    return sorted((n for n in names if len(n) > 1 and not n.isdigit() and re.search(r"[^\W\d]", n)),
+                  key=len, reverse=True)
 
 
 def is_work(failure: Record) -> bool:
