@@ -251,10 +251,8 @@ def lesson_items(store: RecallStore, vectors: Vectors, q: Query, predictor: Pred
     ][:predictor.max_items])
     earlier = store.earlier_runs(q.run, q.scope)
     rules.header = house_header(earlier, q.scope != GLOBAL)
-    # The places are those the run started with: a family it hit keeps its place (the
-    # recent section shows it), so no less likely lesson takes it. With what followed
-    # or the command about to run, the estimates move within the run, and what it hit
-    # is left out of them.
+    # With what followed or the command about to run, the estimates move within the run,
+    # and what it hit is left out of them.
     moves = predictor.follow or (predictor.action and q.action)
     estimates = predicted(store, vectors, q, predictor, seen if moves else set())
     estimates = estimates[:2 * predictor.max_items + len(seen)]
@@ -283,8 +281,7 @@ def lesson_items(store: RecallStore, vectors: Vectors, q: Query, predictor: Pred
         if (not worth or e.p < predictor.threshold) and lesson["id"] not in verdicts:
             continue
         if e.family in seen:
-            places -= 1
-            continue
+            continue  # the recent section shows it: the next likely rule takes its place
         rules.chosen[lesson["id"]] = Eligible(
             lesson["id"], e.family, arm(q.run, lesson["fingerprint"], verdict, holdout), e.p)
         if rules.chosen[lesson["id"]].arm == DEMOTED:
