@@ -29,7 +29,7 @@ from figures import emit
 
 import reflect
 from reflect import Memory
-from reflect.cli import resident
+from reflect.cli import client
 
 RUNS = 21
 SESSION = "bench-session"
@@ -53,7 +53,7 @@ def start_helper(home: Path, env: dict) -> subprocess.Popen:
     while time.monotonic() < deadline:
         with socket.socket(socket.AF_UNIX) as probe:
             try:
-                probe.connect(str(home / resident.SOCKET_NAME))
+                probe.connect(str(home / client.SOCKET_NAME))
                 return helper
             except OSError:
                 time.sleep(0.1)
