@@ -392,3 +392,40 @@ def test_reflect_capture_prints_no_answer_of_a_stranger(own_store):
 
     with Memory(own_store) as mem:
         assert len(mem.failures(run="r")) == 1
+
+
+def test_a_hook_that_fails_after_recording_says_it_recorded(own_store, caplog):
+    """What a hook says of an event it could not finish is true: a failure stored before
+    the hook broke (here its session's files cannot be written) is said to be recorded,
+    never "nothing recorded"."""
+    import io
+
+    from reflect.integrations import claude_code, hooks
+
+    own_store.mkdir(mode=0o700, parents=True, exist_ok=True)
+    (own_store / hooks.STATE_DIR).write_text("not a directory")
+    event = own_store.parent / "event.json"
+    event.write_bytes(failed_event())
+    out = io.StringIO()
+    with open(event) as stdin:
+        assert hooks.run(claude_code.parse, stdin=stdin, stdout=out, left=lambda: None) == 0
+    assert json.loads(out.getvalue()) == {}
+    assert stored(own_store) == 1
+    assert "nothing recorded" not in caplog.text
+    assert "the capture is recorded" in caplog.text
+
+
+def test_a_hooks_budget_counts_from_its_process_start(tmp_path):
+    """A process started 5 s ago (a loaded machine: Python took that long to get here) has
+    5 s less of its budget, read from /proc (its name may hold spaces and parentheses)."""
+    from reflect.integrations import budget
+
+    hz = os.sysconf("SC_CLK_TCK")
+    ticks = int((time.clock_gettime(time.CLOCK_BOOTTIME) - 5) * hz)
+    stat = tmp_path / "stat"
+    stat.write_text(f"4242 (re flect) x) S 1 {' '.join(['0'] * 17)} {ticks} 0 0\n")
+    started = budget.process_start(str(stat))
+    now = time.monotonic()
+    assert started <= now - 5
+    stat.write_text("garbled")  # unreadable: the budget counts from now
+    assert budget.process_start(str(stat)) >= now
