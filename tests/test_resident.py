@@ -289,3 +289,17 @@ def test_hooks_at_once_each_get_a_child_of_their_own(own_store, helper):
     assert all(re.search(r"`pytest tests/[^`]*` -> CommandNotF",
                          a["hookSpecificOutput"]["additionalContext"]) for a in answers)
     assert stored(own_store) == 4
+
+
+def test_a_cold_hook_imports_what_its_event_needs(own_store):
+    """Cold, a PreToolUse reads its session's files: no store, no library; a failure is
+    captured and answered without numpy (no vector is read for a hook's block)."""
+    event = json.loads((FIXTURES / "PreToolUse.json").read_text())
+    before = run_hook({**event, "cwd": str(Path.cwd())}, python=["-X", "importtime"],
+                      env={"REFLECT_HELPER": "off"}, unset=COVERAGE)
+    assert json.loads(before.stdout) is not None
+    assert not imported(before) & {"sqlite3", "numpy", "reflect.api.memory",
+                                   "reflect.recall.predict"}
+    failed = hook({"REFLECT_HELPER": "off"}, importtime=True)
+    assert "pytest: command not found" in block(failed)
+    assert "reflect.api.memory" in imported(failed) and "numpy" not in imported(failed)
