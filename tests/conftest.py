@@ -351,7 +351,7 @@ def resident_helper(request, monkeypatch, own_store):
     hook starts, as users run them by default."""
     monkeypatch.setenv("REFLECT_HELPER", request.param)
     yield request.param
-    from reflect.cli.resident import SOCKET_NAME
+    from reflect.cli.client import SOCKET_NAME
 
     socket = own_store / SOCKET_NAME
     if request.param == "on":
