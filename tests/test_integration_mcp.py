@@ -312,3 +312,20 @@ def test_a_run_is_told_each_item_once_unless_it_asks_again():
     assert after.startswith("Nothing new"), after
     assert "HOUSE RULES" in whole and "no such table" in whole, whole
     assert other.startswith("HOUSE RULES"), other  # another run is told from the start
+
+
+def test_a_block_comes_back_as_text_alone():
+    """A client given structuredContent beside the text shows the model that (Claude Code
+    shows ``{"result":"HOUSE RULES…\\n…"}``): the tools that answer text declare no output
+    schema and send none."""
+    with Memory() as mem:
+        mem.capture(run="t", action="python repro.py", exit_code=1, error_text=NO_TABLE)
+
+    async def calls(s):
+        return (await s.list_tools()).tools, await s.call_tool("recall", {"run": "t"})
+
+    tools, recalled = session(calls)
+    schemas = {t.name: t.output_schema for t in tools}
+    assert all(schemas[name] is None for name in
+               ("recall", "record_failure", "record_outcome", "teach")), schemas
+    assert recalled.structured_content is None and "no such table" in text(recalled)
