@@ -7,7 +7,7 @@ import sqlite3
 from contextlib import ExitStack
 
 import pytest
-from conftest import store_dump
+from conftest import store_dump, store_held
 
 from reflect import Memory
 from reflect.api.context import RunContext
@@ -153,3 +153,17 @@ def test_each_run_records_its_member(own_store):
     conn = sqlite3.connect(own_store / DB_NAME)
     assert dict(conn.execute("SELECT run, member FROM runs")) == {"a": alice, "b": bob}
     assert "alice" not in store_dump(own_store)
+
+
+@pytest.mark.sqlite_only
+def test_a_capture_kept_aside_keeps_its_member(own_store):
+    with Team() as team:
+        team.run("bob", "b")  # the store exists
+        with store_held(own_store):
+            team["alice"].capture(run="a", iteration=1, action=CHECK, exit_code=1,
+                                  error_text=NO_PYTEST)
+        assert list(own_store.glob("pending*"))
+        team["alice"].capture(run="a", iteration=2, exit_code=1)  # replays what was kept
+        alice = team["alice"].context.member
+    conn = sqlite3.connect(own_store / DB_NAME)
+    assert conn.execute("SELECT member FROM runs WHERE run = 'a'").fetchone() == (alice,)
