@@ -58,8 +58,9 @@ def cut_commands(text: str) -> list[str]:
 # marked sqlite_only.
 BOTH_BACKENDS = frozenset({
     "test_bounds", "test_cli", "test_controls", "test_exchange", "test_holdout", "test_hostile",
-    "test_memory", "test_pending", "test_progress", "test_queue", "test_recall_lessons",
-    "test_review", "test_store", "test_store_bound", "test_vector_sync", "test_worker",
+    "test_house_members", "test_memory", "test_pending", "test_progress", "test_queue",
+    "test_recall_lessons", "test_review", "test_store", "test_store_bound", "test_vector_sync",
+    "test_worker",
 })
 
 
