@@ -62,10 +62,10 @@ def test_markdown_holds_the_confident_lessons_and_every_taught_one(mem):
 
     assert text.startswith("# Lessons from failures\n")
     assert "## Environment" in text and "## Import" not in text  # the yaml lesson is left out
-    assert f"- **When** {lesson(mem, table.lesson_id)['trigger']}: {MIGRATE}" in text
+    assert f"- **When** {lesson(mem, table.lesson_id).trigger}: {MIGRATE}" in text
     assert f"`{table.lesson_id}` · seen in 2 runs · confidence 0.90" in text
     assert "what worked: `python manage.py migrate && python repro.py passed`" in text
-    taught = lesson(mem, tool.lesson_id)["guidance"]
+    taught = lesson(mem, tool.lesson_id).guidance
     assert taught in text and "confidence 0.10 · taught" in text  # taught: whatever its score
     assert "yaml" not in text
     assert text.index(MIGRATE) < text.index(taught)  # best first
@@ -99,14 +99,14 @@ def test_jsonl_round_trip_into_another_store_is_recalled_there(mem, tmp_path, mo
         report = import_lessons(other.store, path, other.scrubber.scrub, NOW)
         assert report == ImportReport(imported=1)
         (row,) = all_lessons(other)
-        assert row["id"] != table.lesson_id and row["guidance"] == MIGRATE
-        assert (row["kind"], row["status"], row["confidence"], row["pinned"]) == (
+        assert row.id != table.lesson_id and row.guidance == MIGRATE
+        assert (row.kind, row.status, row.confidence, row.pinned) == (
             "model", "active", 0.8, 1)
-        assert row["origin"] == "imported"  # no failure here: it enters on its words
+        assert row.origin == "imported"  # no failure here: it enters on its words
         # An imported lesson is recalled at once, before its failure ever happens here...
         goal = "the Django admin query on the auth_user table fails: migrate first"
         rec = other.recall(run="y", goal=goal)
-        assert [i.id for i in rec.items if i.section == "lesson"] == [row["id"]]
+        assert [i.id for i in rec.items if i.section == "lesson"] == [row.id]
         assert MIGRATE in rec.text
         # ...and, once it has, stays out of the lessons section of the run that hit it.
         other.capture(run="x", action="python repro.py", exit_code=1, error_text=NO_TABLE)
@@ -124,9 +124,9 @@ def test_the_export_holds_the_house_rules_and_a_lesson_without_a_hint_imports(me
     [rule] = [i.id for i in mem.recall(run="d").items if i.section == "lesson"]
     set_lesson(mem, rule, confidence=0.4)
     shown = mem.lesson(rule)
-    assert shown["guidance"] == "" and not line_of(shown).rstrip().endswith(":")
+    assert shown.guidance == "" and not line_of(shown).rstrip().endswith(":")
     (record,) = [json.loads(x) for x in mem.export("jsonl").splitlines()]
-    assert record["fingerprint"] == shown["fingerprint"] and record["resolution"]
+    assert record["fingerprint"] == shown.fingerprint and record["resolution"]
     path = tmp_path / "lessons.jsonl"
     write_atomically(path, mem.export("jsonl"))
     monkeypatch.delenv("REFLECT_STORE", raising=False)  # from PostgreSQL: into a file
@@ -139,12 +139,12 @@ def test_importing_the_same_file_twice_merges(mem, tmp_path):
                  line(fingerprint="fedcba9876543210", trigger="a second lesson", guidance="Do Y."))
     assert import_lessons(mem.store, path, mem.scrubber.scrub, NOW) == ImportReport(imported=2)
     assert import_lessons(mem.store, path, mem.scrubber.scrub, NOW) == ImportReport(merged=2)
-    rows = sorted((r["fingerprint"], r["evidence"], r["status"]) for r in all_lessons(mem))
+    rows = sorted((r.fingerprint, r.evidence, r.status) for r in all_lessons(mem))
     assert rows == [("0123456789abcdef", 4, "active"), ("fedcba9876543210", 2, "active")]
     higher = write(tmp_path / "higher.jsonl", line(confidence=0.9, prior=0.7))
     assert import_lessons(mem.store, higher, mem.scrubber.scrub, NOW) == ImportReport(merged=1)
-    (row,) = [r for r in all_lessons(mem) if r["fingerprint"] == "0123456789abcdef"]
-    assert (row["evidence"], row["confidence"], row["prior"]) == (5, 0.9, 0.7)
+    (row,) = [r for r in all_lessons(mem) if r.fingerprint == "0123456789abcdef"]
+    assert (row.evidence, row.confidence, row.prior) == (5, 0.9, 0.7)
 
 
 def test_a_different_lesson_supersedes_a_heuristic_but_never_a_taught_or_pinned_one(mem,
@@ -160,9 +160,9 @@ def test_a_different_lesson_supersedes_a_heuristic_but_never_a_taught_or_pinned_
     set_lesson(mem, entry.lesson_id, pinned=0)
     assert import_lessons(mem.store, path, mem.scrubber.scrub, NOW) == ImportReport(imported=1)
     old = lesson(mem, entry.lesson_id)
-    assert old["status"] == "superseded"
-    assert lesson(mem, old["superseded_by"])["guidance"].startswith("Add pyyaml")
-    set_lesson(mem, old["superseded_by"], status="quarantined")
+    assert old.status == "superseded"
+    assert lesson(mem, old.superseded_by).guidance.startswith("Add pyyaml")
+    set_lesson(mem, old.superseded_by, status="quarantined")
     assert import_lessons(mem.store, path, mem.scrubber.scrub, NOW) == ImportReport(skipped=1)
 
 
@@ -190,7 +190,7 @@ def test_malformed_lines_are_reported_by_number_and_the_rest_imported(mem, tmp_p
     assert "guidance" in messages[4] and "confidence" in messages[6]
     assert "evidence" in messages[7] and "fingerprint" in messages[8]
     assert "kind" in messages[9] and "longer" in messages[12]
-    (long,) = [r["trigger"] for r in all_lessons(mem) if r["fingerprint"] == "1111111111111111"]
+    (long,) = [r.trigger for r in all_lessons(mem) if r.fingerprint == "1111111111111111"]
     assert len(long) <= 160 and long.endswith("…")
 
 
@@ -205,7 +205,7 @@ def test_a_secret_planted_in_an_import_file_never_reaches_the_store(mem, tmp_pat
     ))
     assert import_lessons(mem.store, path, mem.scrubber.scrub, NOW) == ImportReport(imported=1)
     (row,) = all_lessons(mem)
-    assert "staging account" in row["guidance"]
+    assert "staging account" in row.guidance
     mem.close()
     # What the store holds: the file's bytes (its WAL too), else every field of the lesson.
     stored = (b"".join(p.read_bytes() for p in mem.home.iterdir() if p.is_file())

@@ -115,7 +115,7 @@ def test_without_a_holdout_every_eligible_lesson_is_shown_and_logged():
         assert [(e.lesson_id, e.arm) for e in rec.eligible] == [(lesson_id, SHOWN)]
         # old2 and old3 (each after runs that had missed yaml: one run's is no house
         # rule), then new.
-        assert mem.lesson(lesson_id)["holdout"]["shown"]["runs"] == 3
+        assert mem.lesson(lesson_id).holdout["shown"]["runs"] == 3
 
 
 def test_reflect_holdout_sets_the_share_and_a_bad_one_is_said(monkeypatch, caplog):

@@ -79,7 +79,7 @@ def test_every_tool_over_stdio():
     with Memory() as mem:
         [entry] = mem.failures(run="task-1")
         assert "python manage.py migrate && python repro.py" in entry.resolution
-        assert mem.lesson(text(taught))["pinned"]
+        assert mem.lesson(text(taught)).pinned
 
     async def show(s):
         return await s.call_tool("show_lesson", {"id": lesson["id"]})

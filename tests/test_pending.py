@@ -258,8 +258,8 @@ def planted(record: dict) -> dict:
 
 def lessons_of(home, fingerprint: str) -> list[dict]:
     with Memory(home) as mem:
-        return [dict(r) for r in mem.lessons(status=None, limit=1000)
-                if r["fingerprint"] == fingerprint]
+        return [r.to_dict() for r in mem.lessons(status=None, limit=1000)
+                if r.fingerprint == fingerprint]
 
 
 def test_a_replayed_record_is_reviewed_as_a_new_capture(own_store):

@@ -123,7 +123,7 @@ def test_a_run_whose_id_the_scrubber_changes_keeps_its_history_for_its_own_modul
         entry = mem.capture(run=ADDRESSED, action="python app.py", exit_code=1,
                             error_text="ModuleNotFoundError: No module named 'widgets'")
         assert entry is not None
-        guidance = mem.lesson(entry.lesson_id)["guidance"]
+        guidance = mem.lesson(entry.lesson_id).guidance
         assert "run's own code" in guidance and "pip install" not in guidance
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
-import warnings
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import fields, replace
 from pathlib import Path
@@ -15,7 +14,14 @@ from reflect.api import controls
 from reflect.api.context import RunContext
 from reflect.api.settings import Settings
 from reflect.base import config
-from reflect.base.records import COUNTED_BELOW, ErrorEntry, Failure, Lesson, Recall
+from reflect.base.records import (
+    COUNTED_BELOW,
+    ErrorEntry,
+    FailureRow,
+    Lesson,
+    LessonRow,
+    Recall,
+)
 from reflect.capture import benign, numbers, own_module, resolution
 from reflect.capture.entry import (
     Parsed,
@@ -61,20 +67,18 @@ class Memory:
         embeddings: str | None = None,
         settings: Settings | None = None,
         context: RunContext | None = None,
-        **before_settings: Any,
     ):
         """``model`` (else ``REFLECT_MODEL``) names the litellm model that writes lessons.
         ``embeddings`` (else ``REFLECT_EMBEDDINGS``) names the embedding model; "off"
         forbids it. ``store_url`` (else ``REFLECT_STORE``) names a shared PostgreSQL
         store; "" is the SQLite file in ``home``, which holds what stays on this machine
-        either way. The rest is ``settings``; a field of it given as a keyword, as before
-        ``Settings`` was, still works, with a ``DeprecationWarning``. ``context``: the run
-        context a boundary made already (``RunContext.from_env``), instead of all these;
-        without it, this is the boundary, and the process's environment is read here."""
+        either way. The rest is ``settings``. ``context``: the run context a boundary made
+        already (``RunContext.from_env``), instead of all these; without it, this is the
+        boundary, and the process's environment is read here."""
         if context is None:
             context = RunContext.from_env(
                 os.environ, home=home, store_url=store_url, run=run, model=model,
-                embeddings=embeddings, settings=_settings(settings, before_settings))
+                embeddings=embeddings, settings=settings or Settings())
         self.context = context
         settings = self.settings = context.settings
         self.home, self.store_url, self.run = context.home, context.store_url, context.run
@@ -222,7 +226,7 @@ class Memory:
                         " quarantined`)")  # said once: when its fingerprint first gets it
         return _entry(stored, lesson_row)
 
-    def _keep_aside(self, failure: Failure, lesson: Lesson, why: Exception) -> ErrorEntry:
+    def _keep_aside(self, failure: FailureRow, lesson: LessonRow, why: Exception) -> ErrorEntry:
         """The capture the store could not take, in the pending file (replayed by the next
         capture that can write), numbered in its run as the store would number it."""
         if failure["iteration"] is None:
@@ -232,10 +236,10 @@ class Memory:
         # One line: a PostgreSQL error goes on with the statement it stopped.
         said = str(why).splitlines()[0] if str(why) else repr(why)
         config.warn(f"store {self.home} not writable ({said}); failure kept in {path}")
-        aside: Failure = {**failure, "seq": 0, "lesson_id": lesson["id"]}
+        aside: FailureRow = {**failure, "seq": 0, "lesson_id": lesson["id"]}
         return _entry(aside, lesson)
 
-    def _redo(self, failure: Failure, lesson: Lesson) -> tuple[Failure, Lesson]:
+    def _redo(self, failure: FailureRow, lesson: LessonRow) -> tuple[FailureRow, LessonRow]:
         """A capture kept aside, read back: scrubbed and reviewed as a new capture."""
         return kept_rows(failure, lesson, self.scrubber)
 
@@ -506,7 +510,9 @@ class Memory:
 
     def injections(self, run: str | None = None, limit: int = 50) -> list[Injection]:
         """What recall put into prompts, newest first, with rank, score and outcome."""
-        return self.store.injections(self._only(run), limit)
+        from reflect.base.answers import Injection
+
+        return [Injection(**row) for row in self.store.injections(self._only(run), limit)]
 
     def clear(self, run: str | None = None) -> int:
         """Delete one run's failures, or all of them with ``run=None``."""
@@ -605,23 +611,6 @@ class Memory:
                              self.settings.upkeep.max_failures)
 
 
-def _settings(settings: Settings | None, keywords: dict[str, Any]) -> Settings:
-    """``settings`` with the fields given as keywords, as ``Memory`` took them before
-    ``Settings`` (``reflect=``, ``worker_thread``'s first name, too); an unknown keyword
-    is the ``TypeError`` Python gives."""
-    if "reflect" in keywords:
-        keywords["worker_thread"] = keywords.pop("reflect")
-    unknown = keywords.keys() - {f.name for f in fields(Settings)}
-    if unknown:
-        raise TypeError(f"Memory() got an unexpected keyword argument {sorted(unknown)[0]!r}")
-    if not keywords:
-        return settings or Settings()
-    warnings.warn(f"Memory({', '.join(f'{k}=...' for k in keywords)}) is now"
-                  f" Memory(settings=Settings({', '.join(f'{k}=...' for k in keywords)}))",
-                  DeprecationWarning, stacklevel=3)
-    return replace(settings or Settings(), **keywords)
-
-
 def _scope_aside() -> str:
     """The project's scope while the store cannot be read: derived afresh from the git
     config (not cached), so the capture kept aside is replayed into its project's lessons."""
@@ -642,7 +631,7 @@ def benign_entry(row: Mapping[str, Any]) -> ErrorEntry:
         severity="low", lesson_id="")
 
 
-def _entry(row: Failure, lesson: Lesson | None) -> ErrorEntry:
+def _entry(row: FailureRow, lesson: LessonRow | None) -> ErrorEntry:
     """The API's record of a stored failure row, with its fingerprint's current hint."""
     columns: Mapping[str, Any] = row
     same = {f.name for f in fields(ErrorEntry)} & columns.keys()
