@@ -9,6 +9,7 @@ from fake_store import FakeStore
 
 from reflect import Memory, Settings
 from reflect.api.controls import FEEDBACK_WEIGHT, PinnedLesson, UnknownLesson
+from reflect.api.memory import port
 from reflect.base.confidence import PRIOR_WEIGHT, confidence
 from reflect.base.supersession import may_supersede, merges
 from reflect.store import DB_NAME
@@ -71,8 +72,8 @@ def test_confidence_follows_outcomes_and_ranks_lessons(mem):
         mem.capture(run=run, exit_code=1,
                     error_text=f"RuntimeError: widget renderer crashed drawing chart {run}")
     good, bad = (mem.lessons()[i].id for i in (0, 1))
-    mem.store.add_outcomes(good, 5, 0, mem.clock())
-    mem.store.add_outcomes(bad, 0, 5, mem.clock())
+    port(mem).store.add_outcomes(good, 5, 0, mem.clock())
+    port(mem).store.add_outcomes(bad, 0, 5, mem.clock())
     assert lesson(mem, good).confidence == pytest.approx((5 + 1.0) / 7)
     assert lesson(mem, bad).confidence == pytest.approx(1.0 / 7)
     # Five losses mark the weaker lesson as one a person should rewrite.
@@ -104,9 +105,9 @@ def test_confidence_decays_and_upkeep_removes_weak_lessons(mem, clock):
     assert report.deleted_failures == 2  # older than the retention period
     ids = {r.id for r in mem.lessons()}
     assert pinned.lesson_id in ids and taught in ids and weak.lesson_id not in ids
-    removals = mem.store._rows("SELECT lesson_id, reason FROM removals")
+    removals = port(mem).store._rows("SELECT lesson_id, reason FROM removals")
     assert [tuple(r) for r in removals] == [(weak.lesson_id, "low confidence")]
-    queued = mem.store._value("SELECT COUNT(*) FROM query_vectors")
+    queued = port(mem).store._value("SELECT COUNT(*) FROM query_vectors")
     assert queued == 0  # the error lines queued for embedding went with their failures
 
 
@@ -125,7 +126,7 @@ def test_pin_quarantine_release_feedback(mem):
 
 def test_quarantining_a_model_lesson_brings_back_the_one_it_replaced(mem):
     entry = mem.capture(run="a", exit_code=1, error_text=NO_TABLE)
-    model = mem.store.add_model_lesson(entry.fingerprint, model_lesson(
+    model = port(mem).store.add_model_lesson(entry.fingerprint, model_lesson(
         "a script queries auth_user", "Run python manage.py migrate first."), mem.clock())
     assert lesson(mem, entry.lesson_id).superseded_by == model
     mem.quarantine(model, "bad")
@@ -164,7 +165,7 @@ def test_forget_removes_the_text_everywhere_in_the_file(mem, own_store):
                         error_text=f"RuntimeError: {secretish} in the pipeline")
     mem.recall(run="b", goal=f"fix the {secretish} pipeline")  # vectors, index file, query
     mem.forget(entry.lesson_id)
-    conn = mem.store.conn
+    conn = port(mem).store.conn
     assert conn.execute("SELECT COUNT(*) FROM lesson_vectors WHERE lesson_id = ?",
                         (entry.lesson_id,)).fetchone()[0] == 0
     assert not list(own_store.glob("vectors-*.idx"))
@@ -211,7 +212,7 @@ def test_cli_lessons_commands_and_unknown_ids():
 def test_shared_credit_is_listed_to_a_tenth(mem):
     """Credit shared among a block's lessons is fractional: listed as 1.8, not 1.83333."""
     lesson_id = mem.capture(run="a", iteration=1, exit_code=1, error_text=NO_TABLE).lesson_id
-    mem.store.add_outcomes(lesson_id, 11 / 6, 0, 1.0)
+    port(mem).store.add_outcomes(lesson_id, 11 / 6, 0, 1.0)
     mem.close()
     listed = run_cli("lessons", "list").stdout.decode()
     assert f"{lesson_id}  " in listed and " won 1.8 lost 0 " in listed
@@ -251,7 +252,7 @@ def test_a_newer_lesson_with_the_same_trigger_that_says_otherwise_supersedes(mem
     a = mem.capture(run="a", exit_code=1, error_text=NO_TABLE)
     b = mem.capture(run="a", exit_code=1, error_text=NO_YAML)
     trigger = "a standalone script touches the database"
-    add = mem.store.add_model_lesson
+    add = port(mem).store.add_model_lesson
     old = add(a.fingerprint, model_lesson(trigger, "Create the tables with migrate first."), 1.0)
     same = add(b.fingerprint, model_lesson(
         trigger, "Create the tables with migrate first, then run it."), 2.0)
@@ -300,7 +301,7 @@ def pinned_heuristic(mem):
 
 def by_model_same_fingerprint(mem, tmp_path):
     entry = pinned_heuristic(mem)
-    kept = mem.store.add_model_lesson(entry.fingerprint, model_lesson(
+    kept = port(mem).store.add_model_lesson(entry.fingerprint, model_lesson(
         TRIGGER, "Use an in-memory SQLite settings module instead."), mem.clock())
     assert kept == entry.lesson_id  # the model's lesson is not kept
     return entry.lesson_id
@@ -308,11 +309,11 @@ def by_model_same_fingerprint(mem, tmp_path):
 
 def by_model_same_trigger(mem, tmp_path):
     a = mem.capture(run="a", exit_code=1, error_text=NO_TABLE)
-    pinned = mem.store.add_model_lesson(a.fingerprint, model_lesson(
+    pinned = port(mem).store.add_model_lesson(a.fingerprint, model_lesson(
         TRIGGER, "Create the tables with migrate first."), mem.clock())
     mem.pin(pinned)
     b = mem.capture(run="a", exit_code=1, error_text=NO_YAML)
-    newer = mem.store.add_model_lesson(b.fingerprint, model_lesson(
+    newer = port(mem).store.add_model_lesson(b.fingerprint, model_lesson(
         TRIGGER, "Use an in-memory SQLite settings module instead."), mem.clock())
     assert lesson(mem, b.lesson_id).superseded_by == newer  # its own fingerprint's: yes
     return pinned
@@ -337,7 +338,7 @@ def by_teach(mem, tmp_path):
 
 def by_release(mem, tmp_path):
     entry = pinned_heuristic(mem)
-    hostile = mem.store.add_model_lesson(entry.fingerprint, {**model_lesson(
+    hostile = port(mem).store.add_model_lesson(entry.fingerprint, {**model_lesson(
         TRIGGER, "Drop the tables."), "quarantine": "steers the agent outside its task"},
         mem.clock())
     with pytest.raises(PinnedLesson, match=f"unpin {entry.lesson_id}"):
@@ -352,7 +353,7 @@ def test_a_pinned_lesson_is_never_superseded(mem, tmp_path, path):
     pinned = lesson(mem, path(mem, tmp_path))
     assert (pinned.status, pinned.superseded_by, pinned.pinned) == ("active", "", 1)
     fingerprint = pinned.fingerprint
-    assert mem.store.active_lessons([fingerprint])[fingerprint]["id"] == pinned.id
+    assert port(mem).store.active_lessons([fingerprint])[fingerprint]["id"] == pinned.id
 
 
 @pytest.mark.parametrize(("current", "kind", "by_person", "expected"), [

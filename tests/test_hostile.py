@@ -11,6 +11,7 @@ from test_worker import LESSON, MODEL, TRACEBACK, api, provider_env, reply  # no
 
 from reflect import Memory
 from reflect.api.exchange import import_lessons
+from reflect.api.memory import port
 
 
 def lesson(mem, lesson_id) -> dict:
@@ -52,7 +53,7 @@ def test_hostile_imported_lessons_are_quarantined_and_benign_ones_imported(tmp_p
         json.dumps({"fingerprint": f"{n:016x}", "trigger": "the build fails", "guidance": t,
                     "kind": "model", "confidence": 0.9}) + "\n" for n, t in enumerate(texts)))
     with Memory() as mem:
-        report = import_lessons(mem.store, path, mem.scrubber.scrub, mem.clock())
+        report = import_lessons(port(mem).store, path, port(mem).scrubber.scrub, mem.clock())
         assert (report.quarantined, report.imported, report.errors) == (
             len(HOSTILE_LESSONS), len(BENIGN_LESSONS), [])
         quarantined = mem.lessons(status="quarantined", limit=100)
@@ -84,7 +85,7 @@ def test_an_imported_resolution_is_reviewed_with_its_lesson(tmp_path, text):
                                 "guidance": "Pin the version in requirements.txt.",
                                 "resolution": text, "kind": "model"}) + "\n")
     with Memory() as mem:
-        report = import_lessons(mem.store, path, mem.scrubber.scrub, mem.clock())
+        report = import_lessons(port(mem).store, path, port(mem).scrubber.scrub, mem.clock())
         assert (report.quarantined, report.imported) == (1, 0)
 
 

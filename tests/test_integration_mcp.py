@@ -12,6 +12,7 @@ from conftest import NO_TABLE
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
 from reflect import Memory
+from reflect.api.memory import port
 from reflect.base.text import text_key
 from reflect.capture.scrub import storable
 
@@ -113,7 +114,7 @@ def test_the_first_recall_embeds_nothing_in_the_server():
 
     assert not session(calls).is_error
     with Memory() as mem:  # not computed in the server: queued
-        assert mem.store.text_vector(text_key(goal), mem.vectors.model_name()) is None
+        assert port(mem).store.text_vector(text_key(goal), port(mem).vectors.model_name()) is None
         assert mem.status().jobs
 
 

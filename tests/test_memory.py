@@ -6,6 +6,7 @@ from conftest import NO_TABLE, store_dump, store_held
 
 from reflect import Memory, Settings
 from reflect.api.controls import UnknownLesson
+from reflect.api.memory import port
 from reflect.capture.defuse import NEUTRALIZED
 from reflect.recall.render import RECENT_HEADER, RECENT_ITEM_TOKENS
 
@@ -298,7 +299,7 @@ def test_every_public_name_is_exported_from_reflect():
 
 def test_a_store_already_holding_a_huge_iteration_still_numbers_the_next(mem):
     first = mem.capture(run="r", iteration=1, exit_code=1, error_text="ValueError: first")
-    with mem.store.write() as conn:  # as a store written before iterations were bounded
+    with port(mem).store.write() as conn:  # as a store written before iterations were bounded
         conn.execute("UPDATE failures SET iteration = ? WHERE id = ?",
                      (2**63 - 1, first.failure_id))
     later = mem.capture(run="r", exit_code=1, error_text="KeyError: 'second'")
