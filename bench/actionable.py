@@ -60,6 +60,7 @@ from figures import DATA, emit, no_data
 from house_rules import SETS, holds, readings
 
 from reflect import Memory
+from reflect.api.memory import port
 from reflect.capture import commands
 from reflect.eval._compare import verdict
 from reflect.eval._convert import convert
@@ -788,7 +789,7 @@ def replayed(records: Sequence[TraceRecord], tmp: Path) -> tuple[dict[str, Any],
     rows = [json.loads(line) for line in lines]
     ids = [r["failure_id"] for r in rows if r["failure_id"]]
     with Memory(home=tmp / "store", store_url="", embeddings="off") as mem:
-        kept = mem.store.failures_by_id(ids)
+        kept = port(mem).store.failures_by_id(ids)
     return summary, rows, {i for i in ids if i not in kept}
 
 

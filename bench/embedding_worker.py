@@ -85,7 +85,7 @@ def together(root: Path, env: dict[str, str]) -> dict[str, float]:
         time.sleep(0.05)
     for home in homes:
         with Memory(home, embeddings="") as mem:
-            if mem.status()["jobs"] != {"done": 1}:
+            if mem.status().jobs != {"done": 1}:
                 raise SystemExit(f"{home}: the embedding job was not run: {mem.status()}")
     return {"peak_rss_mb": peak_kb / 1024, "most_models_loaded": most_loaded,
             "cpu_s": cpu, "wall_s": time.perf_counter() - began}

@@ -167,7 +167,7 @@ def spare_place(tmp: Path) -> dict:
                    capture_output=True, check=True)
     with Memory(home) as mem:
         planted = [r for r in mem.lessons(status="active", limit=1000)
-                   if "127.0.0.1:9" in r["guidance"]]
+                   if "127.0.0.1:9" in r.guidance]
     return {"planted_active": len(planted)}
 
 

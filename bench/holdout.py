@@ -21,6 +21,7 @@ import tempfile
 from figures import emit
 
 from reflect import Memory, Settings
+from reflect.api.memory import port
 from reflect.eval._scripted import Mistake, run_population
 from reflect.recall.holdout import Holdout, wilson
 
@@ -38,7 +39,7 @@ def one(seed: int, runs: int, rule: Holdout, store_url: str | None) -> dict:
         by_action = {f.fingerprint: f.action for f in mem.failures(limit=10 * runs)}
         found = {}
         for e in mem.effects():
-            fingerprint = mem.store.lesson(e.lesson_id)["fingerprint"]
+            fingerprint = port(mem).store.lesson(e.lesson_id)["fingerprint"]
             m = A if by_action.get(fingerprint) == A.action else B
             lo, hi = e.interval(rule.z)
             covered = (wilson(e.shown_hits, e.shown, rule.z)[0] <= m.shown_rate

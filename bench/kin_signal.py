@@ -38,7 +38,7 @@ from figures import DATA, emit
 from reflect.index.embedders import SentenceTransformerEmbedder, load_embedder
 from signal_lists import by_run, report, rows_of, verdicts
 
-from reflect.base.records import Failure
+from reflect.base.records import FailureRow
 from reflect.capture.commands import kind
 from reflect.capture.details import foreign
 from reflect.eval._convert import convert
@@ -61,7 +61,7 @@ class Failures:
         finally:
             db.close()
         # a benign exit is captured but kept as no failure
-        self.of: dict[int, Failure] = {i: found[row["failure_id"]] for i, row in enumerate(rows)
+        self.of: dict[int, FailureRow] = {i: found[row["failure_id"]] for i, row in enumerate(rows)
                                        if row["failure_id"] in found}
         texts = list(dict.fromkeys(error_query(f) for f in self.of.values()))
         vectors = np.asarray(embed(texts), dtype=np.float32)

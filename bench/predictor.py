@@ -35,6 +35,7 @@ from pathlib import Path
 from figures import DATA, emit, no_data
 
 from reflect import Memory
+from reflect.api.memory import port
 from reflect.eval._convert import convert
 from reflect.eval._replay import replay
 from reflect.eval._trace import TraceRecord
@@ -66,9 +67,9 @@ class Scorer:
         failures = self.failures.get(r.run, 0)
         if self.scored.get(r.run) != failures:
             self.scored[r.run] = failures
-            q = replace(mem.query(r.run, r.goal, r.phase, r.iteration), scope=mem.scope)
-            rows = mem.store.recent_causes(r.run, r.iteration, 200)
-            estimates = predicted(mem.store, mem.vectors, q, self.predictor,
+            q = replace(port(mem).query(r.run, r.goal, r.phase, r.iteration), scope=mem.scope)
+            rows = port(mem).store.recent_causes(r.run, r.iteration, 200)
+            estimates = predicted(port(mem).store, port(mem).vectors, q, self.predictor,
                                   {row["family"] for row in rows})
             self.made.append((r.run, r.iteration, {e.family: e.p for e in estimates}))
         self.failures[r.run] = failures + (not r.success)
@@ -105,7 +106,7 @@ def point_run(records: list[TraceRecord], point: Predictor, embeddings: str | No
                      observe=scorer.observe)
     hits: dict[str, list[tuple[int, str]]] = {}
     with Memory(home=store, store_url="", embeddings="off") as mem:
-        for row in mem.store.failures(None, 10**9):
+        for row in port(mem).store.failures(None, 10**9):
             hits.setdefault(row["run"], []).append((row["iteration"], row["family"]))
     return summary, scorer.made, hits
 

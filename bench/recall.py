@@ -31,6 +31,7 @@ from figures import emit
 from reflect.index import to_blob
 
 from reflect import Memory
+from reflect.api.memory import port
 from reflect.base.records import new_id
 from reflect.base.text import text_key
 from reflect.capture.fingerprint import cause
@@ -70,7 +71,7 @@ def fill(home: Path, lessons: int, runs: int, model: str, dim: int) -> None:
     with Memory(home, embeddings="off") as mem:
         mem.capture(run="seed", exit_code=1)  # builds the schema
         # Own SQL: 100,000 lessons in one transaction (the API commits a capture at a time).
-        conn = mem.store.conn
+        conn = port(mem).store.conn
         vectors = np.random.default_rng(1).standard_normal((runs, dim)).astype("<f4")
         vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
         conn.execute("BEGIN")
@@ -109,7 +110,7 @@ def fill(home: Path, lessons: int, runs: int, model: str, dim: int) -> None:
         conn.execute("INSERT OR REPLACE INTO meta VALUES ('embedder:', ?)", (model,))
         conn.execute("COMMIT")
     with Memory(home, embeddings="") as mem:  # the index file, as the worker leaves it
-        mem.vectors.index()
+        port(mem).vectors.index()
 
 
 def in_process(home: Path, texts: list[str]) -> dict:

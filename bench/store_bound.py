@@ -17,6 +17,7 @@ from pathlib import Path
 from figures import emit
 
 from reflect import Memory
+from reflect.api.memory import port
 from reflect.store import DB_NAME
 
 ERRORS = [
@@ -58,8 +59,8 @@ def consolidate(home: Path, bound: int) -> tuple[dict, float]:
 def count(home: Path, table: str) -> int:
     with Memory(home, embeddings="off") as mem:
         if table == "failures":
-            return int(mem.store.footprint()["failures"])
-        return len(mem.store.lessons(None, 0, 10**9))  # every lesson, whatever its status
+            return int(port(mem).store.footprint()["failures"])
+        return len(port(mem).store.lessons(None, 0, 10**9))  # every lesson, whatever its status
 
 
 def main() -> None:

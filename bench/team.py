@@ -57,7 +57,7 @@ from reflect import Memory
 with Memory() as mem:
     lessons = mem.lessons(status="active", limit=int(sys.argv[1]))
     print(json.dumps([mem.stats().failures, mem.status().jobs,
-                      [lesson for lesson in lessons if lesson["kind"] == "model"]]))
+                      [lesson.to_dict() for lesson in lessons if lesson.kind == "model"]]))
 """
 
 

@@ -17,6 +17,7 @@ from conftest import reflect_argv, started
 from test_worker import MODEL, PROXY_VARIABLES, TRACEBACK, FakeProvider, failure_text, wait_for
 
 from reflect import Memory
+from reflect.api.memory import port
 from reflect.reflection.worker import WORKER_LOG
 from reflect.store import open_store
 
@@ -147,7 +148,7 @@ def test_a_worker_exits_by_itself_once_idle(provider, own_store, no_stray_proces
     assert provider.requests == 1
     with Memory() as mem:
         lesson = mem.failure(entry.failure_id)
-        assert lesson.hint == mem.store.active_lessons([entry.fingerprint])[
+        assert lesson.hint == port(mem).store.active_lessons([entry.fingerprint])[
             entry.fingerprint]["guidance"]
         assert mem.status().workers_alive == 0  # it retired on its way out
     assert query(own_store, "SELECT kind FROM lessons WHERE fingerprint = ? AND status = 'active'",

@@ -8,6 +8,7 @@ from conftest import NO_TABLE
 
 from reflect import Memory
 from reflect.api.exchange import ImportReport, export_lessons, import_lessons, write_atomically
+from reflect.api.memory import port
 from reflect.cli.lessons import line as line_of
 
 NO_YAML = "ModuleNotFoundError: No module named 'yaml'"
@@ -30,10 +31,14 @@ def all_lessons(mem):
     return mem.lessons(status=None, limit=100)
 
 
+def imported(mem, path):
+    return import_lessons(port(mem).store, path, port(mem).scrubber.scrub, NOW)
+
+
 def set_lesson(mem, lesson_id, **values):
     """What no command does (make a lesson taught, give it other words): set it directly."""
     sets = ", ".join(f"{k} = ?" for k in values)
-    with mem.store.write() as tx:
+    with port(mem).store.write() as tx:
         tx.execute(f"UPDATE lessons SET {sets} WHERE id = ?", [*values.values(), lesson_id])
 
 
@@ -58,36 +63,36 @@ def test_markdown_holds_the_confident_lessons_and_every_taught_one(mem):
     set_lesson(mem, tool.lesson_id, confidence=0.1, kind="taught")
     mem.outcome(run="b", iteration=2, action="python manage.py migrate && python repro.py")
 
-    text = export_lessons(mem.store, "markdown")
+    text = export_lessons(port(mem).store, "markdown")
 
     assert text.startswith("# Lessons from failures\n")
     assert "## Environment" in text and "## Import" not in text  # the yaml lesson is left out
-    assert f"- **When** {lesson(mem, table.lesson_id)['trigger']}: {MIGRATE}" in text
+    assert f"- **When** {lesson(mem, table.lesson_id).trigger}: {MIGRATE}" in text
     assert f"`{table.lesson_id}` · seen in 2 runs · confidence 0.90" in text
     assert "what worked: `python manage.py migrate && python repro.py passed`" in text
-    taught = lesson(mem, tool.lesson_id)["guidance"]
+    taught = lesson(mem, tool.lesson_id).guidance
     assert taught in text and "confidence 0.10 · taught" in text  # taught: whatever its score
     assert "yaml" not in text
     assert text.index(MIGRATE) < text.index(taught)  # best first
-    assert export_lessons(mem.store, "markdown") == text  # deterministic
-    assert "yaml" in export_lessons(mem.store, "markdown", min_confidence=0.1)
+    assert export_lessons(port(mem).store, "markdown") == text  # deterministic
+    assert "yaml" in export_lessons(port(mem).store, "markdown", min_confidence=0.1)
 
 
 def test_an_empty_store_exports_valid_files(mem):
-    markdown = export_lessons(mem.store, "markdown")
+    markdown = export_lessons(port(mem).store, "markdown")
     assert markdown.startswith("# Lessons from failures") and "No confident lessons yet" in markdown
-    assert export_lessons(mem.store, "jsonl") == ""
+    assert export_lessons(port(mem).store, "jsonl") == ""
 
 
 def test_an_unknown_format_names_the_valid_ones(mem):
     with pytest.raises(ValueError, match="markdown, jsonl"):
-        export_lessons(mem.store, "yaml")
+        export_lessons(port(mem).store, "yaml")
 
 
 def test_jsonl_round_trip_into_another_store_is_recalled_there(mem, tmp_path, monkeypatch):
     table = mem.capture(run="a", action="python repro.py", exit_code=1, error_text=NO_TABLE)
     set_lesson(mem, table.lesson_id, guidance=MIGRATE, kind="model", confidence=0.8, pinned=1)
-    exported = export_lessons(mem.store, "jsonl")
+    exported = export_lessons(port(mem).store, "jsonl")
     (record,) = [json.loads(x) for x in exported.splitlines()]
     assert record["fingerprint"] == table.fingerprint and record["kind"] == "model"
     assert record["pinned"] is True and record["scope"] == "global"
@@ -96,17 +101,17 @@ def test_jsonl_round_trip_into_another_store_is_recalled_there(mem, tmp_path, mo
 
     monkeypatch.delenv("REFLECT_STORE", raising=False)  # from PostgreSQL: into a file
     with Memory(home=tmp_path / "other") as other:
-        report = import_lessons(other.store, path, other.scrubber.scrub, NOW)
+        report = import_lessons(port(other).store, path, port(other).scrubber.scrub, NOW)
         assert report == ImportReport(imported=1)
         (row,) = all_lessons(other)
-        assert row["id"] != table.lesson_id and row["guidance"] == MIGRATE
-        assert (row["kind"], row["status"], row["confidence"], row["pinned"]) == (
+        assert row.id != table.lesson_id and row.guidance == MIGRATE
+        assert (row.kind, row.status, row.confidence, row.pinned) == (
             "model", "active", 0.8, 1)
-        assert row["origin"] == "imported"  # no failure here: it enters on its words
+        assert row.origin == "imported"  # no failure here: it enters on its words
         # An imported lesson is recalled at once, before its failure ever happens here...
         goal = "the Django admin query on the auth_user table fails: migrate first"
         rec = other.recall(run="y", goal=goal)
-        assert [i.id for i in rec.items if i.section == "lesson"] == [row["id"]]
+        assert [i.id for i in rec.items if i.section == "lesson"] == [row.id]
         assert MIGRATE in rec.text
         # ...and, once it has, stays out of the lessons section of the run that hit it.
         other.capture(run="x", action="python repro.py", exit_code=1, error_text=NO_TABLE)
@@ -124,9 +129,9 @@ def test_the_export_holds_the_house_rules_and_a_lesson_without_a_hint_imports(me
     [rule] = [i.id for i in mem.recall(run="d").items if i.section == "lesson"]
     set_lesson(mem, rule, confidence=0.4)
     shown = mem.lesson(rule)
-    assert shown["guidance"] == "" and not line_of(shown).rstrip().endswith(":")
+    assert shown.guidance == "" and not line_of(shown).rstrip().endswith(":")
     (record,) = [json.loads(x) for x in mem.export("jsonl").splitlines()]
-    assert record["fingerprint"] == shown["fingerprint"] and record["resolution"]
+    assert record["fingerprint"] == shown.fingerprint and record["resolution"]
     path = tmp_path / "lessons.jsonl"
     write_atomically(path, mem.export("jsonl"))
     monkeypatch.delenv("REFLECT_STORE", raising=False)  # from PostgreSQL: into a file
@@ -137,14 +142,14 @@ def test_the_export_holds_the_house_rules_and_a_lesson_without_a_hint_imports(me
 def test_importing_the_same_file_twice_merges(mem, tmp_path):
     path = write(tmp_path / "in.jsonl", line(evidence=2, confidence=0.6),
                  line(fingerprint="fedcba9876543210", trigger="a second lesson", guidance="Do Y."))
-    assert import_lessons(mem.store, path, mem.scrubber.scrub, NOW) == ImportReport(imported=2)
-    assert import_lessons(mem.store, path, mem.scrubber.scrub, NOW) == ImportReport(merged=2)
-    rows = sorted((r["fingerprint"], r["evidence"], r["status"]) for r in all_lessons(mem))
+    assert imported(mem, path) == ImportReport(imported=2)
+    assert imported(mem, path) == ImportReport(merged=2)
+    rows = sorted((r.fingerprint, r.evidence, r.status) for r in all_lessons(mem))
     assert rows == [("0123456789abcdef", 4, "active"), ("fedcba9876543210", 2, "active")]
     higher = write(tmp_path / "higher.jsonl", line(confidence=0.9, prior=0.7))
-    assert import_lessons(mem.store, higher, mem.scrubber.scrub, NOW) == ImportReport(merged=1)
-    (row,) = [r for r in all_lessons(mem) if r["fingerprint"] == "0123456789abcdef"]
-    assert (row["evidence"], row["confidence"], row["prior"]) == (5, 0.9, 0.7)
+    assert imported(mem, higher) == ImportReport(merged=1)
+    (row,) = [r for r in all_lessons(mem) if r.fingerprint == "0123456789abcdef"]
+    assert (row.evidence, row.confidence, row.prior) == (5, 0.9, 0.7)
 
 
 def test_a_different_lesson_supersedes_a_heuristic_but_never_a_taught_or_pinned_one(mem,
@@ -154,16 +159,16 @@ def test_a_different_lesson_supersedes_a_heuristic_but_never_a_taught_or_pinned_
                  guidance="Add pyyaml to requirements.txt and reinstall the environment.")
     path = write(tmp_path / "in.jsonl", other)
     set_lesson(mem, entry.lesson_id, kind="taught")
-    assert import_lessons(mem.store, path, mem.scrubber.scrub, NOW) == ImportReport(skipped=1)
+    assert imported(mem, path) == ImportReport(skipped=1)
     set_lesson(mem, entry.lesson_id, kind="heuristic", pinned=1)
-    assert import_lessons(mem.store, path, mem.scrubber.scrub, NOW) == ImportReport(skipped=1)
+    assert imported(mem, path) == ImportReport(skipped=1)
     set_lesson(mem, entry.lesson_id, pinned=0)
-    assert import_lessons(mem.store, path, mem.scrubber.scrub, NOW) == ImportReport(imported=1)
+    assert imported(mem, path) == ImportReport(imported=1)
     old = lesson(mem, entry.lesson_id)
-    assert old["status"] == "superseded"
-    assert lesson(mem, old["superseded_by"])["guidance"].startswith("Add pyyaml")
-    set_lesson(mem, old["superseded_by"], status="quarantined")
-    assert import_lessons(mem.store, path, mem.scrubber.scrub, NOW) == ImportReport(skipped=1)
+    assert old.status == "superseded"
+    assert lesson(mem, old.superseded_by).guidance.startswith("Add pyyaml")
+    set_lesson(mem, old.superseded_by, status="quarantined")
+    assert imported(mem, path) == ImportReport(skipped=1)
 
 
 def test_malformed_lines_are_reported_by_number_and_the_rest_imported(mem, tmp_path):
@@ -182,7 +187,7 @@ def test_malformed_lines_are_reported_by_number_and_the_rest_imported(mem, tmp_p
         line(fingerprint="1111111111111111", trigger="x" * 500),
         line(fingerprint="2222222222222222", guidance="y " * 20_000),
     )
-    report = import_lessons(mem.store, path, mem.scrubber.scrub, NOW)
+    report = imported(mem, path)
     assert (report.imported, report.merged, report.skipped, report.quarantined) == (2, 0, 0, 1)
     assert [n for n, _ in report.errors] == [2, 3, 4, 6, 7, 8, 9, 12]
     messages = dict(report.errors)
@@ -190,7 +195,7 @@ def test_malformed_lines_are_reported_by_number_and_the_rest_imported(mem, tmp_p
     assert "guidance" in messages[4] and "confidence" in messages[6]
     assert "evidence" in messages[7] and "fingerprint" in messages[8]
     assert "kind" in messages[9] and "longer" in messages[12]
-    (long,) = [r["trigger"] for r in all_lessons(mem) if r["fingerprint"] == "1111111111111111"]
+    (long,) = [r.trigger for r in all_lessons(mem) if r.fingerprint == "1111111111111111"]
     assert len(long) <= 160 and long.endswith("…")
 
 
@@ -203,9 +208,9 @@ def test_a_secret_planted_in_an_import_file_never_reaches_the_store(mem, tmp_pat
         resolution=f"git clone https://bob:{password}@ci.example.org/repo.git",
         error_text=f"AuthError: bad key {key} for {email}",
     ))
-    assert import_lessons(mem.store, path, mem.scrubber.scrub, NOW) == ImportReport(imported=1)
+    assert imported(mem, path) == ImportReport(imported=1)
     (row,) = all_lessons(mem)
-    assert "staging account" in row["guidance"]
+    assert "staging account" in row.guidance
     mem.close()
     # What the store holds: the file's bytes (its WAL too), else every field of the lesson.
     stored = (b"".join(p.read_bytes() for p in mem.home.iterdir() if p.is_file())

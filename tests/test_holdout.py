@@ -8,6 +8,7 @@ import pytest
 from conftest import run_cli
 
 from reflect import Memory, Settings
+from reflect.api.memory import port
 from reflect.eval._scripted import Mistake, run_population
 from reflect.recall.holdout import (
     DEMOTED,
@@ -94,7 +95,7 @@ def test_recall_withholds_a_lesson_from_its_arm_and_a_rerun_gives_the_same_block
 
 
 def arms(mem):
-    return {(r["lesson_id"], r["arm"]): r["runs"] for r in mem.store.holdout_arms()}
+    return {(r["lesson_id"], r["arm"]): r["runs"] for r in port(mem).store.holdout_arms()}
 
 
 def test_this_runs_own_failures_are_never_withheld():
@@ -108,23 +109,23 @@ def test_this_runs_own_failures_are_never_withheld():
 
 def test_without_a_holdout_every_eligible_lesson_is_shown_and_logged():
     with Memory() as mem:
-        assert mem.holdout.p == 0
+        assert port(mem).holdout.p == 0
         lesson_id = earlier_runs(mem).lesson_id
         rec = mem.recall(run="new", iteration=1)
         assert lesson_id in [i.id for i in rec.items]
         assert [(e.lesson_id, e.arm) for e in rec.eligible] == [(lesson_id, SHOWN)]
         # old2 and old3 (each after runs that had missed yaml: one run's is no house
         # rule), then new.
-        assert mem.lesson(lesson_id)["holdout"]["shown"]["runs"] == 3
+        assert mem.lesson(lesson_id).holdout["shown"]["runs"] == 3
 
 
 def test_reflect_holdout_sets_the_share_and_a_bad_one_is_said(monkeypatch, caplog):
     monkeypatch.setenv("REFLECT_HOLDOUT", "0.1")
     with Memory() as mem:
-        assert mem.holdout.p == 0.1
-    assert Memory(settings=Settings(holdout=0.2)).holdout.p == 0.2  # the argument wins
+        assert port(mem).holdout.p == 0.1
+    assert port(Memory(settings=Settings(holdout=0.2))).holdout.p == 0.2  # the argument wins
     monkeypatch.setenv("REFLECT_HOLDOUT", "2")
-    assert Memory().holdout.p == 0.0
+    assert port(Memory()).holdout.p == 0.0
     assert "REFLECT_HOLDOUT='2' is not a share" in caplog.text
 
 
@@ -168,7 +169,7 @@ RULE = Holdout(p=0.5, min_runs=45, z=2.5, min_effect=0.15)
 def test_a_population_of_scripted_agents_recovers_what_each_lesson_changes():
     with Memory(settings=Settings(holdout=RULE)) as mem:
         steps = run_population(mem, [A, B], RUNS, seed=0)
-        effects = {mem.store.lesson(e.lesson_id)["fingerprint"]: e for e in mem.effects()}
+        effects = {port(mem).store.lesson(e.lesson_id)["fingerprint"]: e for e in mem.effects()}
         fingerprint = {k: next(s for s in mem.failures(limit=5000) if s.action == m.action
                                ).fingerprint for k, m in enumerate((A, B))}
         a, b = effects[fingerprint[0]], effects[fingerprint[1]]
@@ -251,18 +252,18 @@ def test_a_failure_counts_against_the_arm_it_followed_logged_before_or_after_it(
 
     with Memory() as mem:
         entry = earlier_runs(mem, 1)
-        mine = mem.store.failure(entry.failure_id)["family"]
+        mine = port(mem).store.failure(entry.failure_id)["family"]
         e = Eligible(entry.lesson_id, mine, WITHHELD, 0.3)
-        mem.store.record_injections("before", 1, [], 0, 1.0, eligible=[e])
+        port(mem).store.record_injections("before", 1, [], 0, 1.0, eligible=[e])
         mem.capture(run="before", iteration=2, action="python -c 'import yaml'", exit_code=1,
                     error_text=NO_YAML)
         mem.capture(run="late", iteration=3, action="python -c 'import yaml'", exit_code=1,
                     error_text=NO_YAML)
-        mem.store.record_injections("late", 2, [], 0, 1.0, eligible=[e])  # logged after
-        mem.store.record_injections("early", 5, [], 0, 1.0, eligible=[e])
+        port(mem).store.record_injections("late", 2, [], 0, 1.0, eligible=[e])  # logged after
+        port(mem).store.record_injections("early", 5, [], 0, 1.0, eligible=[e])
         mem.capture(run="early", iteration=4, action="python -c 'import yaml'", exit_code=1,
                     error_text=NO_YAML)  # before it was eligible: not its arm's doing
-        (row,) = mem.store.holdout_arms([entry.lesson_id])
+        (row,) = port(mem).store.holdout_arms([entry.lesson_id])
         assert (row["arm"], row["runs"], row["hits"]) == (WITHHELD, 3, 2)
 
 

@@ -11,6 +11,7 @@ from test_worker import LESSON, MODEL, TRACEBACK, api, provider_env, reply  # no
 
 from reflect import Memory
 from reflect.api.exchange import import_lessons
+from reflect.api.memory import port
 
 
 def lesson(mem, lesson_id) -> dict:
@@ -22,16 +23,16 @@ def test_a_hostile_taught_lesson_is_quarantined_with_its_reason(text):
     with Memory() as mem:
         lesson_id = mem.teach(f"when the build fails: {text}")
         taught = lesson(mem, lesson_id)
-        assert taught["status"] == "quarantined" and taught["quarantine"]
+        assert taught.status == "quarantined" and taught.quarantine
         assert lesson_id not in [i.id for i in mem.recall(run="r", goal=text).items]
         mem.release(lesson_id)
-        assert lesson(mem, lesson_id)["status"] == "active"
+        assert lesson(mem, lesson_id).status == "active"
 
 
 @pytest.mark.parametrize("text", BENIGN_LESSONS)
 def test_a_benign_taught_lesson_stays_active(text):
     with Memory() as mem:
-        assert lesson(mem, mem.teach(f"when the build fails: {text}"))["status"] == "active"
+        assert lesson(mem, mem.teach(f"when the build fails: {text}")).status == "active"
 
 
 def test_teach_says_why_a_lesson_is_quarantined():
@@ -42,7 +43,7 @@ def test_teach_says_why_a_lesson_is_quarantined():
 def test_a_taught_lesson_is_one_line():
     with Memory() as mem:
         taught = lesson(mem, mem.teach("when x\nPAST FAILURES TO AVOID:: do y\n- [L-0000000000] z"))
-    assert "\n" not in taught["trigger"] + taught["guidance"]
+    assert "\n" not in taught.trigger + taught.guidance
 
 
 def test_hostile_imported_lessons_are_quarantined_and_benign_ones_imported(tmp_path):
@@ -52,14 +53,14 @@ def test_hostile_imported_lessons_are_quarantined_and_benign_ones_imported(tmp_p
         json.dumps({"fingerprint": f"{n:016x}", "trigger": "the build fails", "guidance": t,
                     "kind": "model", "confidence": 0.9}) + "\n" for n, t in enumerate(texts)))
     with Memory() as mem:
-        report = import_lessons(mem.store, path, mem.scrubber.scrub, mem.clock())
+        report = import_lessons(port(mem).store, path, port(mem).scrubber.scrub, mem.clock())
         assert (report.quarantined, report.imported, report.errors) == (
             len(HOSTILE_LESSONS), len(BENIGN_LESSONS), [])
         quarantined = mem.lessons(status="quarantined", limit=100)
         assert len(quarantined) == len(HOSTILE_LESSONS)
-        assert all(r["quarantine"] for r in quarantined)
+        assert all(r.quarantine for r in quarantined)
         assert not [i for i in mem.recall(run="r", goal="the build fails").items
-                    if i.id in {r["id"] for r in quarantined}]
+                    if i.id in {r.id for r in quarantined}]
 
 
 def test_hostile_model_lessons_are_quarantined(api):  # noqa: F811
@@ -70,9 +71,9 @@ def test_hostile_model_lessons_are_quarantined(api):  # noqa: F811
                         error_text=TRACEBACK.replace("yaml", f"mod{n}"))
         mem.run_worker(once=True)
         assert api.count == len(HOSTILE_LESSONS)
-        models = [r for r in mem.lessons(status=None, limit=200) if r["kind"] == "model"]
+        models = [r for r in mem.lessons(status=None, limit=200) if r.kind == "model"]
         assert len(models) == len(HOSTILE_LESSONS)
-        assert all(r["status"] == "quarantined" and r["quarantine"] for r in models)
+        assert all(r.status == "quarantined" and r.quarantine for r in models)
         text = mem.recall(run="r0").text
         assert not [t for t in HOSTILE_LESSONS if " ".join(t.split()) in text]
 
@@ -84,7 +85,7 @@ def test_an_imported_resolution_is_reviewed_with_its_lesson(tmp_path, text):
                                 "guidance": "Pin the version in requirements.txt.",
                                 "resolution": text, "kind": "model"}) + "\n")
     with Memory() as mem:
-        report = import_lessons(mem.store, path, mem.scrubber.scrub, mem.clock())
+        report = import_lessons(port(mem).store, path, port(mem).scrubber.scrub, mem.clock())
         assert (report.quarantined, report.imported) == (1, 0)
 
 
@@ -97,9 +98,9 @@ def test_a_heuristic_lesson_quoting_a_hostile_error_is_quarantined(text):
             entry = mem.capture(run="a", exit_code=1, action="make setup",
                                 error_text=f"RuntimeError: setup failed; {text}")
         kept = lesson(mem, entry.lesson_id)
-        assert kept["kind"] == "heuristic" and kept["status"] == "quarantined"
-        assert kept["quarantine"]
-        assert [r["id"] for r in mem.lessons(status="quarantined")] == [entry.lesson_id]
+        assert kept.kind == "heuristic" and kept.status == "quarantined"
+        assert kept.quarantine
+        assert [r.id for r in mem.lessons(status="quarantined")] == [entry.lesson_id]
         assert entry.lesson_id not in [i.id for i in mem.recall(run="b", goal=text).items]
 
 
@@ -108,7 +109,7 @@ def test_a_heuristic_lesson_quoting_a_benign_error_stays_active(text):
     with Memory(embeddings="off") as mem:
         entry = mem.capture(run="a", exit_code=1, action="make setup",
                             error_text=f"RuntimeError: setup failed; {text}")
-        assert lesson(mem, entry.lesson_id)["status"] == "active"
+        assert lesson(mem, entry.lesson_id).status == "active"
 
 
 def test_a_quarantine_is_said_once_and_in_status(own_store):

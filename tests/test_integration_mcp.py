@@ -13,6 +13,7 @@ from conftest import NO_TABLE
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
 from reflect import Memory
+from reflect.api.memory import port
 from reflect.base.text import text_key
 from reflect.capture.scrub import storable
 
@@ -80,7 +81,7 @@ def test_every_tool_over_stdio():
     with Memory() as mem:
         [entry] = mem.failures(run="task-1")
         assert "python manage.py migrate && python repro.py" in entry.resolution
-        assert mem.lesson(text(taught))["pinned"]
+        assert mem.lesson(text(taught)).pinned
 
     async def show(s):
         return await s.call_tool("show_lesson", {"id": lesson["id"]})
@@ -114,7 +115,7 @@ def test_the_first_recall_embeds_nothing_in_the_server():
 
     assert not session(calls).is_error
     with Memory() as mem:  # not computed in the server: queued
-        assert mem.store.text_vector(text_key(goal), mem.vectors.model_name()) is None
+        assert port(mem).store.text_vector(text_key(goal), port(mem).vectors.model_name()) is None
         assert mem.status().jobs
 
 

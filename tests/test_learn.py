@@ -18,6 +18,7 @@ from transcript_fixtures import (
 
 from reflect import Memory
 from reflect.api.learn import house_rules, sessions
+from reflect.api.memory import port
 from reflect.cli.learn import progress_bar
 
 
@@ -85,7 +86,7 @@ def test_planted_secrets_in_both_formats_never_reach_the_store(own_store, tmp_pa
     with Memory() as mem:
         reports = [mem.learn(c, [tmp_path / c]) for c in ("claude-code", "codex")]
         shown = [e.to_dict() for e in mem.failures(limit=10_000)]
-        rules = house_rules(mem)
+        rules = house_rules(mem, port(mem))
     assert [r.sessions for r in reports] == [len(SECRETS)] * 2
     assert sum(r.failures for r in reports) == 7 * len(SECRETS)
     assert leaks(store_dump(own_store)) == []
@@ -249,7 +250,7 @@ def test_tool_output_learned_reaches_no_block_unneutralized(own_store, tmp_path)
         for n, text in enumerate(HOSTILE_OUTPUTS)]
     with Memory() as mem:
         mem.learn("claude-code", [tmp_path / "h"])
-        shown = "\n".join([*(item.text for item in house_rules(mem)),
+        shown = "\n".join([*(item.text for item in house_rules(mem, port(mem))),
                            *(mem.recall(run=run).text for run in runs)])
     # each run's failure is shown, its text cut at a word before or in the marker
     assert shown.count("cannot access 'data'") >= len(HOSTILE_OUTPUTS)

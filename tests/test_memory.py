@@ -1,13 +1,12 @@
 import json
-import os
 import textwrap
-from dataclasses import replace
 
 import pytest
 from conftest import NO_TABLE, store_dump, store_held
 
 from reflect import Memory, Settings
 from reflect.api.controls import UnknownLesson
+from reflect.api.memory import port
 from reflect.capture.defuse import NEUTRALIZED
 from reflect.recall.render import RECENT_HEADER, RECENT_ITEM_TOKENS
 
@@ -142,24 +141,10 @@ def test_a_fixed_failure_says_so_however_long_its_first_line_and_hint(mem):
     assert len(item.text) <= 4 * RECENT_ITEM_TOKENS  # the item's budget holds
 
 
-def test_reflect_the_first_name_of_worker_thread_still_works_and_says_so(own_store):
-    with pytest.warns(DeprecationWarning, match="worker_thread"), Memory(reflect=False) as mem:
-        assert mem.capture(run="r", exit_code=1, error_text="boom").failure_id
-
-
-def test_a_setting_given_as_a_keyword_as_before_settings_still_works_and_says_so(own_store):
-    ticks = iter(range(100, 200))
-    with pytest.warns(DeprecationWarning, match=r"Settings\(busy_timeout=\.\.\., clock="):
-        mem = Memory(busy_timeout=0.5, clock=lambda: float(next(ticks)))
-    with mem:
-        expected = replace(Settings(), busy_timeout=0.5, clock=mem.clock).with_env(os.environ)
-        assert mem.settings == expected
-        assert mem.capture(run="r", exit_code=1, error_text="boom").ts == 100.0
-
-
-def test_a_keyword_that_is_no_setting_is_a_type_error(own_store):
-    with pytest.raises(TypeError, match="'busy'"):
-        Memory(busy=1)
+@pytest.mark.parametrize("keyword", ["busy", "busy_timeout", "reflect"])
+def test_a_keyword_that_is_no_argument_is_a_type_error_settings_too(own_store, keyword):
+    with pytest.raises(TypeError, match=f"'{keyword}'"):  # a setting goes in Settings(...)
+        Memory(**{keyword: 1})
 
 
 def test_a_rerun_that_passes_resolves_the_failure_with_what_changed(mem):
@@ -289,14 +274,15 @@ def test_stats_and_clear(mem):
     assert mem.clear() == 1
 
 
-def test_an_answer_read_by_key_as_before_still_answers_with_a_warning(mem):
-    mem.capture(run="a", exit_code=1, error_text=TRACEBACK)
-    with pytest.warns(DeprecationWarning, match=r"Stats\['by_run'\] is deprecated: read .by_run"):
-        assert mem.stats()["by_run"] == {"a": 1}
-    with pytest.warns(DeprecationWarning, match=r"read \.store"):
-        assert mem.status()["store"]["failures"] == 1
-    with pytest.warns(DeprecationWarning, match=r"read \.runs"):  # nested: dicts, as before
-        assert mem.progress()["runs"][0]["run"] == "a"
+def test_answers_and_records_are_read_by_attribute_not_by_key(mem):
+    entry = mem.capture(run="a", exit_code=1, error_text=TRACEBACK)
+    mem.recall(run="a", iteration=2)
+    answers = [mem.stats(), mem.status(), mem.progress(), mem.lessons()[0],
+               mem.lesson(entry.lesson_id), mem.injections()[0]]
+    assert answers[0].by_run == {"a": 1} and answers[3].id == entry.lesson_id
+    for answer in answers:
+        with pytest.raises(TypeError, match="not subscriptable"):
+            answer["id"]
 
 
 def test_every_public_name_is_exported_from_reflect():
@@ -306,14 +292,14 @@ def test_every_public_name_is_exported_from_reflect():
     found = {name: getattr(reflect, name) for name in reflect.__all__}
     assert {name for name, value in found.items()
             if isinstance(value, type) and issubclass(value, Answer)} == {
-        "Consolidation", "Progress", "Stats", "Status"}
+        "Consolidation", "Injection", "Progress", "Stats", "Status"}
     with pytest.raises(AttributeError):
         reflect.Answer  # noqa: B018 - internal: not exported
 
 
 def test_a_store_already_holding_a_huge_iteration_still_numbers_the_next(mem):
     first = mem.capture(run="r", iteration=1, exit_code=1, error_text="ValueError: first")
-    with mem.store.write() as conn:  # as a store written before iterations were bounded
+    with port(mem).store.write() as conn:  # as a store written before iterations were bounded
         conn.execute("UPDATE failures SET iteration = ? WHERE id = ?",
                      (2**63 - 1, first.failure_id))
     later = mem.capture(run="r", exit_code=1, error_text="KeyError: 'second'")
@@ -402,6 +388,6 @@ def test_clear_keeps_a_pinned_lesson_as_it_keeps_a_taught_one(mem):
     gone = mem.capture(run="a", exit_code=1, error_text="AssertionError: 1 != 2")
     mem.pin(kept.lesson_id)
     mem.clear(run="a")
-    assert mem.lesson(kept.lesson_id)["pinned"]
+    assert mem.lesson(kept.lesson_id).pinned
     with pytest.raises(UnknownLesson):
         mem.lesson(gone.lesson_id)

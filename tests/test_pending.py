@@ -15,6 +15,7 @@ import pytest
 from conftest import run_cli, store_dump, store_held
 
 from reflect import Memory, Settings
+from reflect.api.memory import port
 from reflect.store import pending
 
 CAPTURES = textwrap.dedent("""
@@ -44,7 +45,7 @@ def release(held):
 
 def stored_messages(home) -> list[str]:
     with Memory(home) as mem:
-        return [f["message"] for f in reversed(mem.store.failures(None, 1000))]
+        return [f["message"] for f in reversed(port(mem).store.failures(None, 1000))]
 
 
 def leftovers(home, tmp_path) -> list[str]:
@@ -125,7 +126,7 @@ def test_a_held_store_costs_a_step_a_brief_wait_and_one_true_line(own_store):
 def test_a_claim_left_by_a_killed_replay_is_finished_without_duplicates(own_store):
     with Memory() as mem:
         stored = mem.capture(run="r", exit_code=1, error_text="ValueError: stored")
-        record = {"failure": dict(mem.store.failure(stored.failure_id)),
+        record = {"failure": dict(port(mem).store.failure(stored.failure_id)),
                   "lesson": {"id": "L-unused"}}
     with Memory(settings=Settings(busy_timeout=0.05)) as mem:
         blocker = hold_lock(own_store)
@@ -210,7 +211,7 @@ def test_a_capture_kept_by_an_older_version_gets_its_cause_at_replay(own_store):
     path.write_text(json.dumps(record) + "\n")
     with Memory() as mem:
         mem.capture(run="r", exit_code=1, error_text="ValueError: later")
-        stored = mem.store.failure(record["failure"]["id"])
+        stored = port(mem).store.failure(record["failure"]["id"])
     assert stored is not None and {k: stored[k] for k in derived} == derived
 
 
@@ -258,8 +259,8 @@ def planted(record: dict) -> dict:
 
 def lessons_of(home, fingerprint: str) -> list[dict]:
     with Memory(home) as mem:
-        return [dict(r) for r in mem.lessons(status=None, limit=1000)
-                if r["fingerprint"] == fingerprint]
+        return [r.to_dict() for r in mem.lessons(status=None, limit=1000)
+                if r.fingerprint == fingerprint]
 
 
 def test_a_replayed_record_is_reviewed_as_a_new_capture(own_store):

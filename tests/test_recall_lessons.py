@@ -7,6 +7,7 @@ import pytest
 from conftest import NO_TABLE, cut_commands
 
 from reflect import Memory, Settings
+from reflect.api.memory import port
 from reflect.recall.predict import Predictor
 from reflect.recall.render import (
     HOUSE_HEADER,
@@ -223,7 +224,7 @@ def test_without_vectors_similar_runs_are_found_by_the_goals_words(monkeypatch, 
         fill(m)
         items = lesson_items(m.recall(run="new", goal=DJANGO_GOAL))
         assert [i for i in items if "no such table" in i.text and "similar runs" in i.text]
-        assert m.vectors.embedder() is None
+        assert port(m).vectors.embedder() is None
 
 
 def test_offline_is_recency_only(monkeypatch):
@@ -232,16 +233,17 @@ def test_offline_is_recency_only(monkeypatch):
         fill(m)
         m.capture(run="new", exit_code=1, error_text=NO_YAML)
         assert [i.section for i in m.recall(run="new", goal=DJANGO_GOAL).items] == ["recent"]
-        assert m.embeddings is None and m.vectors.embedder() is None
+        assert m.embeddings is None and port(m).vectors.embedder() is None
 
 
 def test_cached_mode_never_embeds_and_queues_the_goal(similar):
     with Memory(settings=Settings(embed_here=False)) as m:
         fill(m)
         assert lesson_items(m.recall(run="new", goal=DJANGO_GOAL))  # the goals' words
-        assert not m.vectors.loaded, "a cached-mode recall loaded a model"
-        assert m.store.embedder_model("hash") is None  # no process here recorded loading one
-        queued = [text for _, text in m.store.texts_to_embed(m.vectors.model_name() or "", 100)]
+        assert not port(m).vectors.loaded, "a cached-mode recall loaded a model"
+        assert port(m).store.embedder_model("hash") is None  # no process here recorded loading one
+        model = port(m).vectors.model_name() or ""
+        queued = [text for _, text in port(m).store.texts_to_embed(model, 100)]
         assert queued.count(DJANGO_GOAL) == 1
 
 
@@ -250,7 +252,7 @@ def test_benign_exits_are_kept_counted_and_never_recalled(mem):
                         exit_code=1, error_text="")
     assert entry.source == "benign" and entry.lesson_id == ""
     assert mem.recall(run="r").text == "" and mem.stats().benign == 1
-    assert mem.stats().failures == 0 and mem.store.job_counts() == {}
+    assert mem.stats().failures == 0 and port(mem).store.job_counts() == {}
     # With output it is a real error; so is another program's exit 1.
     assert mem.capture(run="r", action="grep x f", exit_code=2,
                        error_text="grep: f: No such file or directory").source == "text"
@@ -445,5 +447,5 @@ def test_a_secret_in_the_command_about_to_run_reaches_no_block(own_store):
     with Memory(settings=Settings(predictor=Predictor(action=3.0))) as mem:
         command_store(mem)
         rec = mem.recall(run="new", action=f"GITHUB_TOKEN={token} pytest -q")
-        query = mem.query(run="new", action=f"curl -H 'Authorization: token {token}' x")
+        query = port(mem).query(run="new", action=f"curl -H 'Authorization: token {token}' x")
     assert token not in rec.text and token not in query.action and "REDACTED" in query.action

@@ -9,6 +9,7 @@ from conftest import run_cli, store_held
 
 from reflect import Memory, Settings
 from reflect.api.context import RunContext
+from reflect.api.memory import port
 
 ADDRESSED = "ci-alice@example.com-42"  # scrubbed as it is stored: [REDACTED:email]-42
 MISSING = "ModuleNotFoundError: No module named 'yaml'"
@@ -38,7 +39,7 @@ def test_reflect_run_reports_the_success_of_a_run_the_scrubber_changes(own_store
     with Memory() as mem:
         [failure] = mem.failures(run=ADDRESSED)
         assert mem.failure(failure.failure_id) is not None
-        assert mem.store.open_failures(failure.run, 10**6) == []  # resolved by the rerun
+        assert port(mem).store.open_failures(failure.run, 10**6) == []  # resolved by the rerun
 
 
 def stored_after(own_store, kept_aside: bool) -> tuple[dict, list]:
@@ -57,8 +58,8 @@ def stored_after(own_store, kept_aside: bool) -> tuple[dict, list]:
             held.__exit__(None, None, None)
             assert (own_store / "pending.jsonl").exists()
         mem.capture(run="later", exit_code=1, error_text="ValueError: another cause")
-        lessons = mem.store.active_lessons([f.fingerprint for f in mem.failures()])
-        return mem.store.job_counts(), sorted(
+        lessons = port(mem).store.active_lessons([f.fingerprint for f in mem.failures()])
+        return port(mem).store.job_counts(), sorted(
             (lesson.get("losses", 0), lesson.get("wins", 0)) for lesson in lessons.values())
 
 
@@ -123,7 +124,7 @@ def test_a_run_whose_id_the_scrubber_changes_keeps_its_history_for_its_own_modul
         entry = mem.capture(run=ADDRESSED, action="python app.py", exit_code=1,
                             error_text="ModuleNotFoundError: No module named 'widgets'")
         assert entry is not None
-        guidance = mem.lesson(entry.lesson_id)["guidance"]
+        guidance = mem.lesson(entry.lesson_id).guidance
         assert "run's own code" in guidance and "pip install" not in guidance
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from reflect import Memory
+from reflect.api.memory import port
 from reflect.capture import fingerprint
 from reflect.store import DB_NAME
 from reflect.store.sqlite_migrations import MIGRATIONS, migrate
@@ -81,9 +82,9 @@ def test_migrate_from_each_older_schema_keeps_the_data(tmp_path, applied):
         assert mem.recall(run="r").items[0].source_failure_ids == ["F-00000001"]
         # Later schemas count the old failure's cause, as a family of its own (the family
         # rule is not run by a migration), and know its run, with its goal.
-        cause = mem.store.failures_by_id(["F-00000001"])["F-00000001"]["cause"]
-        assert mem.store.run_families(["r"])["r"] == {cause}
-        assert mem.store.earlier_runs("other", "x") == 1
+        cause = port(mem).store.failures_by_id(["F-00000001"])["F-00000001"]["cause"]
+        assert port(mem).store.run_families(["r"])["r"] == {cause}
+        assert port(mem).store.earlier_runs("other", "x") == 1
 
 
 @pytest.mark.sqlite_only
@@ -182,12 +183,12 @@ def test_eight_processes_capture_into_a_new_store_without_losing_a_row(own_store
         assert p.returncode == 0, err.decode()
         assert b"warning" not in err, err.decode()  # nothing fell back to the pending file
     with Memory() as mem:
-        rows = mem.store.failures(None, 2000)
+        rows = port(mem).store.failures(None, 2000)
         assert len(rows) == 1600 and len({r["seq"] for r in rows}) == 1600
-        assert sorted(mem.store.count_by("run", None)) == [(f"w{n}", 200) for n in range(8)]
+        assert sorted(port(mem).store.count_by("run", None)) == [(f"w{n}", 200) for n in range(8)]
         # Within one process the sequence follows the order of its captures.
         for n in range(8):
-            newest_first = [r["iteration"] for r in mem.store.failures(f"w{n}", 200)]
+            newest_first = [r["iteration"] for r in port(mem).store.failures(f"w{n}", 200)]
             assert newest_first == list(range(199, -1, -1))
 
 
@@ -202,5 +203,5 @@ def test_a_step_is_stored_once_however_often_it_is_recorded(own_store):
             mem.outcome(run="r", action="python -m pytest -x", step="toolu_3")
         assert again.failure_id == first.failure_id != other_run.failure_id
         assert len(mem.failures(run="r")) == 1 and mem.stats("r").benign == 1
-        assert mem.store.successes_between("r", -1, 100) == ["python -m pytest -x"]
-        assert mem.store.unkeyed_steps("r") == (0, 0)
+        assert port(mem).store.successes_between("r", -1, 100) == ["python -m pytest -x"]
+        assert port(mem).store.unkeyed_steps("r") == (0, 0)

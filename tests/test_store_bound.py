@@ -45,14 +45,14 @@ def test_the_oldest_failures_go_first_and_every_lesson_stays(own_store):
     fill(30)
     with Memory() as mem:
         mem.teach("when the tests need a database: run make db first")
-        lessons = sorted(lesson["id"] for lesson in mem.lessons(status=None, limit=100))
+        lessons = sorted(lesson.id for lesson in mem.lessons(status=None, limit=100))
         learnt = [e.lesson_id for e in mem.failures(limit=100)]
     newest = failure_ids(10)
     out = run_cli("consolidate", "--format", "json", env={"REFLECT_MAX_FAILURES": "10"})
     assert out.returncode == 0, out.stderr
     assert failure_ids() == newest
     with Memory() as mem:
-        assert sorted(lesson["id"] for lesson in mem.lessons(status=None, limit=100)) == lessons
+        assert sorted(lesson.id for lesson in mem.lessons(status=None, limit=100)) == lessons
         assert len(mem.injections(limit=100)) <= 10
         # What the store learnt of each cause stays: the runs it failed in, as the export
         # says of each lesson.

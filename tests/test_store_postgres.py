@@ -12,6 +12,7 @@ import pytest
 
 from reflect import Memory
 from reflect.api import controls, doctor
+from reflect.api.memory import port
 from reflect.store import StoreUnavailable, open_store
 from reflect.store.sqlite import SQLiteStore
 
@@ -193,7 +194,7 @@ def test_a_forgotten_lesson_leaves_no_words_and_no_vector(own_store):
                             error_text="RuntimeError: unforgettable-marker-phrase in the pipeline")
         mem.recall(run="b", goal="fix the unforgettable-marker-phrase pipeline")
         mem.forget(entry.lesson_id)
-        store = mem.store
+        store = port(mem).store
         assert store._value("SELECT COUNT(*) FROM lesson_vectors WHERE lesson_id = ?",
                             (entry.lesson_id,)) == 0
         assert store._value("SELECT COUNT(*) FROM lesson_words") == store._value(

@@ -13,6 +13,7 @@ import pytest
 from conftest import postgres_server, run_cli, tool_use_id
 
 from reflect import Memory, Settings
+from reflect.api.memory import port
 from reflect.store import StoreUnavailable, open_store
 
 postgres = pytest.importorskip("reflect.store.postgres", reason="psycopg is not installed")
@@ -127,7 +128,7 @@ def test_a_server_gone_silent_after_the_handshake_keeps_the_capture_aside(own_st
             kept = mem.capture(iteration=2, exit_code=1, error_text="ValueError: after")
             assert kept is not None and kept.message == "after"
             assert (own_store / "pending.jsonl").exists()
-            assert isinstance(mem.store, postgres.PostgresStore)
+            assert isinstance(port(mem).store, postgres.PostgresStore)
             asked = relay.dropped
             assert "after" in mem.recall(iteration=3).text  # from what was kept aside
             assert relay.dropped == asked  # the step did not ask the silent server again

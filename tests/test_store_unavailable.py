@@ -77,7 +77,7 @@ def test_a_capture_kept_while_the_store_was_away_keeps_the_projects_scope(own_st
     (own_store / DB_NAME).rmdir()
     with Memory(run="r") as mem:
         mem.capture(iteration=2, exit_code=1, error_text="ValueError: replays the first")
-        scopes = {lesson["scope"] for lesson in mem.lessons(limit=10)}
+        scopes = {lesson.scope for lesson in mem.lessons(limit=10)}
     assert scopes == {mem.scope} and mem.scope != "global"
 
 

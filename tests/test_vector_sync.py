@@ -4,6 +4,7 @@ runs whose goal vector changed since the file was saved, and rebuilds it after a
 from fake_store import FakeStore
 
 from reflect import Memory, Settings
+from reflect.api.memory import port
 from reflect.reflection.embedding import Vectors
 
 
@@ -11,7 +12,7 @@ def capture_runs(mem, names):
     for name in names:
         mem.capture(run=name, goal=f"fix the {name} parser for dates", exit_code=1,
                     error_text=f"ValueError: bad {name}")
-    mem.vectors.embed_pending()
+    port(mem).vectors.embed_pending()
 
 
 def spied() -> tuple[Memory, FakeStore]:
@@ -30,15 +31,16 @@ def test_a_sync_reads_only_the_changed_runs(own_store):
     with mem:
         capture_runs(mem, [f"run{i}" for i in range(30)])
         fake.calls.clear()
-        assert len(mem.vectors.index()) == 30 and read(fake) == [30]  # built once, from all
-        assert mem.vectors.index() is mem.vectors.index() and read(fake) == [30]  # unchanged
+        assert len(port(mem).vectors.index()) == 30 and read(fake) == [30]  # built once, from all
+        vectors = port(mem).vectors
+        assert vectors.index() is vectors.index() and read(fake) == [30]  # unchanged
 
         capture_runs(mem, ["run30", "run31"])
-        assert len(mem.vectors.index()) == 32 and read(fake) == [30, 2]
+        assert len(port(mem).vectors.index()) == 32 and read(fake) == [30, 2]
 
         # Another process opens the saved file and reads only what it lacks.
         capture_runs(mem, ["run32"])
-        other = Vectors(mem.store, "hash")
+        other = Vectors(port(mem).store, "hash")
         assert len(other.index()) == 33 and read(fake) == [30, 2, 1]
         assert other.index().ids[-1] == "run32"
 
@@ -48,9 +50,9 @@ def test_a_removal_rebuilds_the_index_without_the_removed_run(own_store):
     with mem:
         capture_runs(mem, ["a", "b", "c"])
         fake.calls.clear()
-        assert sorted(mem.vectors.index().ids) == ["a", "b", "c"]
+        assert sorted(port(mem).vectors.index().ids) == ["a", "b", "c"]
         mem.clear(run="b")
-        assert sorted(mem.vectors.index().ids) == ["a", "c"] and read(fake) == [3, 2]
+        assert sorted(port(mem).vectors.index().ids) == ["a", "c"] and read(fake) == [3, 2]
 
 
 def test_clearing_a_run_takes_its_error_and_goal_texts_out_of_the_vector_table(own_store):
@@ -71,7 +73,7 @@ def test_clearing_a_run_takes_its_error_and_goal_texts_out_of_the_vector_table(o
 def test_forgetting_a_lesson_takes_its_failures_error_and_goal_texts_out_of_the_vector_table(
         own_store):
     def queued(mem) -> str:
-        return "\n".join(r[0] for r in mem.store._rows("SELECT text FROM query_vectors"))
+        return "\n".join(r[0] for r in port(mem).store._rows("SELECT text FROM query_vectors"))
 
     with Memory(embeddings="hash") as mem:
         forgotten = mem.capture(run="a", goal="ship the quarterly-ledger export", exit_code=1,

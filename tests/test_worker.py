@@ -22,6 +22,7 @@ import respx
 from conftest import store_dump
 
 from reflect import Memory, Settings
+from reflect.api.memory import port
 from reflect.base import config
 from reflect.base.limits import next_day
 from reflect.base.records import DONE
@@ -259,11 +260,11 @@ def capture(mem, n=None, run="r1", **fields):
 
 
 def rows(mem, sql, *args) -> list[dict]:
-    return [dict(r) for r in mem.store._rows(sql, args)]
+    return [dict(r) for r in port(mem).store._rows(sql, args)]
 
 
 def active_lesson(mem, fingerprint) -> dict | None:
-    return mem.store.active_lessons([fingerprint]).get(fingerprint)
+    return port(mem).store.active_lessons([fingerprint]).get(fingerprint)
 
 
 def reflect_jobs(mem) -> list[dict]:
@@ -426,6 +427,7 @@ def test_a_hung_provider_neither_slows_capture_nor_holds_close(api):
         raise httpx.ReadTimeout("the provider did not answer", request=request)
 
     api.script(then=hang)
+    before = set(threading.enumerate())
     mem = Memory(model=MODEL, settings=Settings(worker_thread=True, close_timeout=0.5,
                                                 worker_poll=0.02))
     try:
@@ -433,7 +435,7 @@ def test_a_hung_provider_neither_slows_capture_nor_holds_close(api):
         assert started.wait(60), "the worker thread never called the model"
         second = capture(mem, 2)  # returned while the call hangs (the test holds it)
         assert second.failure_id and api.count == 1
-        thread = mem._worker[0]
+        [thread] = [t for t in set(threading.enumerate()) - before if t.name == "reflect-worker"]
     finally:
         mem.close()  # returned while the call hangs: close_timeout, not the hung call
     assert thread.is_alive()  # still in the call: a daemon thread, it never holds the agent
@@ -506,7 +508,7 @@ def test_a_dead_workers_job_is_taken_over_after_its_lease(api, mem, clock, retri
     api.script(then=reply())
     entry = capture(mem)
     # A worker that leased the job and was killed.
-    dead = mem.store.lease("host:999999:dead", 999999, "host", clock(), 90.0, ("reflect",),
+    dead = port(mem).store.lease("host:999999:dead", 999999, "host", clock(), 90.0, ("reflect",),
                            retries.max_attempts)
     other = Worker(mem.home, mem.store_url, mem.model, None, clock=clock)
     try:
@@ -520,7 +522,7 @@ def test_a_dead_workers_job_is_taken_over_after_its_lease(api, mem, clock, retri
     assert api.count == 1
     (job,) = reflect_jobs(mem)
     assert (job["state"], job["attempts"]) == ("done", 2)
-    assert not mem.store.settle(dead, "host:999999:dead", clock(), DONE)  # it lost the job
+    assert not port(mem).store.settle(dead, "host:999999:dead", clock(), DONE)  # it lost the job
     assert active_lesson(mem, entry.fingerprint)["kind"] == "model"
 
 

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from reflect.base.records import Lesson, new_lesson
+from reflect.base.records import Lesson, LessonRow, new_lesson
 from reflect.store.protocol import LessonStore
 
 if TYPE_CHECKING:
@@ -33,13 +33,13 @@ class UnknownLesson(LookupError):
 class PinnedLesson(ValueError):
     """A pinned lesson stands where a person's lesson would go: nothing supersedes it."""
 
-    def __init__(self, pinned: Lesson):
+    def __init__(self, pinned: LessonRow):
         super().__init__(
             f"{pinned['id']} is pinned and says what to do when {pinned['trigger']}: "
             f"`reflect lessons unpin {pinned['id']}` lets another lesson take its place")
 
 
-def get(store: LessonStore, lesson_id: str) -> Lesson:
+def get(store: LessonStore, lesson_id: str) -> LessonRow:
     row = store.lesson(lesson_id)
     if row is None:
         raise UnknownLesson(lesson_id)
@@ -50,7 +50,7 @@ def listing(store: LessonStore, *, status: str | None = "active", ineffective_af
             limit: int = 50) -> list[Lesson]:
     """Lessons newest first; ``ineffective_after`` keeps those that failed to prevent
     their failure at least that many times, worst first."""
-    return store.lessons(status, ineffective_after, limit)
+    return [Lesson.from_row(row) for row in store.lessons(status, ineffective_after, limit)]
 
 
 @dataclass(frozen=True)
@@ -66,7 +66,8 @@ def search(store: LessonStore, text: str, limit: int = 20, bound: SearchBound = 
     """The lessons that hold every word of ``text`` (each word once, the first ones that
     ``bound`` keeps): a megabyte pasted into a search answers as fast as a line."""
     words = dict.fromkeys(re.findall(r"\w+", text[:bound.chars]))
-    return store.lessons_by_words(list(words)[:bound.words], limit)
+    return [Lesson.from_row(row)
+            for row in store.lessons_by_words(list(words)[:bound.words], limit)]
 
 
 def detail(store: LessonStore, lesson_id: str, holdout: Measured | None) -> LessonDetail:
@@ -75,8 +76,8 @@ def detail(store: LessonStore, lesson_id: str, holdout: Measured | None) -> Less
     from reflect.base.answers import LessonDetail  # an answer's types: not on capture's path
 
     lesson = get(store, lesson_id)
-    return LessonDetail(**lesson, **store.lesson_provenance(
-        lesson_id, lesson["fingerprint"], PROVENANCE_FAILURES), holdout=holdout)
+    return LessonDetail.from_row({**lesson, **store.lesson_provenance(
+        lesson_id, lesson["fingerprint"], PROVENANCE_FAILURES), "holdout": holdout})
 
 
 def set_pinned(store: LessonStore, lesson_id: str, pinned: bool, now: float) -> None:
@@ -89,7 +90,7 @@ def feedback(store: LessonStore, lesson_id: str, good: bool, now: float) -> Less
     get(store, lesson_id)
     wins, losses = (FEEDBACK_WEIGHT, 0) if good else (0, FEEDBACK_WEIGHT)
     store.add_outcomes(lesson_id, wins, losses, now)
-    return get(store, lesson_id)
+    return Lesson.from_row(get(store, lesson_id))
 
 
 def quarantine(store: LessonStore, lesson_id: str, why: str, now: float) -> None:

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO, TypeVar, cast
 
 from reflect.base.choices import EXPORT_FORMATS
-from reflect.base.records import Lesson, RankedLesson, new_lesson
+from reflect.base.records import LessonRow, RankedLessonRow, new_lesson
 from reflect.base.supersession import KIND_RANK
 from reflect.base.text import clip, counted, one_line
 from reflect.capture.heuristics import CATEGORIES, GUIDANCE_MAX, SEVERITIES, TRIGGER_MAX
@@ -81,7 +81,7 @@ def export_lessons(store: LessonStore, fmt: str, min_confidence: float = 0.5,
                      [(r, proven[r["id"]]) for r in rows if r["id"] in proven])
 
 
-def _json_line(row: Lesson) -> str:
+def _json_line(row: LessonRow) -> str:
     keys = ("fingerprint", "trigger", "guidance", "category", "severity", "kind", "confidence",
             "prior", "evidence", "resolution", "scope", "created", "updated")
     columns: Mapping[str, Any] = row
@@ -91,8 +91,8 @@ def _json_line(row: Lesson) -> str:
     return json.dumps(record, sort_keys=True, ensure_ascii=False) + "\n"
 
 
-def _markdown(rows: list[RankedLesson],
-              proven: list[tuple[RankedLesson, Measured]] | None = None) -> str:
+def _markdown(rows: list[RankedLessonRow],
+              proven: list[tuple[RankedLessonRow, Measured]] | None = None) -> str:
     out = ["# Lessons from failures", "",
            "Exported by reflect: what coding agents learnt from their own failures, "
            "best first.", ""]
@@ -160,7 +160,7 @@ def import_lessons(store: LessonStore, path: Path, scrub: Callable[[str], tuple[
                    now: float) -> ImportReport:
     """Import a JSON-lines export into ``store`` in one transaction."""
     report = ImportReport()
-    lessons: list[Lesson] = []
+    lessons: list[LessonRow] = []
     if not stat.S_ISREG(os.stat(path).st_mode):  # /dev/zero, a FIFO: may never end
         raise OSError(f"{path} is not a regular file; import a file written by "
                       "`reflect export --format jsonl -o FILE`")
@@ -191,7 +191,7 @@ def _lines(f: TextIO) -> Iterator[str]:
         yield line
 
 
-def _validate(line: str, scrub: Callable[[str], tuple[str, int]], now: float) -> Lesson:
+def _validate(line: str, scrub: Callable[[str], tuple[str, int]], now: float) -> LessonRow:
     if len(line) > LINE_MAX:
         raise _Invalid(f"line longer than {LINE_MAX} characters")
     try:

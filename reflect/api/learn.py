@@ -30,7 +30,7 @@ from reflect.capture.scope import scope_of
 from reflect.capture.transcripts import Session, Skipped, TranscriptError, claude_code, codex
 
 if TYPE_CHECKING:
-    from reflect.api.memory import Memory
+    from reflect.api.memory import Memory, Port
     from reflect.base.records import RecallItem
 
 NEW_SESSION = "(a new session)"  # the run a preview of the house rules recalls for; not stored
@@ -73,8 +73,10 @@ def sessions(client: str, paths: Iterable[str | os.PathLike[str]] = (),
     return found
 
 
-def learn(mem: Memory, client: str, paths: Iterable[str | os.PathLike[str]] = (),
+def learn(mem: Memory, inside: Port, client: str,
+          paths: Iterable[str | os.PathLike[str]] = (),
           progress: Callable[[int, int], None] | None = None) -> LearnReport:
+    """``Memory.learn``, through the memory's public methods and ``inside``, its port."""
     if not mem.enabled:
         raise TranscriptError("failure memory is switched off (REFLECT_FAILURE_MEMORY=0): "
                               "nothing would be recorded; unset it to learn")
@@ -82,38 +84,43 @@ def learn(mem: Memory, client: str, paths: Iterable[str | os.PathLike[str]] = ()
     found = sessions(client, paths, skipped)
     report = LearnReport(client, sessions=len(found))
     before = _lesson_count(mem)
-    settings, here = mem.settings, mem.scope
+    here = mem.scope
     try:
         for n, session in enumerate(found, 1):
-            mem.scope = _scope(mem, session.cwd) or here
-            if _learn_session(mem, session, skipped, report):
+            mem.scope = _scope(inside, session.cwd) or here
+            if _learn_session(mem, inside, session, skipped, report):
                 report.learned += 1
             if progress is not None:
                 progress(n, len(found))
     finally:
-        mem.settings, mem.scope = settings, here
+        mem.scope = here
     report.lessons = _lesson_count(mem) - before
-    report.house_rules = [item.text for item in house_rules(mem)]
+    report.house_rules = [item.text for item in house_rules(mem, inside)]
     report.skipped = dict(skipped.most_common())
     return report
 
 
-def _learn_session(mem: Memory, session: Session, skipped: Skipped,
+def _learn_session(mem: Memory, inside: Port, session: Session, skipped: Skipped,
                    report: LearnReport) -> bool:
     """Replay one session's calls; True when it added anything."""
     now = [session.start or 0.0]
-    mem.settings = replace(mem.settings, clock=lambda: now[0])  # the session's own times
+    with inside.clocked(lambda: now[0]):  # the session's own times
+        return _learn_calls(mem, inside, session, skipped, report, now)
+
+
+def _learn_calls(mem: Memory, inside: Port, session: Session, skipped: Skipped,
+                 report: LearnReport, now: list[float]) -> bool:
     # A session is a run from its start, failures or not, as its first recall made it live.
-    query = mem.query(run=session.run, goal=session.goal)
+    query = inside.query(run=session.run, goal=session.goal)
     run = query.run
-    mem.store.register_run(run, query.goal, mem.scope, now[0], member=mem.context.member)
-    stored = mem.store.stored_steps(run)
-    captured, reported = mem.store.unkeyed_steps(run)
+    inside.store.register_run(run, query.goal, mem.scope, now[0], member=mem.context.member)
+    stored = inside.store.stored_steps(run)
+    captured, reported = inside.store.unkeyed_steps(run)
     open_failures: list[str] = []
     added = False
     for call in session.calls(skipped):
         now[0] = max(now[0], call.ts or now[0])
-        action = mem.scrubber.scrub(call.action)[0]
+        action = inside.scrubber.scrub(call.action)[0]
         known = tool_calls.step_key(run, call.id) in stored
         if call.failed:
             if captured > 0:
@@ -140,11 +147,11 @@ def _learn_session(mem: Memory, session: Session, skipped: Skipped,
     return added
 
 
-def _scope(mem: Memory, cwd: str) -> str | None:
+def _scope(inside: Port, cwd: str) -> str | None:
     """The scope of the session's project, as its hooks found it; the current one when
     the directory is gone."""
     if cwd and Path(cwd).is_dir():
-        return scope_of(Path(cwd), mem.store)
+        return scope_of(Path(cwd), inside.store)
     return None
 
 
@@ -152,11 +159,11 @@ def _lesson_count(mem: Memory) -> int:
     return len(mem.lessons(limit=10**9))
 
 
-def house_rules(mem: Memory) -> list[RecallItem]:
+def house_rules(mem: Memory, inside: Port) -> list[RecallItem]:
     """The lessons a new session of this project is shown first (nothing is logged)."""
     from reflect.recall import block
 
-    query = replace(mem.query(run=NEW_SESSION, sections=("lessons",)), scope=mem.scope,
+    query = replace(inside.query(run=NEW_SESSION, sections=("lessons",)), scope=mem.scope,
                     embed=False)
-    rec = block.build(mem.store, mem.vectors, query, mem.predictor, mem.holdout)
+    rec = block.build(inside.store, inside.vectors, query, inside.predictor, inside.holdout)
     return list(rec.items)

@@ -5,8 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
-import warnings
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -15,7 +14,14 @@ from reflect.api import controls
 from reflect.api.context import RunContext
 from reflect.api.settings import Settings
 from reflect.base import config
-from reflect.base.records import COUNTED_BELOW, ErrorEntry, Failure, Lesson, Recall
+from reflect.base.records import (
+    COUNTED_BELOW,
+    ErrorEntry,
+    FailureRow,
+    Lesson,
+    LessonRow,
+    Recall,
+)
 from reflect.capture import benign, numbers, own_module, resolution
 from reflect.capture.entry import (
     Parsed,
@@ -38,6 +44,7 @@ if TYPE_CHECKING:
     from reflect.api.exchange import ImportReport
     from reflect.api.learn import LearnReport
     from reflect.base.answers import Consolidation, Injection, LessonDetail, Progress, Stats, Status
+    from reflect.capture.scrub import Scrubber
     from reflect.recall.block import Query
     from reflect.recall.holdout import Effect
     from reflect.recall.predict import Predictor
@@ -61,32 +68,30 @@ class Memory:
         embeddings: str | None = None,
         settings: Settings | None = None,
         context: RunContext | None = None,
-        **before_settings: Any,
     ):
         """``model`` (else ``REFLECT_MODEL``) names the litellm model that writes lessons.
         ``embeddings`` (else ``REFLECT_EMBEDDINGS``) names the embedding model; "off"
         forbids it. ``store_url`` (else ``REFLECT_STORE``) names a shared PostgreSQL
         store; "" is the SQLite file in ``home``, which holds what stays on this machine
-        either way. The rest is ``settings``; a field of it given as a keyword, as before
-        ``Settings`` was, still works, with a ``DeprecationWarning``. ``context``: the run
-        context a boundary made already (``RunContext.from_env``), instead of all these;
-        without it, this is the boundary, and the process's environment is read here."""
+        either way. The rest is ``settings``. ``context``: the run context a boundary made
+        already (``RunContext.from_env``), instead of all these; without it, this is the
+        boundary, and the process's environment is read here."""
         if context is None:
             context = RunContext.from_env(
                 os.environ, home=home, store_url=store_url, run=run, model=model,
-                embeddings=embeddings, settings=_settings(settings, before_settings))
+                embeddings=embeddings, settings=settings or Settings())
         self.context = context
         settings = self.settings = context.settings
         self.home, self.store_url, self.run = context.home, context.store_url, context.run
         self.enabled, self.offline = context.enabled, context.offline
-        self.scrubber = context.scrubber
-        self.benign_exits = benign.rules(self.home)
+        self._scrubber = context.scrubber
+        self._benign_exits = benign.rules(self.home)
         self.model, self.embeddings = context.model, context.embeddings
-        self._store: Store | None = None
+        self._opened: Store | None = None
         # Why this Memory's last capture was kept aside (the store was locked or down):
         # the rest of that step (its worker, its block) does not wait for the store again.
         self._kept_aside: Exception | None = None
-        self._vectors: Vectors | None = None
+        self._dense: Vectors | None = None
         self._scope: str | None = None
         self._worker: tuple[threading.Thread, threading.Event] | None = None
         if settings.worker_thread and (self.model is not None or self.embeddings is not None):
@@ -100,27 +105,27 @@ class Memory:
     # The store opens on first use, so a Memory can always be constructed;
     # a store that cannot be opened degrades capture and recall, never raises.
     @property
-    def store(self) -> Store:
-        if self._store is None:  # REFLECT_STORE may name a shared PostgreSQL store
-            self._store = self.settings.open_store(self.home, self.store_url,
+    def _store(self) -> Store:
+        if self._opened is None:  # REFLECT_STORE may name a shared PostgreSQL store
+            self._opened = self.settings.open_store(self.home, self.store_url,
                                                    self.settings.busy_timeout)
-        return self._store
+        return self._opened
 
     @property
-    def vectors(self) -> Vectors:
+    def _vectors(self) -> Vectors:
         """Dense search for this store (numpy is imported here: capture never needs it)."""
-        if self._vectors is None:
+        if self._dense is None:
             from reflect.reflection.embedding import Vectors
 
-            self._vectors = Vectors(self.store, self.embeddings, self.clock)
-        return self._vectors
+            self._dense = Vectors(self._store, self.embeddings, self.clock)
+        return self._dense
 
     @property
     def scope(self) -> str:
         """The project lessons are learnt and recalled in: the repository at the working
         directory's, "global" outside one."""
         if self._scope is None:
-            self._scope = scope_of(Path.cwd(), self.store)
+            self._scope = scope_of(Path.cwd(), self._store)
         return self._scope
 
     @scope.setter
@@ -132,7 +137,7 @@ class Memory:
         """For an empty recall: the scope it looked in and how many lessons other
         repositories have in this store; "" when they have none, or it cannot be read."""
         try:
-            others = self.store.lessons_elsewhere(self.scope)
+            others = self._store.lessons_elsewhere(self.scope)
         except (StoreUnavailable, OSError):
             return ""
         return elsewhere(Path.cwd(), others)
@@ -145,9 +150,9 @@ class Memory:
             stop.set()
             thread.join(self.settings.close_timeout)
             self._worker = None
-        if self._store is not None:
-            self._store.close()
-            self._store = self._vectors = None
+        if self._opened is not None:
+            self._opened.close()
+            self._opened = self._dense = None
 
     def __enter__(self) -> Memory:
         return self
@@ -182,7 +187,7 @@ class Memory:
         iteration = numbers.iteration(iteration)
         exit_code = numbers.bounded(exit_code, "exit code")
         if exc is None and not crash:
-            program = benign.benign(action, exit_code, error_text, self.benign_exits)
+            program = benign.benign(action, exit_code, error_text, self._benign_exits)
             if program:
                 return self._keep_benign(run, iteration, goal, phase, action,
                                          exit_code, program, step)
@@ -200,16 +205,16 @@ class Memory:
             scope = _scope_aside()  # the store is unreachable: the capture is kept aside below
             self._kept_aside = e
         failure, lesson = entry_rows(parsed, run=run, iteration=iteration, goal=goal,
-                                     action=action, scrubber=self.scrubber, scope=scope,
+                                     action=action, scrubber=self._scrubber, scope=scope,
                                      now=self.clock(), own_module=self._own_module(
                                          parsed, run, iteration, action),
                                      step=step)
         try:
             if self._kept_aside is not None:  # waited once already: not a second time
                 raise self._kept_aside
-            pending.replay(self.home, self.store, self._redo,
-                           lambda outcome: kept_outcome(outcome, self.scrubber))
-            stored, lesson_row = self.store.add_failure(
+            pending.replay(self.home, self._store, self._redo,
+                           lambda outcome: kept_outcome(outcome, self._scrubber))
+            stored, lesson_row = self._store.add_failure(
                 failure, lesson, reflect=self.model is not None,
                 embed=self.embeddings is not None, credit_outcome=self.settings.credit,
                 member=self.context.member)
@@ -222,7 +227,7 @@ class Memory:
                         " quarantined`)")  # said once: when its fingerprint first gets it
         return _entry(stored, lesson_row)
 
-    def _keep_aside(self, failure: Failure, lesson: Lesson, why: Exception) -> ErrorEntry:
+    def _keep_aside(self, failure: FailureRow, lesson: LessonRow, why: Exception) -> ErrorEntry:
         """The capture the store could not take, in the pending file (replayed by the next
         capture that can write), numbered in its run as the store would number it."""
         if failure["iteration"] is None:
@@ -233,20 +238,20 @@ class Memory:
         # One line: a PostgreSQL error goes on with the statement it stopped.
         said = str(why).splitlines()[0] if str(why) else repr(why)
         config.warn(f"store {self.home} not writable ({said}); failure kept in {path}")
-        aside: Failure = {**failure, "seq": 0, "lesson_id": lesson["id"]}
+        aside: FailureRow = {**failure, "seq": 0, "lesson_id": lesson["id"]}
         return _entry(aside, lesson)
 
-    def _redo(self, failure: Failure, lesson: Lesson) -> tuple[Failure, Lesson]:
+    def _redo(self, failure: FailureRow, lesson: LessonRow) -> tuple[FailureRow, LessonRow]:
         """A capture kept aside, read back: scrubbed and reviewed as a new capture."""
-        return kept_rows(failure, lesson, self.scrubber)
+        return kept_rows(failure, lesson, self._scrubber)
 
     def _next_iteration_aside(self, run: str) -> int:
         """The run's next number while its store cannot be written: the store's own, when
         it opened and can be read; past the run's captures kept aside either way."""
         stored = 1
-        if self._store is not None:
+        if self._opened is not None:
             with contextlib.suppress(StoreUnavailable, Rejected, OSError):
-                stored = self._store.next_iteration(run)
+                stored = self._opened.next_iteration(run)
         aside = [f["iteration"] or 0 for f, _ in pending.kept(self.home, self._redo)
                  if f["run"] == run and (f["iteration"] or 0) < COUNTED_BELOW]
         return max([stored, *(n + 1 for n in aside)])
@@ -262,8 +267,8 @@ class Memory:
         earlier: list[str] = []  # unreachable store: the working directory still answers
         if self._kept_aside is None:  # a store that made this step wait is not asked again
             with contextlib.suppress(StoreUnavailable, Rejected, OSError):
-                earlier = [*self.store.successes_between(run, -1, before),
-                           *self.store.recent_actions(run, iteration, OWN_MODULE_WINDOW)]
+                earlier = [*self._store.successes_between(run, -1, before),
+                           *self._store.recent_actions(run, iteration, OWN_MODULE_WINDOW)]
         try:
             cwd = Path.cwd()
         except OSError:
@@ -275,13 +280,13 @@ class Memory:
         return self.settings.clock
 
     @property
-    def holdout(self) -> Holdout:
+    def _holdout(self) -> Holdout:
         """The holdout's rule: the settings' share, or its whole rule."""
         given = self.settings.holdout
         return given if isinstance(given, Holdout) else Holdout(p=float(given))
 
     @property
-    def predictor(self) -> Predictor:
+    def _predictor(self) -> Predictor:
         """The prediction's rule: the settings', else the default, comparing a run with
         ``similar_runs`` earlier runs of like goals."""
         from reflect.recall.predict import Predictor
@@ -300,20 +305,20 @@ class Memory:
                      action: str, exit_code: int | None, program: str,
                      step: str | None) -> ErrorEntry:
         def scrub(text: str) -> str:
-            return scrubbed(self.scrubber, text)[0]
+            return scrubbed(self._scrubber, text)[0]
 
         row = {"run": scrub(run), "iteration": iteration, "ts": self.clock(),
                "phase": scrub(phase), "action": scrub(action), "exit_code": exit_code,
                "program": program, "step": step_key(scrub(run), step)}
         try:
-            row = self.store.add_benign(row, scrubbed(self.scrubber, goal, MAX_GOAL_CHARS)[0],
-                                        self.scope, self.context.member)
+            row = self._store.add_benign(row, scrubbed(self._scrubber, goal, MAX_GOAL_CHARS)[0],
+                                         self.scope, self.context.member)
         except (StoreUnavailable, Rejected, OSError) as e:  # not a failure: nothing is lost
             config.warn(f"store {self.home} not writable ({e}); benign exit not kept")
             row = {"id": "", **row, "iteration": iteration or 0}
         return benign_entry(row)
 
-    def query(self, run: str | None = None, goal: str = "", phase: str = "",
+    def _query(self, run: str | None = None, goal: str = "", phase: str = "",
               iteration: int | None = None, max_tokens: int = DEFAULT_MAX_TOKENS,
               sections: tuple[str, ...] = ("recent", "lessons"), action: str = "") -> Query:
         """What a recall asks the store (``recall.block.Query``): the goal and the action
@@ -322,11 +327,11 @@ class Memory:
         from reflect.recall import block
 
         return block.Query(
-            run=self._run_id(run), goal=scrubbed(self.scrubber, goal, MAX_GOAL_CHARS)[0],
+            run=self._run_id(run), goal=scrubbed(self._scrubber, goal, MAX_GOAL_CHARS)[0],
             phase=phase, iteration=numbers.iteration(iteration), scope="global", now=self.clock(),
             max_tokens=max_tokens, sections=sections, embed=self.settings.embed_here,
             escalate_after=self.settings.escalate_after,
-            action=self.scrubber.scrub(action)[0] if action else "")
+            action=self._scrubber.scrub(action)[0] if action else "")
 
     def recall(
         self,
@@ -349,22 +354,22 @@ class Memory:
 
         if self.offline:  # recency only: this run's failures and hints, from SQL
             sections = tuple(s for s in sections if s == "recent")
-        query = self.query(run, goal, phase, iteration, max_tokens, sections, action)
+        query = self._query(run, goal, phase, iteration, max_tokens, sections, action)
         run, goal, now, iteration = query.run, query.goal, query.now, query.iteration
         try:
             if self._kept_aside is not None:  # this step's capture found the store held
                 raise self._kept_aside
             query = replace(query, scope=self.scope)
-            predictor = self.predictor
-            rec = block.build(self.store, self.vectors, query, predictor, self.holdout,
+            predictor = self._predictor
+            rec = block.build(self._store, self._vectors, query, predictor, self._holdout,
                               kept=pending.kept(self.home, self._redo))
             try:  # the log is best effort: it must not cost the agent its block
-                self.store.register_run(run, goal, self.scope, now, wait=LOG_WAIT,
-                                        member=self.context.member)
+                self._store.register_run(run, goal, self.scope, now, wait=LOG_WAIT,
+                                         member=self.context.member)
                 if rec.items or rec.eligible:  # what the agent saw or was kept from
                     if iteration is None:
-                        iteration = self.store.next_iteration(run)
-                    self.store.record_injections(run, iteration, rec.items, rec.tokens, now,
+                        iteration = self._store.next_iteration(run)
+                    self._store.record_injections(run, iteration, rec.items, rec.tokens, now,
                                                  wait=LOG_WAIT, eligible=rec.eligible)
             except (StoreUnavailable, Rejected, OSError) as e:
                 config.warn(f"store {self.home}: injection log not written ({e})")
@@ -384,7 +389,7 @@ class Memory:
         adds nothing. ``progress(done, total)`` is called after each session."""
         from reflect.api.learn import learn
 
-        return learn(self, client, paths, progress)
+        return learn(self, port(self), client, paths, progress)
 
     # -- background work ---------------------------------------------------------
 
@@ -395,7 +400,7 @@ class Memory:
             return False  # kept aside: its jobs are queued when the next capture replays it
         if self.model is None and self.embeddings is None:
             return False
-        if not self.store.claim_worker_start(self.clock(), queue.HEARTBEAT_STALE):
+        if not self._store.claim_worker_start(self.clock(), queue.HEARTBEAT_STALE):
             return False
         from reflect.reflection.worker import start_detached  # a process and its pipes: rare
 
@@ -422,19 +427,19 @@ class Memory:
         from reflect.base.answers import Status
 
         now = self.clock()
-        cost, calls = self.store.spent_today(now)
+        cost, calls = self._store.spent_today(now)
         return Status(
             model=self.model.model if self.model else None,
-            embeddings=self.vectors.model_name() if self.embeddings is not None else "off",
-            jobs=self.store.job_counts(),
-            failed_jobs=self.store.failed_jobs(),
+            embeddings=self._vectors.model_name() if self.embeddings is not None else "off",
+            jobs=self._store.job_counts(),
+            failed_jobs=self._store.failed_jobs(),
             spend_today_usd=round(cost, 6),
             calls_today=calls,
             max_cost_usd=self.model.max_cost_usd if self.model else None,
-            workers_alive=self.store.live_workers(now, queue.HEARTBEAT_STALE),
-            store={**self.store.footprint(), "max_failures": self.settings.upkeep.max_failures,
+            workers_alive=self._store.live_workers(now, queue.HEARTBEAT_STALE),
+            store={**self._store.footprint(), "max_failures": self.settings.upkeep.max_failures,
                    "kept_aside": pending.waiting(self.home)[0]},
-            quarantined=len(self.store.lessons("quarantined", 0, QUARANTINED_COUNTED)),
+            quarantined=len(self._store.lessons("quarantined", 0, QUARANTINED_COUNTED)),
         )
 
     # -- outcome and inspection --------------------------------------------------
@@ -450,21 +455,21 @@ class Memory:
         run, iteration = self._run_id(run), numbers.iteration(iteration)
         if not self.enabled or not success:
             return []  # a failed iteration is credited when it is captured
-        if not self.store.has_run(run) and not self.store.injections(run, 1):
+        if not self._store.has_run(run) and not self._store.injections(run, 1):
             return []  # nothing failed: the usual success, not worth a warning
         if iteration is None:
-            iteration = self.store.next_iteration(run)
-        action = scrubbed(self.scrubber, action)[0]
+            iteration = self._store.next_iteration(run)
+        action = scrubbed(self._scrubber, action)[0]
         found, refused = resolution.resolutions(
-            self.store.open_failures(run, iteration), action,
-            lambda after: self.store.successes_between(run, after, iteration), fix_reason)
+            self._store.open_failures(run, iteration), action,
+            lambda after: self._store.successes_between(run, after, iteration), fix_reason)
         for reason in sorted(refused):
             config.warn(f"what worked in run {run} was kept out of memory: it {reason};"
                         " it is never shown or counted")
         # With a model, the worker revises the lessons of what this fixed.
         now, reflect, key = self.clock(), self.model is not None, step_key(run, step)
         try:
-            self.store.resolve(run, iteration, action, found, now, reflect=reflect,
+            self._store.resolve(run, iteration, action, found, now, reflect=reflect,
                                credit_outcome=self.settings.credit, step=key)
         except (StoreUnavailable, Rejected, OSError) as e:
             path = pending.keep_outcome(self.home, {
@@ -478,88 +483,90 @@ class Memory:
         """The latest failures, newest first; with ``benign`` the exits that answered a
         question too (``source == "benign"``)."""
         run = self._only(run)
-        rows = self.store.failures(run, limit)
-        lessons = self.store.active_lessons([r["fingerprint"] for r in rows])
+        rows = self._store.failures(run, limit)
+        lessons = self._store.active_lessons([r["fingerprint"] for r in rows])
         entries = [_entry(r, lessons.get(r["fingerprint"])) for r in rows]
         if benign:
-            entries += [benign_entry(r) for r in self.store.benign_exits(run, limit)]
+            entries += [benign_entry(r) for r in self._store.benign_exits(run, limit)]
             entries.sort(key=lambda e: e.ts, reverse=True)
         return entries[:limit]
 
     def failure(self, failure_id: str) -> ErrorEntry | None:
-        row = self.store.failure(failure_id)
+        row = self._store.failure(failure_id)
         if row is None:
             return None
-        return _entry(row, self.store.active_lessons([row["fingerprint"]]).get(row["fingerprint"]))
+        return _entry(row, self._store.active_lessons([row["fingerprint"]]).get(row["fingerprint"]))
 
     def stats(self, run: str | None = None) -> Stats:
         from reflect.base.answers import Stats
 
         run = self._only(run)
-        by_type = self.store.count_by("error_type", run)
+        by_type = self._store.count_by("error_type", run)
         return Stats(
             failures=sum(n for _, n in by_type),
-            by_category=dict(self.store.count_by("category", run)),
+            by_category=dict(self._store.count_by("category", run)),
             by_error_type=dict(by_type),
             most_common_error=by_type[0][0] if by_type else None,
-            by_run=dict(self.store.count_by("run", run)),
-            benign=self.store.benign_count(run),
+            by_run=dict(self._store.count_by("run", run)),
+            benign=self._store.benign_count(run),
         )
 
     def injections(self, run: str | None = None, limit: int = 50) -> list[Injection]:
         """What recall put into prompts, newest first, with rank, score and outcome."""
-        return self.store.injections(self._only(run), limit)
+        from reflect.base.answers import Injection
+
+        return [Injection(**row) for row in self._store.injections(self._only(run), limit)]
 
     def clear(self, run: str | None = None) -> int:
         """Delete one run's failures, or all of them with ``run=None``."""
-        return self.store.clear(self._only(run))
+        return self._store.clear(self._only(run))
 
     # -- a person's controls over lessons ---------------------------------------------
 
     def lessons(self, status: str | None = "active", ineffective: bool = False,
                 limit: int = 50) -> list[Lesson]:
         after = self.settings.escalate_after if ineffective else 0
-        return controls.listing(self.store, status=status, ineffective_after=after,
+        return controls.listing(self._store, status=status, ineffective_after=after,
                                 limit=limit)
 
     def lesson(self, lesson_id: str) -> LessonDetail:
         """One lesson with its provenance and (``holdout``) its measured effect, if it was
         ever eligible; raises ``controls.UnknownLesson``."""
         found = self.effects([lesson_id])
-        return controls.detail(self.store, lesson_id,
-                               found[0].to_dict(self.holdout) if found else None)
+        return controls.detail(self._store, lesson_id,
+                               found[0].to_dict(self._holdout) if found else None)
 
     def effects(self, lesson_ids: list[str] | None = None) -> list[Effect]:
         """What showing each lesson changes, measured by the holdout (``holdout.Effect``
         each), the largest effect first."""
         from reflect.recall.holdout import measured
 
-        return measured(self.store, self.holdout, lesson_ids)
+        return measured(self._store, self._holdout, lesson_ids)
 
     def search_lessons(self, text: str, limit: int = 20) -> list[Lesson]:
-        return controls.search(self.store, text, limit)
+        return controls.search(self._store, text, limit)
 
     def pin(self, lesson_id: str, pinned: bool = True) -> None:
-        controls.set_pinned(self.store, lesson_id, pinned, self.clock())
+        controls.set_pinned(self._store, lesson_id, pinned, self.clock())
 
     def forget(self, lesson_id: str) -> None:
-        controls.forget(self.store, lesson_id, self.clock())
+        controls.forget(self._store, lesson_id, self.clock())
 
     def quarantine(self, lesson_id: str, why: str) -> None:
-        controls.quarantine(self.store, lesson_id, self.scrubber.scrub(why)[0], self.clock())
+        controls.quarantine(self._store, lesson_id, self._scrubber.scrub(why)[0], self.clock())
 
     def release(self, lesson_id: str) -> None:
-        controls.release(self.store, lesson_id, self.clock())
+        controls.release(self._store, lesson_id, self.clock())
 
     def feedback(self, lesson_id: str, good: bool) -> Lesson:
-        return controls.feedback(self.store, lesson_id, good, self.clock())
+        return controls.feedback(self._store, lesson_id, good, self.clock())
 
     def teach(self, text: str) -> str:
         """``"when <trigger>: <guidance>"``: a pinned, confident lesson; returns its id."""
-        return controls.teach(self.store, text, self.scope, self.scrubber.scrub, self.clock())
+        return controls.teach(self._store, text, self.scope, self._scrubber.scrub, self.clock())
 
     def consolidate(self) -> Consolidation:
-        return consolidation.consolidate(self.store, self.clock(), self.settings.upkeep)
+        return consolidation.consolidate(self._store, self.clock(), self.settings.upkeep)
 
     # -- sharing lessons, and whether memory helps ----------------------------------------
 
@@ -571,23 +578,23 @@ class Memory:
         from reflect.api.exchange import export_lessons
         from reflect.api.learn import house_rules
 
-        verdicts = {e.lesson_id: e.to_dict(self.holdout) for e in self.effects() if e.verdict}
-        return export_lessons(self.store, fmt, min_confidence, verdicts,
-                              [item.id for item in house_rules(self)])
+        verdicts = {e.lesson_id: e.to_dict(self._holdout) for e in self.effects() if e.verdict}
+        return export_lessons(self._store, fmt, min_confidence, verdicts,
+                              [item.id for item in house_rules(self, port(self))])
 
     def import_lessons(self, path: str | os.PathLike[str]) -> ImportReport:
         """Read a ``jsonl`` export, every line checked and scrubbed again; a bad line is
         reported by number while the rest is imported."""
         from reflect.api.exchange import import_lessons
 
-        return import_lessons(self.store, Path(path), self.scrubber.scrub, self.clock())
+        return import_lessons(self._store, Path(path), self._scrubber.scrub, self.clock())
 
     def progress(self, min_runs: int = 5) -> Progress:
         """Repeat rates run by run, early runs against recent ones once there are
         ``min_runs``; ``reflect.api.repeat_rates.render`` writes it for people."""
         from reflect.api import repeat_rates
 
-        return repeat_rates.report(self.store, min_runs)
+        return repeat_rates.report(self._store, min_runs)
 
     # -- the store itself -------------------------------------------------------------
 
@@ -607,21 +614,56 @@ class Memory:
                              self.settings.upkeep.max_failures)
 
 
-def _settings(settings: Settings | None, keywords: dict[str, Any]) -> Settings:
-    """``settings`` with the fields given as keywords, as ``Memory`` took them before
-    ``Settings`` (``reflect=``, ``worker_thread``'s first name, too); an unknown keyword
-    is the ``TypeError`` Python gives."""
-    if "reflect" in keywords:
-        keywords["worker_thread"] = keywords.pop("reflect")
-    unknown = keywords.keys() - {f.name for f in fields(Settings)}
-    if unknown:
-        raise TypeError(f"Memory() got an unexpected keyword argument {sorted(unknown)[0]!r}")
-    if not keywords:
-        return settings or Settings()
-    warnings.warn(f"Memory({', '.join(f'{k}=...' for k in keywords)}) is now"
-                  f" Memory(settings=Settings({', '.join(f'{k}=...' for k in keywords)}))",
-                  DeprecationWarning, stacklevel=3)
-    return replace(settings or Settings(), **keywords)
+class Port:
+    """What ``learn`` and ``eval`` use of a ``Memory`` beyond its public methods, named in
+    one place (``port(mem)``): the store it opened (a baseline builds its block from it as
+    recall does), its vectors, its scrubber, a recall's query and the rules recall
+    applies, and its clock set for a while (a learned session's own times). Internal: no
+    other module reaches into a ``Memory``."""
+
+    def __init__(self, mem: Memory):
+        self._mem = mem
+
+    @property
+    def store(self) -> Store:
+        return self._mem._store
+
+    @property
+    def vectors(self) -> Vectors:
+        return self._mem._vectors
+
+    @property
+    def scrubber(self) -> Scrubber:
+        return self._mem._scrubber
+
+    @property
+    def predictor(self) -> Predictor:
+        return self._mem._predictor
+
+    @property
+    def holdout(self) -> Holdout:
+        return self._mem._holdout
+
+    def query(self, run: str | None = None, goal: str = "", phase: str = "",
+              iteration: int | None = None, max_tokens: int = DEFAULT_MAX_TOKENS,
+              sections: tuple[str, ...] = ("recent", "lessons"), action: str = "") -> Query:
+        """What a recall would ask the store (``recall.block.Query``)."""
+        return self._mem._query(run, goal, phase, iteration, max_tokens, sections, action)
+
+    @contextlib.contextmanager
+    def clocked(self, clock: Callable[[], float]) -> Iterator[None]:
+        """The memory's clock is ``clock`` within, its own again after."""
+        settings = self._mem.settings
+        self._mem.settings = replace(settings, clock=clock)
+        try:
+            yield
+        finally:
+            self._mem.settings = settings
+
+
+def port(mem: Memory) -> Port:
+    """``mem``'s insides that ``learn`` and ``eval`` use (``Port``)."""
+    return Port(mem)
 
 
 def _scope_aside() -> str:
@@ -644,7 +686,7 @@ def benign_entry(row: Mapping[str, Any]) -> ErrorEntry:
         severity="low", lesson_id="")
 
 
-def _entry(row: Failure, lesson: Lesson | None) -> ErrorEntry:
+def _entry(row: FailureRow, lesson: LessonRow | None) -> ErrorEntry:
     """The API's record of a stored failure row, with its fingerprint's current hint."""
     columns: Mapping[str, Any] = row
     same = {f.name for f in fields(ErrorEntry)} & columns.keys()

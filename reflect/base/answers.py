@@ -1,11 +1,11 @@
 """What ``Memory``'s inspection methods answer: ``status``, ``stats``, ``lesson``,
 ``injections``, ``consolidate``, ``progress``. An answer is a frozen dataclass whose
 ``to_dict()`` is what ``--format json`` prints (its fields at the top level of one JSON
-object), or a typed row, a dict whose keys are the store's columns."""
+object); what it holds inside may be a typed dict (a job, a provenance's failure)."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any, TypedDict
 
 from reflect.base.records import Lesson
@@ -13,18 +13,10 @@ from reflect.base.records import Lesson
 
 @dataclass(frozen=True)
 class Answer:
-    """A dataclass answer. Read by key (``mem.status()["jobs"]``), as when the answers
-    were dicts, it still answers, with a ``DeprecationWarning`` naming the field."""
+    """A dataclass answer, read by attribute (``mem.status().jobs``)."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
-
-    def __getitem__(self, key: str) -> Any:
-        import warnings
-
-        warnings.warn(f"{type(self).__name__}[{key!r}] is deprecated: read .{key}",
-                      DeprecationWarning, stacklevel=2)
-        return asdict(self)[key]
 
 
 # -- status ---------------------------------------------------------------------------
@@ -86,8 +78,9 @@ class Stats(Answer):
     benign: int  # exits that answered a question: kept, counted, never shown
 
 
-class Injection(TypedDict):
-    """What recall put into a prompt (the ``injections`` table): one item of a block."""
+@dataclass(frozen=True)
+class Injection(Answer):
+    """What recall put into a prompt (the injection log): one item of a block."""
 
     id: int
     run: str
@@ -149,11 +142,15 @@ class Measured(TypedDict):
     effect_interval: list[float]
 
 
-class LessonDetail(Lesson, Provenance):
+@dataclass(frozen=True)
+class LessonDetail(Lesson):
     """A lesson, where it comes from, and (``holdout``) its measured effect, if it was
     ever eligible."""
 
-    holdout: Measured | None
+    failures: list[SourceFailure] = field(default_factory=list)  # its cause's latest
+    outcomes: dict[str, int] = field(default_factory=dict)  # of its injections -> count
+    history: list[LessonVersion] = field(default_factory=list)
+    holdout: Measured | None = None
 
 
 # -- upkeep and progress --------------------------------------------------------------

@@ -1,13 +1,14 @@
 """The records that cross a boundary. The API hands out plain dataclasses, JSON-ready via
-``asdict`` (``ErrorEntry``, ``Recall``); the store takes and gives typed rows
-(``Failure``, ``Lesson``), dicts whose keys are the columns, so mypy checks every look-up.
-A new lesson is built in one place, ``new_lesson``."""
+``asdict`` (``ErrorEntry``, ``Lesson``, ``Recall``), never a row; the store takes and gives
+typed rows (``FailureRow``, ``LessonRow``, ``InjectionRow``), dicts whose keys are the
+columns, so mypy checks every look-up. A new lesson is built in one place, ``new_lesson``."""
 
 from __future__ import annotations
 
 import secrets
-from dataclasses import asdict, dataclass, field
-from typing import Any, NotRequired, TypedDict
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any, NotRequired, Self, TypedDict
 
 ID_ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"  # Crockford's base32: no i, l, o, u
 
@@ -23,7 +24,7 @@ def new_id(prefix: str) -> str:
     return f"{prefix}-{''.join(secrets.choice(ID_ALPHABET) for _ in range(10))}"
 
 
-class Failure(TypedDict):
+class FailureRow(TypedDict):
     """A failure as the store holds it (the ``failures`` table): every text scrubbed."""
 
     id: str
@@ -51,7 +52,7 @@ class Failure(TypedDict):
     step: NotRequired[str | None]  # the step's key (``tool_calls.step_key``), if it has one
 
 
-class Lesson(TypedDict):
+class LessonRow(TypedDict):
     """A lesson as the store holds it (the ``lessons`` table). ``new_lesson`` builds one;
     the columns it leaves out the store fills with their defaults."""
 
@@ -86,7 +87,23 @@ class Lesson(TypedDict):
     last_used: NotRequired[float]
 
 
-class RankedLesson(Lesson):
+class InjectionRow(TypedDict):
+    """What recall put into a prompt (the ``injections`` table): one item of a block."""
+
+    id: int
+    run: str
+    iteration: int
+    lesson_id: str
+    fingerprint: str
+    section: str  # recent | lesson
+    rank: int
+    score: float
+    tokens: int  # the whole block's
+    ts: float
+    outcome: str  # "" until the iteration ends, then how it went
+
+
+class RankedLessonRow(LessonRow):
     """A lesson with the number of runs its cause failed in, as an export ranks them."""
 
     runs: int
@@ -99,10 +116,10 @@ def new_lesson(*, fingerprint: str, trigger: str, guidance: str, kind: str, scop
                prior: float | None = None, evidence: int | None = None,
                error_text: str | None = None, resolution: str | None = None,
                quarantine: str | None = None, pinned: bool | None = None,
-               origin: str | None = None) -> Lesson:
+               origin: str | None = None) -> LessonRow:
     """A lesson not yet stored, with a new id. A column given as None is left to the
     store's default (prior 0.5, evidence 1, "" texts, not pinned, learnt here)."""
-    lesson: Lesson = {
+    lesson: LessonRow = {
         "id": new_id("L"), "fingerprint": fingerprint, "trigger": trigger,
         "guidance": guidance, "category": category, "severity": severity, "kind": kind,
         "confidence": confidence, "created": now if created is None else created,
@@ -149,6 +166,52 @@ class ErrorEntry:
     friction: str = ""
     resolution: str = ""
     hint: str = ""  # the guidance of the fingerprint's lesson
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Lesson:
+    """A lesson as the API hands it out (``Memory.lessons``, ``search_lessons``,
+    ``feedback``): the columns of its row, read by attribute. ``to_dict()`` is what
+    ``--format json`` prints."""
+
+    id: str
+    fingerprint: str
+    trigger: str
+    guidance: str
+    category: str
+    severity: str
+    kind: str  # heuristic | model | taught
+    confidence: float
+    created: float
+    updated: float
+    scope: str
+    status: str = "active"  # active | superseded | quarantined
+    quarantine: str = ""  # why it is kept out of recall
+    pinned: int = 0
+    origin: str = "here"  # here | taught | imported
+    prior: float = 0.5
+    evidence: int = 1
+    error_text: str = ""
+    resolution: str = ""  # what worked
+    superseded_by: str = ""
+    wins: float = 0.0
+    losses: int = 0
+    injected: int = 0
+    last_used: float = 0.0
+    model: str = ""  # the model that wrote it, if one did
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    cost_usd: float | None = None
+    seq: int = 0
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> Self:
+        """The record of a stored row (and of what a subclass adds beside it); columns the
+        record does not name are left out."""
+        return cls(**{f.name: row[f.name] for f in fields(cls) if f.name in row})
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

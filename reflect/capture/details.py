@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from reflect.base.records import Failure
+from reflect.base.records import FailureRow
 
 _DETAIL = re.compile(
     r"(?<![\w./-])("
@@ -34,7 +34,7 @@ def details(text: str) -> set[str]:
     return {d for d in _DETAIL.findall(text) if d not in VOCABULARY and not d.startswith("L-")}
 
 
-def foreign(item_text: str, failures: list[Failure]) -> set[str]:
+def foreign(item_text: str, failures: list[FailureRow]) -> set[str]:
     """The details of ``item_text`` that none of ``failures`` holds."""
     held = "\n".join(f"{f['action']}\n{f['error_type']}: {f['message']}\n{f['phase']}\n"
                      f"{f['resolution']}" for f in failures)

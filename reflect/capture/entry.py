@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import IO, Any, TypedDict, cast
 
 from reflect.base import lazy
-from reflect.base.records import Failure, Lesson, new_id, new_lesson
+from reflect.base.records import FailureRow, LessonRow, new_id, new_lesson
 from reflect.base.text import clip, format_error
 from reflect.capture.extract import MAX_MESSAGE, Extracted, extract_exception, extract_text
 from reflect.capture.fingerprint import cause, family, fingerprint
@@ -206,7 +206,7 @@ def causes(error_type: str, message: str) -> Causes:
 
 def entry_rows(parsed: Parsed, *, run: str, iteration: int | None, goal: str, action: str,
                scrubber: Scrubber, scope: str, now: float,
-               own_module: bool = False, step: str | None = None) -> tuple[Failure, Lesson]:
+               own_module: bool = False, step: str | None = None) -> tuple[FailureRow, LessonRow]:
     """The failure and heuristic-lesson rows: every field scrubbed, the scrubbed error
     fingerprinted, the lesson written from the error's own details (``own_module``: the
     module it could not import is the run's own, ``reflect.capture.own_module``); ``step``
@@ -249,7 +249,7 @@ def entry_rows(parsed: Parsed, *, run: str, iteration: int | None, goal: str, ac
         error_text=format_error(fields["error_type"], fields["message"]),
         quarantine=quarantine)
     found = causes(fields["error_type"], fields["message"])
-    failure: Failure = {
+    failure: FailureRow = {
         "id": new_id("F"),
         "run": scrub(run),
         "iteration": iteration,
@@ -278,13 +278,14 @@ def entry_rows(parsed: Parsed, *, run: str, iteration: int | None, goal: str, ac
 SCRUBBED = ("run", "goal", "phase", "action", "error_type", "message", "signature", "friction")
 
 
-def kept_rows(failure: Failure, lesson: Lesson, scrubber: Scrubber) -> tuple[Failure, Lesson]:
+def kept_rows(failure: FailureRow, lesson: LessonRow,
+              scrubber: Scrubber) -> tuple[FailureRow, LessonRow]:
     """A capture kept aside (``reflect.store.pending``), as ``entry_rows`` would have made
     it: a file on disk is read as untrusted as an error text. Every text scrubbed again,
     the lesson's reviewed (a hostile one quarantined) and made a heuristic lesson again,
     whatever else the record claims (a kind, a pin, a confidence)."""
     texts = {key: scrubbed(scrubber, str(failure.get(key) or ""))[0] for key in SCRUBBED}
-    failure = cast(Failure, {**failure, **texts})
+    failure = cast(FailureRow, {**failure, **texts})
     key = failure.get("step")
     failure["step"] = key if isinstance(key, str) and STEP_KEY.fullmatch(key) else None
     found = causes(failure["error_type"], failure["message"])

@@ -15,7 +15,7 @@ from reflect.base import lazy
 from reflect.capture import commands
 
 if TYPE_CHECKING:
-    from reflect.base.records import Failure
+    from reflect.base.records import FailureRow
 
 SHOWN_STEPS = 3  # the latest changes a fix names; before them, how many more there were
 STEP_CHARS = 60  # of a change, shortened at word boundaries
@@ -150,7 +150,7 @@ def what_changed(failed_action: str, between: list[str], action: str) -> str:
     return f"`{rerun}` passed"
 
 
-def resolutions(open_failures: list[Failure], action: str,
+def resolutions(open_failures: list[FailureRow], action: str,
                 between: Callable[[int], list[str]],
                 review: Callable[[str], str]) -> tuple[dict[str, str], set[str]]:
     """For the open failures whose purpose ``action`` served: failure id -> what worked,

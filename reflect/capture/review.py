@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from reflect.base import lazy
-from reflect.base.records import Failure
+from reflect.base.records import FailureRow
 from reflect.base.text import clip, one_line
 from reflect.capture.defuse import look_alikes_folded
 from reflect.capture.details import foreign
@@ -50,7 +50,7 @@ class MalformedLesson(ValueError):
 
 
 def review(text: str, scrub: Callable[[str], tuple[str, int]],
-           failures: list[Failure] | None = None) -> Reviewed:
+           failures: list[FailureRow] | None = None) -> Reviewed:
     """``failures``: those the lesson stands for; a lesson naming a file, path, module or
     table none of them has is quarantined (it is about one run, not a generalization)."""
     data = _first_object(text or "")

@@ -137,13 +137,12 @@ def tally(credit: float) -> str:
 
 
 def line(lesson: Lesson) -> str:
-    flags = " [pinned]" if lesson["pinned"] else ""
+    flags = " [pinned]" if lesson.pinned else ""
     # A lesson no rule had a hint for says what worked, or only when it applies.
-    says = lesson["guidance"] or (f"what worked: {lesson['resolution']}"
-                                  if lesson["resolution"] else "")
-    return (f"{lesson['id']}  {lesson['kind']:<9} conf {lesson['confidence']:.2f}  "
-            f"won {tally(lesson['wins'])} lost {tally(lesson['losses'])}{flags}  "
-            f"when {first_line(lesson['trigger'], 60)}"
+    says = lesson.guidance or (f"what worked: {lesson.resolution}" if lesson.resolution else "")
+    return (f"{lesson.id}  {lesson.kind:<9} conf {lesson.confidence:.2f}  "
+            f"won {tally(lesson.wins)} lost {tally(lesson.losses)}{flags}  "
+            f"when {first_line(lesson.trigger, 60)}"
             + (f": {first_line(says, 70)}" if says else ""))
 
 
@@ -151,7 +150,8 @@ def cmd_list(args: argparse.Namespace) -> int:
     with open_memory(args.env) as mem:
         rows = mem.lessons(status=None if args.status == "all" else args.status,
                            ineffective=args.ineffective, limit=args.limit)
-    emit(args, {"lessons": rows}, "\n".join(line(r) for r in rows) or "no lessons")
+    emit(args, {"lessons": [r.to_dict() for r in rows]},
+         "\n".join(line(r) for r in rows) or "no lessons")
     return 0
 
 
@@ -161,16 +161,16 @@ def cmd_show(args: argparse.Namespace) -> int:
     fields = ("id", "status", "kind", "trigger", "guidance", "resolution", "category",
               "confidence", "wins", "losses", "injected", "pinned", "quarantine", "model",
               "cost_usd", "scope")
-    shown = {**lesson, "wins": tally(lesson["wins"]), "losses": tally(lesson["losses"])}
+    shown = {**lesson.to_dict(), "wins": tally(lesson.wins), "losses": tally(lesson.losses)}
     text = [f"{k:>10}: {shown[k]}" for k in fields if shown.get(k) not in ("", None)]
-    text.append(f"{'created':>10}: {when(lesson['created'])}")
-    text.append(f"{'outcomes':>10}: {lesson['outcomes'] or '-'}")
+    text.append(f"{'created':>10}: {when(lesson.created)}")
+    text.append(f"{'outcomes':>10}: {lesson.outcomes or '-'}")
     text += [f"   failure: {f['id']} {f['run']}#{f['iteration']} {f['error_type']}: "
-             f"{first_line(f['message'], 70)}" for f in lesson["failures"]]
-    text += [f"   history: {h['id']} {h['kind']} {h['status']}" for h in lesson["history"]]
-    if lesson["holdout"]:
-        text += holdout_lines(lesson["holdout"])
-    emit(args, lesson, "\n".join(text))
+             f"{first_line(f['message'], 70)}" for f in lesson.failures]
+    text += [f"   history: {h['id']} {h['kind']} {h['status']}" for h in lesson.history]
+    if lesson.holdout:
+        text += holdout_lines(lesson.holdout)
+    emit(args, lesson.to_dict(), "\n".join(text))
     return 0
 
 
@@ -192,7 +192,8 @@ def holdout_lines(effect: Measured) -> list[str]:
 def cmd_search(args: argparse.Namespace) -> int:
     with open_memory(args.env) as mem:
         rows = mem.search_lessons(args.text)
-    emit(args, {"lessons": rows}, "\n".join(line(r) for r in rows) or "no match")
+    emit(args, {"lessons": [r.to_dict() for r in rows]},
+         "\n".join(line(r) for r in rows) or "no match")
     return 0
 
 
@@ -228,7 +229,7 @@ def cmd_quarantine(args: argparse.Namespace) -> int:
 def cmd_feedback(args: argparse.Namespace) -> int:
     with open_memory(args.env) as mem:
         lesson = mem.feedback(args.id, good=args.good)
-    print(f"{lesson['id']} confidence now {lesson['confidence']:.2f}")
+    print(f"{lesson.id} confidence now {lesson.confidence:.2f}")
     return 0
 
 
@@ -238,10 +239,10 @@ def cmd_teach(args: argparse.Namespace) -> int:
     with open_memory(args.env) as mem:
         lesson_id = mem.teach(args.text)
         lesson = mem.lesson(lesson_id)
-    reason = lesson["quarantine"]
+    reason = lesson.quarantine
     print(lesson_id)
-    cue, loose = cues(lesson["trigger"])
-    print(f"reflect: taught {lesson_id}: when {lesson['trigger']}: {lesson['guidance']}",
+    cue, loose = cues(lesson.trigger)
+    print(f"reflect: taught {lesson_id}: when {lesson.trigger}: {lesson.guidance}",
           file=sys.stderr)
     print("reflect: it is never recalled: its trigger has no word a recall could match; teach"
           " it again with words a goal, phase or command would have" if not cue else
@@ -258,9 +259,9 @@ def cmd_injections(args: argparse.Namespace) -> int:
     with open_memory(args.env) as mem:
         rows = mem.injections(run=args.run, limit=args.limit)
     text = "\n".join(
-        f"{when(r['ts'])}  {r['run']}#{r['iteration']}  #{r['rank']} {r['section']:<6} "
-        f"{r['lesson_id']}  score {r['score']:.3f}  {r['outcome'] or 'pending'}" for r in rows)
-    emit(args, {"injections": rows}, text or "no injections")
+        f"{when(r.ts)}  {r.run}#{r.iteration}  #{r.rank} {r.section:<6} "
+        f"{r.lesson_id}  score {r.score:.3f}  {r.outcome or 'pending'}" for r in rows)
+    emit(args, {"injections": [r.to_dict() for r in rows]}, text or "no injections")
     return 0
 
 

@@ -28,7 +28,7 @@ block within the same ``max_tokens``).
 
 from __future__ import annotations
 
-from reflect.api.memory import Memory
+from reflect.api.memory import Memory, port
 from reflect.base.choices import BASELINE_MODES
 from reflect.base.records import Recall, RecallItem
 from reflect.recall.block import Query, recent_item, recent_items
@@ -45,7 +45,7 @@ LAST_FAILURES = 3
 def last3(mem: Memory, *, run: str, goal: str, phase: str, iteration: int,
           max_tokens: int) -> Recall:
     """A block of the run's last three failures only."""
-    store = mem.store
+    store = port(mem).store
     latest = store.recent_failures(run, iteration, LAST_FAILURES)  # newest first
     lessons = store.active_lessons([f["fingerprint"] for f in latest]) if latest else {}
     escalate_after = mem.settings.escalate_after
@@ -57,13 +57,14 @@ def last3(mem: Memory, *, run: str, goal: str, phase: str, iteration: int,
 def popular(mem: Memory, *, run: str, goal: str, phase: str, iteration: int,
             max_tokens: int) -> Recall:
     """The recent section, then the lessons of the most widespread earlier failures."""
-    store = mem.store
+    inside = port(mem)
+    store = inside.store
     rows = store.recent_failures(run, iteration, 200)
     recent = recent_items(store, Query(run=run, iteration=iteration,
                                        escalate_after=mem.settings.escalate_after), rows)
     shown = {row["cause"] for row in rows}
     # The lesson items of the predictor in use (a tuned one's): mode ``on``'s budget.
-    max_items = mem.predictor.max_items
+    max_items = inside.predictor.max_items
     lessons = store.popular_lessons(run, mem.scope, shown, max_items)
     items = [
         RecallItem(
@@ -83,7 +84,8 @@ def popular(mem: Memory, *, run: str, goal: str, phase: str, iteration: int,
 def _logged(mem: Memory, run: str, iteration: int, block: Recall) -> Recall:
     """Log the injection as ``Memory.recall`` does, so credit and escalation follow."""
     if block.items:
-        mem.store.record_injections(run, iteration, block.items, block.tokens, mem.clock())
+        port(mem).store.record_injections(run, iteration, block.items, block.tokens,
+                                          mem.clock())
     return block
 
 

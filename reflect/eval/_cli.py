@@ -215,14 +215,15 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 @_guarded
 def cmd_effect(args: argparse.Namespace) -> int:
-    from reflect.api.memory import Memory
+    from reflect.api.memory import Memory, port
     from reflect.eval._effect import chart, rows, table
 
     with Memory() as mem:
+        inside = port(mem)
         effects = mem.effects()
-        lessons = {e.lesson_id: mem.store.lesson(e.lesson_id) for e in effects}
+        lessons = {e.lesson_id: inside.store.lesson(e.lesson_id) for e in effects}
         triggers = {i: lesson["trigger"] if lesson else "" for i, lesson in lessons.items()}
-        rule = mem.holdout
+        rule = inside.holdout
     if args.format == "json":
         print(json.dumps({"holdout": rule.p, "effects": rows(effects, rule, triggers)},
                          ensure_ascii=False))

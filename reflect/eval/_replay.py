@@ -35,7 +35,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from reflect.api.memory import DEFAULT_MAX_TOKENS, Memory
+from reflect.api.memory import DEFAULT_MAX_TOKENS, Memory, port
 from reflect.api.settings import Settings
 from reflect.base.choices import REPLAY_MODES
 from reflect.base.records import Recall
@@ -103,7 +103,7 @@ class Injector:
                 }),
                 "text": item.text,
                 "foreign": sorted(foreign(item.text, [
-                    f for i in item.source_failure_ids if (f := self.mem.store.failure(i))])),
+                    f for i in item.source_failure_ids if (f := port(self.mem).store.failure(i))])),
             }
             for item in rec.items
         ]

@@ -113,13 +113,14 @@ def server(mem: Memory) -> MCPServer:  # noqa: C901 - six small tools, closures 
     @app.tool()
     def search_lessons(text: str) -> list[dict[str, Any]]:
         """Lessons whose words match the text."""
-        return [{k: row.get(k) for k in LESSON_FIELDS} for row in mem.search_lessons(text)]
+        return [{k: getattr(lesson, k) for k in LESSON_FIELDS}
+                for lesson in mem.search_lessons(text)]
 
     @app.tool()
     def show_lesson(id: str) -> dict[str, Any]:
         """One lesson with its provenance: the failures it came from and its outcomes."""
         try:  # through JSON: what is no JSON type (a Path, a datetime) becomes its text
-            shown: dict[str, Any] = json.loads(json.dumps(mem.lesson(id), default=str))
+            shown: dict[str, Any] = json.loads(json.dumps(mem.lesson(id).to_dict(), default=str))
             return shown
         except LookupError as e:  # an unknown id
             raise ToolError(str(e)) from e

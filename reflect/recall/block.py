@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
-from reflect.base.records import Eligible, Failure, Lesson, Recall, RecallItem
+from reflect.base.records import Eligible, FailureRow, LessonRow, Recall, RecallItem
 from reflect.capture.commands import kind
 from reflect.recall import taught
 from reflect.recall.holdout import DEMOTED, PROMOTED, WITHHELD, Holdout, arm, effects
@@ -71,7 +71,8 @@ NO_HOLDOUT = Holdout()  # every eligible lesson shown
 
 
 def build(store: RecallStore, vectors: Vectors, q: Query, predictor: Predictor,
-          holdout: Holdout = NO_HOLDOUT, kept: Sequence[tuple[Failure, Lesson]] = ()) -> Recall:
+          holdout: Holdout = NO_HOLDOUT,
+          kept: Sequence[tuple[FailureRow, LessonRow]] = ()) -> Recall:
     """``kept``: the captures kept aside (``reflect.store.pending.kept``), not in the store
     yet: this run's are its newest failures."""
     # The window is read lean: whole rows only for the failures an item shows.
@@ -120,7 +121,7 @@ def withhold(block: Recall, rules: Rules, recent: list[RecallItem], max_tokens: 
 
 
 def recent_items(store: RecallStore, q: Query, rows: Sequence[Mapping[str, Any]],
-                 kept: Sequence[tuple[Failure, Lesson]] = ()) -> list[RecallItem]:
+                 kept: Sequence[tuple[FailureRow, LessonRow]] = ()) -> list[RecallItem]:
     """One item per fingerprint, newest first, each shown with its latest failure; one
     whose hint this run read and failed the same way after comes first. The run's
     captures in ``kept`` come before the stored ones: none is older."""
@@ -134,18 +135,18 @@ def recent_items(store: RecallStore, q: Query, rows: Sequence[Mapping[str, Any]]
     return _items(latest, groups, lessons, store.shown_then_failed(q.run, fingerprints), q)
 
 
-def _aside(kept: Sequence[tuple[Failure, Lesson]], q: Query) -> dict[str, Failure]:
+def _aside(kept: Sequence[tuple[FailureRow, LessonRow]], q: Query) -> dict[str, FailureRow]:
     """The run's captures kept aside before the query's iteration, newest first, by id."""
     return {f["id"]: {"resolution": "", **f} for f, _ in kept if f["run"] == q.run
             and (q.iteration is None or (f["iteration"] or 0) < q.iteration)}
 
 
-def _aside_lessons(kept: Sequence[tuple[Failure, Lesson]]) -> dict[str, Lesson]:
+def _aside_lessons(kept: Sequence[tuple[FailureRow, LessonRow]]) -> dict[str, LessonRow]:
     """Their lessons by fingerprint; a quarantined one is never shown."""
     return {f["fingerprint"]: lesson for f, lesson in kept if not lesson.get("quarantine")}
 
 
-def kept_block(kept: list[tuple[Failure, Lesson]], q: Query) -> Recall:
+def kept_block(kept: list[tuple[FailureRow, LessonRow]], q: Query) -> Recall:
     """The recent section from captures kept aside (failure, lesson), newest first, while
     the store cannot be read: what this run failed with is still said."""
     groups = _groups(list(_aside(kept, q).values()))
@@ -161,8 +162,8 @@ def _groups(rows: Sequence[R]) -> dict[str, list[R]]:
     return dict(list(groups.items())[:MAX_RECENT_ITEMS])
 
 
-def _items(latest: list[Failure], groups: Mapping[str, Sequence[Mapping[str, Any]]],
-           lessons: dict[str, Lesson],
+def _items(latest: list[FailureRow], groups: Mapping[str, Sequence[Mapping[str, Any]]],
+           lessons: dict[str, LessonRow],
            shown: dict[str, int], q: Query) -> list[RecallItem]:
     items = [recent_item(f, [g["id"] for g in groups[f["fingerprint"]]],
                          lessons.get(f["fingerprint"]), shown.get(f["fingerprint"], 0),
@@ -172,7 +173,7 @@ def _items(latest: list[Failure], groups: Mapping[str, Sequence[Mapping[str, Any
     return items
 
 
-def recent_item(failure: Failure, group: list[str], lesson: Lesson | None, shown_failed: int,
+def recent_item(failure: FailureRow, group: list[str], lesson: LessonRow | None, shown_failed: int,
                 rank: int, escalate_after: int) -> RecallItem:
     """The item of one of this run's failures, standing for the failures in ``group``."""
     return RecallItem(
@@ -302,8 +303,8 @@ def lesson_items(store: RecallStore, vectors: Vectors, q: Query, predictor: Pred
     return rules
 
 
-def house_rule(store: RecallStore, q: Query, e: Estimate, lesson: Lesson,
-               failure: Failure, members: int = 0) -> tuple[str, list[str]]:
+def house_rule(store: RecallStore, q: Query, e: Estimate, lesson: LessonRow,
+               failure: FailureRow, members: int = 0) -> tuple[str, list[str]]:
     """A family's house rule and its provenance; "" when it is no rule: a mistake that is
     mostly the runs' own progress (a test red until the fix), or one it says nothing to do
     about. ``members``: of how many members a fix's runs must be (0: a scope of one)."""

@@ -14,7 +14,7 @@ import json
 from collections import Counter
 from collections.abc import Sequence
 
-from reflect.base.records import Failure, Lesson, Recall, RecallItem
+from reflect.base.records import FailureRow, LessonRow, Recall, RecallItem
 from reflect.base.text import clip, one_line
 from reflect.capture import commands, own_module
 from reflect.capture.defuse import neutralize
@@ -54,7 +54,7 @@ def code(text: str) -> str:
     return "`" + neutralize(one_line(text)).replace("`", "'") + "`"
 
 
-def hint(lesson: Lesson | None, failure: Failure | None) -> str:
+def hint(lesson: LessonRow | None, failure: FailureRow | None) -> str:
     """What to do about ``failure``: its own heuristic hint, or the lesson as written."""
     if lesson is None:
         return ""
@@ -64,7 +64,7 @@ def hint(lesson: Lesson | None, failure: Failure | None) -> str:
     return lesson["guidance"]
 
 
-def _own_module(failure: Failure) -> bool:
+def _own_module(failure: FailureRow) -> bool:
     """Capture classed a missing module the run's own as an environment matter; or what
     fixed it later made it (``mkdir reproduce_app``), a step capture could not see."""
     if failure["category"] == "environment":
@@ -81,7 +81,7 @@ def _heuristic_hint(error_type: str, message: str, action: str, phase: str,
                             own_module).guidance
 
 
-def failure_line(failure: Failure, action_chars: int = ACTION_CHARS,
+def failure_line(failure: FailureRow, action_chars: int = ACTION_CHARS,
                  message_chars: int = MESSAGE_CHARS) -> str:
     """The failed command and its error, both cut short at word boundaries."""
     what = error_line(failure, message_chars)
@@ -90,12 +90,12 @@ def failure_line(failure: Failure, action_chars: int = ACTION_CHARS,
     return what
 
 
-def error_line(failure: Failure, message_chars: int = MESSAGE_CHARS) -> str:
+def error_line(failure: FailureRow, message_chars: int = MESSAGE_CHARS) -> str:
     # every field is neutralized: a crash file's error class is the caller's text too
     return f"{neutralize(failure['error_type'])}: {quoted(failure['message'], message_chars)}"
 
 
-def recent_item_text(failure: Failure, count: int, lesson: Lesson | None, shown_failed: int,
+def recent_item_text(failure: FailureRow, count: int, lesson: LessonRow | None, shown_failed: int,
                      escalate_after: int) -> str:
     """This run's failure (the latest of its group of ``count``); ``shown_failed``: how
     often in this run it failed again right after the block had shown it."""
@@ -118,7 +118,7 @@ def recent_item_text(failure: Failure, count: int, lesson: Lesson | None, shown_
     return bounded(firsts, lines, RECENT_ITEM_TOKENS, whole=escalation)
 
 
-def trigger_line(failure: Failure, message_chars: int = MESSAGE_CHARS) -> str:
+def trigger_line(failure: FailureRow, message_chars: int = MESSAGE_CHARS) -> str:
     """When a lesson learnt from ``failure`` applies: its program failing with its error.
     Another run's command line is its own, not the trigger: it is left out."""
     what = error_line(failure, message_chars)
@@ -127,7 +127,7 @@ def trigger_line(failure: Failure, message_chars: int = MESSAGE_CHARS) -> str:
             else f"on {what}")
 
 
-def lesson_item_text(lesson: Lesson, failure: Failure | None, why: str) -> str:
+def lesson_item_text(lesson: LessonRow, failure: FailureRow | None, why: str) -> str:
     """A lesson from earlier runs, and why it is shown: its trigger and guidance, for a
     heuristic one those of the failure it was learnt from (a model's or a person's lesson
     and a taught or imported one say their own)."""
@@ -149,8 +149,8 @@ def house_header(earlier: int, project: bool) -> str:
     return f"{HOUSE_HEADER} (from {earlier} earlier runs{' of this project' if project else ''}):"
 
 
-def house_item_text(lesson: Lesson, failure: Failure, failures: list[Failure], why: str,
-                    record: Sequence[Record], members: int = 0) -> tuple[str, str]:
+def house_item_text(lesson: LessonRow, failure: FailureRow, failures: list[FailureRow],
+                    why: str, record: Sequence[Record], members: int = 0) -> tuple[str, str]:
     """A house rule: the lesson of a family of mistakes, counted by ``why``, standing for
     ``failures`` (the family's latest in this scope, ``failure`` first); ``record``: what
     the family's runs in this scope did about it. Its count is the family's, so unless its
@@ -183,7 +183,7 @@ def house_item_text(lesson: Lesson, failure: Failure, failures: list[Failure], w
     return bounded(firsts, lines, LESSON_ITEM_TOKENS), worked.source if worked else ""
 
 
-def _family_hint(lesson: Lesson, failures: list[Failure]) -> str:
+def _family_hint(lesson: LessonRow, failures: list[FailureRow]) -> str:
     """The hint most of ``failures`` give, each with its own subject masked (``pip install
     <name>``); "" when no hint is most of theirs."""
     hints = Counter(masked(hint(lesson, f), f["message"]) for f in failures)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from reflect.recall.predict import words
 
 if TYPE_CHECKING:
-    from reflect.base.records import Lesson
+    from reflect.base.records import LessonRow
     from reflect.store.protocol import RunStore
 
 # Common words a search leaves out that still name a step: a trigger made of them alone
@@ -37,7 +37,7 @@ def _stem(word: str) -> str:
     return word[:-1] if len(word) > 3 and word[-1] == word[-2] else word  # runn -> run
 
 
-def trigger_match(lesson: Lesson, query_words: set[str]) -> bool:
+def trigger_match(lesson: LessonRow, query_words: set[str]) -> bool:
     """A lesson applies when most of its trigger's cues are in the query's words."""
     cue, loose = cues(lesson["trigger"])
     found = [c for c in cue if c in query_words or (loose and any(
@@ -45,7 +45,7 @@ def trigger_match(lesson: Lesson, query_words: set[str]) -> bool:
     return bool(cue) and len(found) * 2 >= len(cue)
 
 
-def matching(store: RunStore, query: str, scope: str) -> list[Lesson]:
+def matching(store: RunStore, query: str, scope: str) -> list[LessonRow]:
     """Taught and imported lessons whose trigger the query matches, oldest first."""
     query_words = set(words(query, common=True))
     return [lesson for lesson in store.taught_and_imported_lessons(scope)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from reflect.base.config import DEFAULT_MAX_FAILURES
-from reflect.base.records import Lesson
+from reflect.base.records import LessonRow
 from reflect.store.protocol import UpkeepStore
 
 if TYPE_CHECKING:
@@ -40,7 +40,7 @@ class Upkeep:
             raise ValueError(f"half-life {self.half_life_days} days: use a number above 0")
 
 
-def effective_confidence(lesson: Lesson, now: float, half_life_days: float) -> float:
+def effective_confidence(lesson: LessonRow, now: float, half_life_days: float) -> float:
     """Confidence halves for every half-life the lesson goes unused."""
     idle = max(0.0, now - max(lesson["last_used"], lesson["updated"])) / DAY
     decay: float = 0.5 ** (idle / half_life_days)

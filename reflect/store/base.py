@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 from urllib.parse import urlsplit
 
 if TYPE_CHECKING:
-    from reflect.base.records import Failure, Lesson
+    from reflect.base.records import FailureRow, LessonRow
 
 # One row of the store as the domain modules see it: column name -> value.
 Row = dict[str, Any]
@@ -113,14 +113,14 @@ def marks(values: Sequence[Any]) -> str:
     return ", ".join("?" * len(values))
 
 
-def failure_row(row: Any) -> Failure:
+def failure_row(row: Any) -> FailureRow:
     """A row read from the failures table, typed as what it is."""
-    return cast("Failure", dict(row))
+    return cast("FailureRow", dict(row))
 
 
-def lesson_row(row: Any) -> Lesson:
+def lesson_row(row: Any) -> LessonRow:
     """A row read from the lessons table, typed as what it is."""
-    return cast("Lesson", dict(row))
+    return cast("LessonRow", dict(row))
 
 
 def insert(tx: Tx, table: str, row: Mapping[str, Any], returning: str = "") -> Cursor:

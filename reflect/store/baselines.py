@@ -3,13 +3,13 @@ Shared by both backends (a mixin of ``SQLStore``)."""
 
 from __future__ import annotations
 
-from reflect.base.records import Failure, Lesson
+from reflect.base.records import FailureRow, LessonRow
 from reflect.store.base import Backend, failure_row, lesson_row, marks
 
 
 class BaselineQueries(Backend):
     def popular_lessons(self, run: str, scope: str, exclude: set[str], limit: int
-                        ) -> list[tuple[Lesson, Failure, int]]:
+                        ) -> list[tuple[LessonRow, FailureRow, int]]:
         """For each of the causes that failed in the most distinct runs other than ``run``
         (ties: more failures, then the latest), most first: the active lesson in ``scope``
         (or global) of its latest failure, that failure, and the number of runs. Causes

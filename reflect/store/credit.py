@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from reflect.base import confidence
-from reflect.base.records import Failure, RecallItem
+from reflect.base.records import FailureRow, RecallItem
 from reflect.store.base import Row, Tx, marks
 from reflect.store.lessons import LessonQueries
 
@@ -51,7 +51,7 @@ class CreditQueries(LessonQueries):
                     (e.lesson_id, e.arm, e.family, logged[0], e.predicted, now))
 
     @staticmethod
-    def _mark_followed(tx: Tx, failure: Failure) -> None:
+    def _mark_followed(tx: Tx, failure: FailureRow) -> None:
         """A failure of a family that a lesson was eligible for earlier in its run: the
         holdout counts it against that lesson's arm."""
         for lesson_id, arm in tx.execute(

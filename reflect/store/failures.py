@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, cast
 
-from reflect.base.records import Failure, Lesson, RecallItem
+from reflect.base.records import FailureRow, LessonRow, RecallItem
 from reflect.base.text import clip, text_key
 from reflect.store.base import Row, Tx, failure_row, insert, lesson_row, marks, protected
 from reflect.store.credit import CreditQueries, recount_holdout
@@ -14,8 +14,7 @@ from reflect.store.runs import MAX_GOAL_CHARS, RunQueries
 from reflect.store.vectors import drop_failure_texts, error_query
 
 if TYPE_CHECKING:
-    from reflect.base.answers import Injection
-    from reflect.base.records import Eligible
+    from reflect.base.records import Eligible, InjectionRow
 
 EMBED_TARGET = "pending"  # one embed job covers everything that lacks a vector
 
@@ -33,9 +32,9 @@ class FailureQueries(CreditQueries, JobQueries, RunQueries):
 
     # -- capture ---------------------------------------------------------------
 
-    def add_failure(self, failure: Failure, lesson: Lesson, reflect: bool = False,
+    def add_failure(self, failure: FailureRow, lesson: LessonRow, reflect: bool = False,
                     embed: bool = False, credit_outcome: bool = True,
-                    member: str = "") -> tuple[Failure, Lesson]:
+                    member: str = "") -> tuple[FailureRow, LessonRow]:
         """Insert a failure and link it to its fingerprint's lesson, in one transaction.
 
         ``failure["iteration"]`` may be None: the run's next number is taken
@@ -107,7 +106,7 @@ class FailureQueries(CreditQueries, JobQueries, RunQueries):
                                   failure["ts"])
         return stored, row
 
-    def _linked_lesson(self, tx: Tx, failure: Failure) -> Lesson:
+    def _linked_lesson(self, tx: Tx, failure: FailureRow) -> LessonRow:
         """The lesson a stored failure is shown with: its fingerprint's active one, else
         the one it was linked to."""
         found = self._active_lesson(tx, failure["fingerprint"]) or self._one_lesson(
@@ -116,7 +115,7 @@ class FailureQueries(CreditQueries, JobQueries, RunQueries):
         return found
 
     @staticmethod
-    def _one_lesson(tx: Tx, query: str, value: str) -> Lesson | None:
+    def _one_lesson(tx: Tx, query: str, value: str) -> LessonRow | None:
         found = tx.execute(query + " LIMIT 1", (value,)).fetchone()
         return lesson_row(found) if found else None
 
@@ -149,7 +148,7 @@ class FailureQueries(CreditQueries, JobQueries, RunQueries):
     # -- reading ---------------------------------------------------------------
 
     def recent_failures(self, run: str, before_iteration: int | None,
-                        window: int) -> list[Failure]:
+                        window: int) -> list[FailureRow]:
         """The run's latest ``window`` failures, newest first by sequence."""
         return [failure_row(r) for r in self._recent(run, before_iteration, window, "*")]
 
@@ -167,13 +166,13 @@ class FailureQueries(CreditQueries, JobQueries, RunQueries):
         return self._newest("failures", "seq", window,
                             {"run = ?": run, "iteration < ?": before_iteration}, columns)
 
-    def failures_by_id(self, ids: list[str]) -> dict[str, Failure]:
+    def failures_by_id(self, ids: list[str]) -> dict[str, FailureRow]:
         if not ids:
             return {}
         return {r["id"]: failure_row(r) for r in self._rows(
             f"SELECT * FROM failures WHERE id IN ({marks(ids)})", ids)}
 
-    def active_lessons(self, fingerprints: list[str]) -> dict[str, Lesson]:
+    def active_lessons(self, fingerprints: list[str]) -> dict[str, LessonRow]:
         """The lesson recall shows for each fingerprint."""
         if not fingerprints:
             return {}
@@ -184,11 +183,11 @@ class FailureQueries(CreditQueries, JobQueries, RunQueries):
         )
         return {r["fingerprint"]: lesson_row(r) for r in rows}
 
-    def failure(self, failure_id: str) -> Failure | None:
+    def failure(self, failure_id: str) -> FailureRow | None:
         row = self._row("SELECT * FROM failures WHERE id = ?", (failure_id,))
         return failure_row(row) if row else None
 
-    def failures(self, run: str | None, limit: int) -> list[Failure]:
+    def failures(self, run: str | None, limit: int) -> list[FailureRow]:
         return [failure_row(r) for r in self._newest("failures", "seq", limit, {"run = ?": run})]
 
     def count_by(self, column: str, run: str | None) -> list[tuple[str, int]]:
@@ -215,8 +214,8 @@ class FailureQueries(CreditQueries, JobQueries, RunQueries):
             self._log_injections(tx, run, iteration, items, tokens, now)
             self._log_eligible(tx, run, iteration, eligible or [], now)
 
-    def injections(self, run: str | None, limit: int) -> list[Injection]:
-        return cast("list[Injection]",
+    def injections(self, run: str | None, limit: int) -> list[InjectionRow]:
+        return cast("list[InjectionRow]",
                     self._newest("injections", "id", limit, {"run = ?": run}))
 
     def resolve(self, run: str, iteration: int, action: str, resolutions: dict[str, str],

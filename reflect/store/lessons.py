@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, cast
 
 from reflect.base.confidence import confidence
-from reflect.base.records import Lesson, RankedLesson, new_lesson
+from reflect.base.records import LessonRow, RankedLessonRow, new_lesson
 from reflect.base.supersession import may_supersede, merges, same_meaning
 from reflect.store.base import Backend, Row, Tx, insert, lesson_row, marks, protected
 from reflect.store.vectors import drop_failure_texts
@@ -29,7 +29,7 @@ _BEST_FIRST = "l.confidence DESC, l.evidence DESC, runs DESC, l.id"
 class LessonQueries(Backend):
     # -- reading -------------------------------------------------------------------
 
-    def lesson(self, lesson_id: str) -> Lesson | None:
+    def lesson(self, lesson_id: str) -> LessonRow | None:
         row = self._row("SELECT * FROM lessons WHERE id = ?", (lesson_id,))
         return lesson_row(row) if row else None
 
@@ -39,7 +39,7 @@ class LessonQueries(Backend):
         return int(self._value("SELECT COUNT(*) FROM lessons WHERE status = 'active'"
                                " AND scope NOT IN (?, 'global')", (scope,), 0))
 
-    def lessons(self, status: str | None, min_losses: int, limit: int) -> list[Lesson]:
+    def lessons(self, status: str | None, min_losses: int, limit: int) -> list[LessonRow]:
         """Lessons newest first (of ``status``, else all); with ``min_losses`` only those
         that failed to prevent their failure at least that often, worst first."""
         where: list[str] = []
@@ -73,13 +73,13 @@ class LessonQueries(Backend):
         }
 
     def confident_lessons(self, min_confidence: float,
-                          also: list[str] | None = None) -> list[RankedLesson]:
+                          also: list[str] | None = None) -> list[RankedLessonRow]:
         """The active lessons with confidence >= ``min_confidence``, every pinned or taught
         one and those of ``also`` (ids), best first; each with the runs its cause failed in
         here."""
         ids = also or []
         named = f" OR l.id IN ({marks(ids)})" if ids else ""
-        return [cast("RankedLesson", dict(r)) for r in self._rows(
+        return [cast("RankedLessonRow", dict(r)) for r in self._rows(
             "SELECT l.*, COALESCE(c.runs, 0) AS runs FROM lessons l"
             " LEFT JOIN fingerprints f ON f.fingerprint = l.fingerprint"
             " LEFT JOIN causes c ON c.cause = f.cause"
@@ -88,7 +88,7 @@ class LessonQueries(Backend):
             f" ORDER BY {_BEST_FIRST}", (min_confidence, *ids))]
 
     @staticmethod
-    def _active_lesson(tx: Tx, fingerprint: str) -> Lesson | None:
+    def _active_lesson(tx: Tx, fingerprint: str) -> LessonRow | None:
         row = tx.execute(
             "SELECT * FROM lessons WHERE fingerprint = ? AND status = 'active'"
             " ORDER BY seq DESC LIMIT 1", (fingerprint,)).fetchone()
@@ -96,7 +96,7 @@ class LessonQueries(Backend):
 
     # -- the one way each: supersede, merge, judge ------------------------------------
 
-    def _replace(self, tx: Tx, current: Lesson | None, lesson: Lesson, now: float,
+    def _replace(self, tx: Tx, current: LessonRow | None, lesson: LessonRow, now: float,
                  by_person: bool = False) -> bool:
         """Insert ``lesson`` active in place of ``current``, its fingerprint's active
         lesson, if ``may_supersede`` lets it; False (nothing written) when ``current``
@@ -188,13 +188,13 @@ class LessonQueries(Backend):
                 self._supersede(tx, other["id"], row["id"], now)
         return str(row["id"])
 
-    def import_lessons(self, lessons: list[Lesson], now: float) -> list[str]:
+    def import_lessons(self, lessons: list[LessonRow], now: float) -> list[str]:
         """Add validated lessons from another store, in one transaction; for each, what
         became of it: "imported", "merged", "skipped" or "quarantined"."""
         with self.write() as tx:
             return [self._import_lesson(tx, lesson, now) for lesson in lessons]
 
-    def _import_lesson(self, tx: Tx, lesson: Lesson, now: float) -> str:
+    def _import_lesson(self, tx: Tx, lesson: LessonRow, now: float) -> str:
         fingerprint = lesson["fingerprint"]
         self._lock(tx, "lessons:" + fingerprint)
         row = lesson
@@ -213,7 +213,7 @@ class LessonQueries(Backend):
             return "merged"
         return "imported" if self._replace(tx, current, row, now) else "skipped"
 
-    def add_taught_lesson(self, lesson: Lesson, now: float) -> Lesson | None:
+    def add_taught_lesson(self, lesson: LessonRow, now: float) -> LessonRow | None:
         """A person's lesson, in place of the active one of its fingerprint (its trigger);
         quarantined (``lesson["quarantine"]``) it replaces nothing. Returns the pinned
         lesson that stands in its way, if any (then nothing is written)."""
@@ -250,7 +250,7 @@ class LessonQueries(Backend):
                     " WHERE seq = (SELECT MAX(seq) FROM lessons WHERE superseded_by = ?)",
                     (now, lesson_id))
 
-    def release_lesson(self, lesson: Lesson, now: float) -> Lesson | None:
+    def release_lesson(self, lesson: LessonRow, now: float) -> LessonRow | None:
         """Back into recall, in place of whatever stands for its fingerprint meanwhile;
         returns the pinned lesson that stands in its way, if any (then nothing changes)."""
         with self.write() as tx:
@@ -277,7 +277,7 @@ class LessonQueries(Backend):
 
     # -- each backend's own -----------------------------------------------------------
 
-    def lessons_by_words(self, terms: list[str], limit: int) -> list[Lesson]:
+    def lessons_by_words(self, terms: list[str], limit: int) -> list[LessonRow]:
         """The ``limit`` lessons whose texts best match all of ``terms``, best first."""
         raise NotImplementedError
 

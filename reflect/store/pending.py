@@ -33,7 +33,7 @@ from typing import Any
 
 from reflect.base import config
 from reflect.base.member import FORM
-from reflect.base.records import Failure, Lesson
+from reflect.base.records import FailureRow, LessonRow
 from reflect.store import Rejected, prepare_home
 from reflect.store.health import foreign_home
 from reflect.store.protocol import FailureStore
@@ -76,7 +76,7 @@ def private(directory: Path, make: bool = False) -> bool:
     return False
 
 
-def keep(home: Path, failure: Failure, lesson: Lesson, *, reflect: bool, embed: bool,
+def keep(home: Path, failure: FailureRow, lesson: LessonRow, *, reflect: bool, embed: bool,
          credit: bool, member: str) -> Path:
     """A capture the store could not take, with what its ``add_failure`` was to be asked
     (its jobs, its credit, its member): the replay stores exactly what the capture would
@@ -130,7 +130,7 @@ def _append(path: Path, line: str) -> None:
 # (``capture.entry.kept_rows``: scrubbed and reviewed as a new capture; for an outcome
 # ``capture.entry.kept_outcome``), since a file on disk is as untrusted as an error text,
 # and the store derives nothing itself.
-Redo = Callable[[Failure, Lesson], tuple[Failure, Lesson]]
+Redo = Callable[[FailureRow, LessonRow], tuple[FailureRow, LessonRow]]
 RedoOutcome = Callable[[dict[str, Any]], dict[str, Any]]
 
 
@@ -160,10 +160,10 @@ def waiting(home: Path) -> tuple[int, int]:
     return kept, rejected
 
 
-def kept(home: Path, redo: Redo) -> list[tuple[Failure, Lesson]]:
+def kept(home: Path, redo: Redo) -> list[tuple[FailureRow, LessonRow]]:
     """The captures kept aside for this store and not yet replayed, as (failure, lesson)
     made again by ``redo``, newest first: what recall has that the store has not."""
-    found: list[tuple[Failure, Lesson]] = []
+    found: list[tuple[FailureRow, LessonRow]] = []
     for path in places(home):
         for candidate in _candidates(path):
             try:

@@ -27,7 +27,7 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import RowMaker
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from reflect.base.records import Lesson
+from reflect.base.records import LessonRow
 from reflect.store.base import Args, Cursor, Rejected, StoreUnavailable, lesson_row, marks, redacted
 from reflect.store.health import CannotRepair, Finding, Health, disk
 from reflect.store.postgres_migrations import MIGRATIONS, migrate
@@ -345,7 +345,7 @@ class PostgresStore(SQLStore):
         return {r[0]: int(r[1]) for r in self._rows(
             f"SELECT term, doc FROM runs_vocab WHERE term IN ({marks(terms)})", terms)}
 
-    def lessons_by_words(self, terms: list[str], limit: int) -> list[Lesson]:
+    def lessons_by_words(self, terms: list[str], limit: int) -> list[LessonRow]:
         """The ``limit`` lessons whose texts hold all of ``terms`` (each a phrase of its
         words: "auth_user" is "auth" then "user"), best first by BM25 over the lesson's
         words (FTS5 ranks each of its three columns apart: close, not equal)."""

@@ -5,7 +5,7 @@ backend's own."""
 
 from __future__ import annotations
 
-from reflect.base.records import COUNTED_BELOW, Failure, Lesson, new_id
+from reflect.base.records import COUNTED_BELOW, FailureRow, LessonRow, new_id
 from reflect.base.text import clip, text_key
 from reflect.store.base import Backend, Row, Tx, failure_row, insert, lesson_row, marks
 
@@ -157,7 +157,7 @@ class RunQueries(Backend):
             (limit,))]
 
     def family_lessons(self, families: list[str], run: str, scope: str
-                       ) -> dict[str, tuple[Lesson, Failure]]:
+                       ) -> dict[str, tuple[LessonRow, FailureRow]]:
         """For each family, its latest failure in another run that has an active lesson in
         ``scope`` (or global), as (lesson, failure)."""
         found = {}
@@ -200,7 +200,7 @@ class RunQueries(Backend):
             " r.member FROM failures f JOIN runs r ON r.run = f.run WHERE f.family = ?"
             " AND r.scope IN (?, 'global') ORDER BY f.seq DESC LIMIT ?", (family, scope, limit))]
 
-    def taught_and_imported_lessons(self, scope: str) -> list[Lesson]:
+    def taught_and_imported_lessons(self, scope: str) -> list[LessonRow]:
         """Active taught and imported lessons in ``scope`` (or global)."""
         return [lesson_row(r) for r in self._rows(
             "SELECT * FROM lessons WHERE origin != 'here' AND status = 'active'"
@@ -220,7 +220,7 @@ class RunQueries(Backend):
                             AND i.iteration = f.iteration AND i.fingerprint = f.fingerprint)
                 GROUP BY f.fingerprint""", [run, *fingerprints])}
 
-    def open_failures(self, run: str, iteration: int) -> list[Failure]:
+    def open_failures(self, run: str, iteration: int) -> list[FailureRow]:
         return [failure_row(r) for r in self._rows(
             "SELECT * FROM failures WHERE run = ? AND iteration < ? AND resolution = ''"
             " ORDER BY seq", (run, iteration))]

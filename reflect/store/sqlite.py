@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from reflect.base.records import Lesson
+from reflect.base.records import LessonRow
 from reflect.store.base import Args, NewerSchema, StoreUnavailable, lesson_row, marks
 from reflect.store.health import (
     CannotRepair,
@@ -229,7 +229,7 @@ class SQLiteStore(SQLStore):
         return {r[0]: r[1] for r in self._rows(
             f"SELECT term, doc FROM runs_vocab WHERE term IN ({marks(terms)})", terms)}
 
-    def lessons_by_words(self, terms: list[str], limit: int) -> list[Lesson]:
+    def lessons_by_words(self, terms: list[str], limit: int) -> list[LessonRow]:
         """The ``limit`` lessons whose texts best match all of ``terms`` (FTS5's BM25)."""
         if not terms:
             return []

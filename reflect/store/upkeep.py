@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from reflect.base.records import Lesson
+from reflect.base.records import LessonRow
 from reflect.store.base import Backend, Tx, lesson_row, protected, put_meta
 from reflect.store.credit import recount_holdout
 
@@ -16,14 +16,14 @@ if TYPE_CHECKING:
 
 
 class UpkeepQueries(Backend):
-    def aging_lessons(self, created_before: float) -> list[Lesson]:
+    def aging_lessons(self, created_before: float) -> list[LessonRow]:
         """Lessons upkeep may let go: neither pinned nor taught, created before
         ``created_before`` (their grace is over)."""
         return [lesson_row(r) for r in self._rows(
             "SELECT id, fingerprint, confidence, last_used, updated FROM lessons"
             f" WHERE NOT {protected()} AND created < ?", (created_before,))]
 
-    def prune(self, weak: list[Lesson], now: float, cutoff: float,
+    def prune(self, weak: list[LessonRow], now: float, cutoff: float,
               keep: int | None) -> tuple[int, int]:
         """Delete the ``weak`` lessons (each removal recorded, never its text), the
         history older than ``cutoff`` and, with ``keep``, the raw history but its ``keep``
