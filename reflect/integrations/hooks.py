@@ -50,6 +50,9 @@ MISSING_FILE = "missing.json"
 LOCK_FILE = ".lock"
 SHOWN_KEPT = 200  # digests of the items a session was shown, newest kept
 STALE_SECONDS = 7 * 86400  # session files unused this long are removed at a session start
+# Failures the world outside the session may change (a service not up yet, a time limit,
+# memory): the same command may pass a moment later, so its rerun is no sure repeat.
+OUTSIDE = frozenset({"network", "timeout", "resource"})
 
 
 class OutOfTime(BaseException):
@@ -185,7 +188,12 @@ def respond(event: Event | None, cwd: str | None = None, recorded: list[str] | N
             os.chdir("/")
     state = State(config.default_home(env), event.session)
     if event.name == "PreToolUse":
-        text = warning(event, state)
+        seen = before_command(event, state)
+        if seen is not None and seen.sure and refusing(env):
+            return {"hookSpecificOutput": {"hookEventName": event.name,
+                                           "permissionDecision": "deny",
+                                           "permissionDecisionReason": refusal(seen)}}
+        text = "" if seen is None else told(seen)
     elif event.name in ("PostToolUse", "PostToolUseFailure"):
         text = after_tool(event, state, [] if recorded is None else recorded, env)
     else:
@@ -242,13 +250,14 @@ def after_tool(event: Event, state: State, recorded: list[str], env: Mapping[str
             recorded.append("capture")
             mem.ensure_worker()
             rec = mem.recall(run=event.session, goal=state.goal, phase=event.tool.lower())
-        error = ""
-        if entry is not None:  # the entry's fields are scrubbed already
+        error, sure = "", False
+        if entry is not None and entry.source != "benign":  # its fields are scrubbed already
             error = format_error(entry.error_type, (entry.message or "\n").splitlines()[0])
+            sure = entry.category not in OUTSIDE
         with state.changing():
             if entry is not None and entry.error_type == "CommandNotFound":
                 state.missing.add(entry.message.removesuffix(": command not found"))
-            state.ran(action, error)
+            state.ran(action, error, sure)
             state.open.append(action)
             return state.unseen(rec)
     resolved = False
@@ -266,22 +275,60 @@ def after_tool(event: Event, state: State, recorded: list[str], env: Mapping[str
     return ""
 
 
-def warning(event: Event, state: State) -> str:
-    """Before a Bash command: say so when it cannot work; never block it."""
+class Seen(NamedTuple):
+    """What the session's hooks saw of a Bash command about to run: it failed just now and
+    nothing that could change its outcome ran since (``sure``: unchanged, it fails again),
+    or a program it runs was not found in the project and has not run since."""
+
+    action: str
+    error: str
+    sure: bool = False
+    program: str = ""
+
+
+def before_command(event: Event, state: State) -> Seen | None:
     if event.tool != "Bash" or not event.action:
-        return ""
+        return None
     last = state.last or {}
     action = state.scrub(event.action)
     if last.get("error") and last.get("action") == action:
-        return (f"reflect: `{clip(action, 200)}` failed just now in this session "
-                f"({clip(last['error'], 200)}) and nothing that could change its outcome has "
-                "run since: unchanged, it will fail the same way. Fix the cause first.")
+        return Seen(action, last["error"], sure=bool(last.get("sure")))
     for program in programs(action):
         if program in state.missing and not provides(action, program):
-            return (f"reflect: `{program}` was not found in this project earlier "
-                    f"(`{program}: command not found`): this command fails the same way "
-                    f"unless `{program}` has been installed since.")
-    return ""
+            return Seen(action, f"{program}: command not found", program=program)
+    return None
+
+
+def refusing(env: Mapping[str, str]) -> bool:
+    """Whether a sure repeat is refused (``REFLECT_REFUSE_REPEATS``), read by the run
+    context only here, where a repeat was found: the other PreToolUse hooks import none of
+    it."""
+    from reflect.api.context import RunContext
+
+    return RunContext.from_env(env).settings.refuse_repeats
+
+
+def refusal(seen: Seen) -> str:
+    """The reason a sure repeat is refused, which the model reads in place of its result."""
+    return (f"reflect refused to run `{clip(seen.action, 200)}`: it failed just now in this "
+            f"session ({clip(seen.error, 200)}) and nothing that could change its outcome has "
+            "run since, so it would fail the same way. Fix the cause, then run it again.")
+
+
+def told(seen: Seen) -> str:
+    """What the hooks saw, worded to be true whenever it is read: Claude Code adds it after
+    the command's result, Codex after the call, and nothing was stopped."""
+    if seen.program:
+        return (f"reflect: `{seen.program}` was not found in this project earlier "
+                f"(`{seen.error}`), and no command since has run or installed it: if this "
+                f"command failed that way, install `{seen.program}` or run it another way.")
+    said = (f"reflect: `{clip(seen.action, 200)}` had failed just before this run "
+            f"({clip(seen.error, 200)})")
+    if seen.sure:
+        return (f"{said} and nothing that could change its outcome ran in between: if it "
+                "failed again, it is the same failure; fix its cause before another rerun.")
+    return (f"{said}, a failure the world outside the session may change (a service not up "
+            "yet, a time limit, memory): if it failed again, see to that before another rerun.")
 
 
 def provides(command: str, program: str) -> bool:
@@ -343,8 +390,8 @@ class State:
         self.shown = (self.shown + digests)[-SHOWN_KEPT:]
         return text
 
-    def ran(self, action: str, error: str) -> None:
-        self.last = {"action": action, "error": error}
+    def ran(self, action: str, error: str, sure: bool = False) -> None:
+        self.last = {"action": action, "error": error, "sure": sure}
 
     def reported(self, command: str) -> bool:
         """Whether a success is the session's outcome (``tool_calls.reported``)."""
