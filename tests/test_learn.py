@@ -125,11 +125,33 @@ def test_with_no_path_the_projects_own_sessions(tmp_path, monkeypatch):
     monkeypatch.chdir(project)
     done = run_cli("learn", "claude-code", env=env)
     assert done.returncode == 0 and b"read 1 session," in done.stdout, done.stderr
-    # The Codex sessions were in another directory: none of this project's.
+    # The Codex sessions were in another directory: none of this project's, as it says.
     done = run_cli("learn", "codex", env=env)
     assert done.returncode == 0 and b"read 0 sessions" in done.stdout, done.stderr
+    assert b"sessions started in other directories" in done.stdout, done.stdout
     done = run_cli("learn", "claude-code", env={"HOME": str(tmp_path / "nobody")})
     assert done.returncode == 1 and b"no Claude Code sessions for" in done.stderr
+
+
+@pytest.mark.parametrize("client", ["claude-code", "codex"])
+def test_reading_no_session_says_why(client, tmp_path):
+    def learned(path) -> str:
+        done = run_cli("learn", client, str(path))
+        assert done.returncode == 0 and b"read 0 sessions" in done.stdout, done.stderr
+        return done.stdout.decode()
+
+    text = tmp_path / "a.txt"
+    text.write_text("hello world\n")
+    out = learned(text)
+    assert "not a transcript (no JSON record)" in out and "summary" not in out, out
+    other = tmp_path / "other.jsonl"
+    other.write_text('{"name": "a record of another tool"}\n')
+    assert ": 1" in learned(other).partition("not learned:")[2]
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    out = learned(empty)
+    pattern = "*.jsonl" if client == "claude-code" else "rollout-*.jsonl"
+    assert f"directories with no session file ({pattern}) in them: 1" in out, out
 
 
 def test_the_progress_bar_is_drawn_in_place(capsys):
