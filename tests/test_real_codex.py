@@ -97,6 +97,15 @@ def test_an_untrusted_project_runs_no_hook(tmp_path):
     assert "hook:" not in log, log[-3000:]
     with Memory() as mem:
         assert mem.failures() == []
+    # Codex says nothing of it; reflect's doctor does, with what to do.
+    env = {**os.environ, "HOME": str(tmp_path / "home"), "PATH": reflect_path()}
+    env.pop("CODEX_HOME", None)
+    doctor = subprocess.run(["reflect", "doctor"], env=env, cwd=tmp_path / "project",
+                            capture_output=True, text=True)
+    assert doctor.returncode == 1, doctor.stdout + doctor.stderr
+    assert "hooks: PROBLEM: codex (.codex/hooks.json): installed, never run, and Codex ran " \
+        "1 session here since" in doctor.stdout, doctor.stdout
+    assert "codex exec --trust" in doctor.stdout
 
 
 def test_each_item_reaches_the_model_once_a_session(tmp_path):

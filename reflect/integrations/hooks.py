@@ -47,6 +47,7 @@ STDIN_BYTES = 8 * 1024 * 1024
 RECORDED = frozenset({"PostToolUse", "PostToolUseFailure"})
 STATE_DIR = "hooks"
 MISSING_FILE = "missing.json"
+HEARD_FILE = "heard.json"  # client -> when one of its hooks first ran for this store
 LOCK_FILE = ".lock"
 SHOWN_KEPT = 200  # digests of the items a session was shown, newest kept
 STALE_SECONDS = 7 * 86400  # session files unused this long are removed at a session start
@@ -91,11 +92,12 @@ def base_event(raw: dict[str, Any], hooks: Collection[str]) -> Event:
 
 def run(parse: Callable[[dict[str, Any]], Event | None], stdin: IO[str] = sys.stdin,
         stdout: IO[str] = sys.stdout, env: Mapping[str, str] = os.environ,
-        left: Callable[[], float | None] = budget.left) -> int:
+        left: Callable[[], float | None] = budget.left, client: str = "") -> int:
     """Read one event, print its answer (``{}`` when there is nothing to say), exit 0
     whatever happens: bad input, an unknown event or a locked store cost one line on
     stderr, and the answer comes within ``TIME_BUDGET`` seconds of the process's start
-    (``left``: the seconds this process has left, ``budget.left``)."""
+    (``left``: the seconds this process has left, ``budget.left``). ``client``: whose hook
+    this is, recorded the first time one of its hooks runs (``reflect status``)."""
     def give_up(signum: int, frame: FrameType | None) -> None:
         raise OutOfTime(f"no answer within {TIME_BUDGET:g} s")
 
@@ -109,7 +111,7 @@ def run(parse: Callable[[dict[str, Any]], Event | None], stdin: IO[str] = sys.st
         raw = parsed(*read_event(stdin))
         if not isinstance(raw, dict):
             raise ValueError("the event on stdin is not a JSON object")
-        answer = respond(parse(raw), raw.get("cwd"), recorded, env)
+        answer = respond(parse(raw), raw.get("cwd"), recorded, env, client)
     except (Exception, OutOfTime) as e:
         signal.setitimer(signal.ITIMER_REAL, 0)  # saying so must not be cut short in turn
         answer = {}
@@ -117,7 +119,7 @@ def run(parse: Callable[[dict[str, Any]], Event | None], stdin: IO[str] = sys.st
                 and raw.get("hook_event_name") in RECORDED and not recorded):
             config.warn(f"hook: {e}; the event is recorded after the answer")
             event = raw
-            detached(lambda: respond(parse(event), event.get("cwd"), recorded, env))
+            detached(lambda: respond(parse(event), event.get("cwd"), recorded, env, client))
         else:
             config.warn(f"hook: {e}; nothing recorded, the agent goes on")
     finally:
@@ -168,10 +170,11 @@ def parsed(text: str, cut: bool) -> Any:
 
 
 def respond(event: Event | None, cwd: str | None = None, recorded: list[str] | None = None,
-            env: Mapping[str, str] = os.environ) -> dict[str, Any]:
+            env: Mapping[str, str] = os.environ, client: str = "") -> dict[str, Any]:
     """The answer to ``event``; ``recorded`` gets what it stored (a capture, an outcome)
     as soon as it is stored. ``env``: the hook's environment, read here and by the run
-    context its ``Memory`` is made with, nowhere else."""
+    context its ``Memory`` is made with, nowhere else. ``client``: whose hook it is ("":
+    none to record, as for the resident helper's warm-up)."""
     if event is None or not config.enabled(env):
         return {}
     if not event.session:  # a client that names no session: the default run
@@ -187,6 +190,8 @@ def respond(event: Event | None, cwd: str | None = None, recorded: list[str] | N
         except OSError:  # removed, and nothing says where it was
             os.chdir("/")
     state = State(config.default_home(env), event.session)
+    if client and client not in state.heard:
+        state.first_heard(client)
     if event.name == "PreToolUse":
         seen = before_command(event, state)
         if seen is not None and seen.sure and refusing(env):
@@ -365,12 +370,13 @@ class State:
         self.load()
 
     def load(self) -> None:
-        data = _read(self.path)
+        data = read_json(self.path)
         self.goal: str = data.get("goal", "")
         self.last: dict[str, Any] | None = data.get("last")  # the latest tool call: action, error
         self.open: list[str] = data.get("open", [])  # failed commands no success reran yet
         self.shown: list[str] = data.get("shown", [])  # digests of the items shown
-        self.missing: set[str] = set(_read(self.dir / MISSING_FILE).get("programs", []))
+        self.missing: set[str] = set(read_json(self.dir / MISSING_FILE).get("programs", []))
+        self.heard: dict[str, Any] = read_json(self.dir / HEARD_FILE)
 
     def scrub(self, text: str) -> str:
         """``text`` as the store would keep it: what these files hold never needs the
@@ -403,6 +409,18 @@ class State:
             if path.name != MISSING_FILE and path.stat().st_mtime < cutoff:
                 path.unlink(missing_ok=True)
 
+    def first_heard(self, client: str) -> None:
+        """Record that a hook of ``client`` ran for this store, the first time one does:
+        installed hooks that never ran are then told apart (``integrations.heard``)."""
+        if not self.home.is_dir():
+            return
+        self.dir.mkdir(mode=0o700, exist_ok=True)
+        with open(self.dir / LOCK_FILE, "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            heard = read_json(self.dir / HEARD_FILE)
+            if client not in heard:
+                _write(self.dir / HEARD_FILE, {**heard, client: time.time()})
+
     @contextmanager
     def changing(self) -> Iterator[None]:
         """Reread, change and write the files under the lock, so that another hook of
@@ -429,7 +447,7 @@ def session_file(session: str) -> str:
     return f"session-{readable}-{digest}.json"
 
 
-def _read(path: Path) -> dict[str, Any]:
+def read_json(path: Path) -> dict[str, Any]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
