@@ -31,7 +31,7 @@ from reflect.capture.transcripts import Session, Skipped, TranscriptError, claud
 
 if TYPE_CHECKING:
     from reflect.api.memory import Memory
-    from reflect.base.records import RecallItem
+    from reflect.base.records import Recall, RecallItem
 
 NEW_SESSION = "(a new session)"  # the run a preview of the house rules recalls for; not stored
 
@@ -154,9 +154,14 @@ def _lesson_count(mem: Memory) -> int:
 
 def house_rules(mem: Memory) -> list[RecallItem]:
     """The lessons a new session of this project is shown first (nothing is logged)."""
+    return list(house_block(mem).items)
+
+
+def house_block(mem: Memory) -> Recall:
+    """The block a new session of this project is shown first, the house rules, as recall
+    gives it; nothing is logged and no run registered."""
     from reflect.recall import block
 
     query = replace(mem.query(run=NEW_SESSION, sections=("lessons",)), scope=mem.scope,
                     embed=False)
-    rec = block.build(mem.store, mem.vectors, query, mem.predictor, mem.holdout)
-    return list(rec.items)
+    return block.build(mem.store, mem.vectors, query, mem.predictor, mem.holdout)

@@ -23,6 +23,7 @@ from reflect.capture.numbers import bounded, count, number
 from reflect.cli.learn import add_learn
 from reflect.cli.lessons import LESSON_COMMANDS, open_memory
 from reflect.cli.pipe import closed_pipe
+from reflect.cli.rules import add_rules
 from reflect.integrations import clients
 from reflect.integrations.clients import CLIENTS, DEFAULT_SCOPE
 
@@ -486,5 +487,6 @@ COMMANDS = {
     "capture": add_capture, "recall": add_recall, "outcome": add_outcome,
     "worker": add_worker, "status": add_status, "failures": add_failures, "stats": add_stats,
     "clear": add_clear, "hook": add_hook, "install": add_install, "mcp": add_mcp,
-    "run": add_run, **LESSON_COMMANDS, "learn": add_learn, "eval": add_eval,
+    "run": add_run, **LESSON_COMMANDS, "rules": add_rules, "learn": add_learn,
+    "eval": add_eval,
 }
