@@ -229,6 +229,19 @@ def test_pre_tool_use_says_nothing_of_a_command_that_installs_the_missing_progra
                                  "PreToolUse")
 
 
+def test_each_tool_call_is_a_step_numbered_as_mini_swe_agent_numbers_its_steps():
+    """An iteration is the agent's step, failed or not (tests/test_integration_minisweagent.py
+    numbers mini's so): a failure, a command that passed, a failure are steps 1, 2, 3."""
+    hook(fail("python3 a.py", NO_TABLE))
+    hook(event("PostToolUse", tool_input={"command": "ls"}, tool_response={"stdout": ""}))
+    hook(fail("python3 b.py", NO_TABLE.replace("auth_user", "orders")))
+    assert [e.iteration for e in failures()] == [3, 1]
+    # An interrupted call ran no step to its end: no number.
+    hook(event("PostToolUseFailure", is_interrupt=True))
+    hook(fail("python3 c.py", NO_TABLE.replace("auth_user", "items")))
+    assert [e.iteration for e in failures()] == [4, 3, 1]
+
+
 def test_a_success_that_reruns_the_failed_command_is_its_outcome():
     hook(event("PostToolUseFailure"))
     hook(event("PostToolUse", tool_input={"command": "ls tests"}))  # not a fix of it

@@ -34,11 +34,13 @@ def test_a_claude_code_session_becomes_a_run(own_store):
     goal = "Make the weekly report run"
     assert [(it, action.rsplit("/", 1)[-1], code, kind) for _, it, action, code, kind, _, _ in got
             ] == [(1, "python3 report.py", 1, "ModuleNotFoundError"),
-                  (2, "config.yaml", None, "Error"), (3, "ls data", 2, "FileNotFound"),
-                  (4, "python3 total.py", 2, "FileNotFound")]
+                  (2, "config.yaml", None, "Error"), (6, "ls data", 2, "FileNotFound"),
+                  (8, "python3 total.py", 2, "FileNotFound")]  # each call its hooks see a step
     assert {run for run, *_ in got} == {CLAUDE_SESSION} and {g for *_, g in got} == {goal}
-    # The command that passed later is the fix; the times are the session's own.
-    assert got[0][5] == "`python3 report.py` passed when rerun unchanged"
+    # The steps to the command that passed later are the fix (the edit between them,
+    # a step of its own); the times are the session's own.
+    assert got[0][5] == "`Edit /tmp/learn/rec-claude/project/report.py`, then " \
+        "`python3 report.py` passed"
     assert min(e.ts for e in stored) > 1.7e9 and max(e.ts for e in stored) < 1.9e9
     assert (report.sessions, report.learned, report.failures, report.resolved) == (2, 1, 4, 1)
     # One session's mistakes are no house rule: a new session is shown none of them.

@@ -111,15 +111,18 @@ def _learn_session(mem: Memory, session: Session, skipped: Skipped,
     captured, reported = mem.store.unkeyed_steps(run)
     open_failures: list[str] = []
     added = False
+    steps = 0  # the session's steps, numbered as its hooks number them
     for call in session.calls(skipped):
         now[0] = max(now[0], call.ts or now[0])
         action = mem.scrubber.scrub(call.action)[0]
         known = tool_calls.step_key(run, call.id) in stored
+        if tool_calls.is_step(session.client, call.tool, call.failed):
+            steps += 1
         if call.failed:
             if captured > 0:
                 captured -= 1
             elif not known:
-                entry = mem.capture(run=session.run, goal=session.goal,
+                entry = mem.capture(run=session.run, iteration=steps, goal=session.goal,
                                     phase=call.tool.lower(), action=call.action,
                                     exit_code=call.exit_code, error_text=call.error_text,
                                     step=call.id)
@@ -133,8 +136,9 @@ def _learn_session(mem: Memory, session: Session, skipped: Skipped,
             if reported > 0:
                 reported -= 1
             elif not known:
-                report.resolved += len(mem.outcome(run=session.run, success=True,
-                                                   action=call.action, step=call.id))
+                report.resolved += len(mem.outcome(run=session.run, iteration=steps,
+                                                   success=True, action=call.action,
+                                                   step=call.id))
                 added = True
             open_failures = tool_calls.still_open(open_failures, action)
     return added

@@ -245,13 +245,17 @@ def before_turn(event: Event, state: State, env: Mapping[str, str]) -> str:
 def after_tool(event: Event, state: State, recorded: list[str], env: Mapping[str, str]) -> str:
     """A failure is captured and answered with the run's block, less the items this session
     was already shown; while a failure is open, a success that did something is an
-    outcome (a step of a fix, or the step that got past the failure)."""
+    outcome (a step of a fix, or the step that got past the failure). Each call the hooks
+    are told ended (not one interrupted) is a step of the session, numbered in its order:
+    its iteration, as ``reflect learn`` numbers it (``tool_calls.is_step``)."""
     action = state.scrub(event.action)
     if event.failed:
+        step = state.next_step()
         with memory(env) as mem:
-            entry = mem.capture(run=event.session, goal=state.goal, phase=event.tool.lower(),
-                                action=event.action, exit_code=event.exit_code,
-                                error_text=event.error_text, step=event.call)
+            entry = mem.capture(run=event.session, iteration=step, goal=state.goal,
+                                phase=event.tool.lower(), action=event.action,
+                                exit_code=event.exit_code, error_text=event.error_text,
+                                step=event.call)
             recorded.append("capture")
             mem.ensure_worker()
             rec = mem.recall(run=event.session, goal=state.goal, phase=event.tool.lower())
@@ -260,18 +264,25 @@ def after_tool(event: Event, state: State, recorded: list[str], env: Mapping[str
             error = format_error(entry.error_type, (entry.message or "\n").splitlines()[0])
             sure = entry.category not in OUTSIDE
         with state.changing():
+            state.steps = max(state.steps, step)  # counted before the store was there
             if entry is not None and entry.error_type == "CommandNotFound":
                 state.missing.add(entry.message.removesuffix(": command not found"))
             state.ran(action, error, sure)
             state.open.append(action)
             return state.unseen(rec)
-    resolved = False
+    resolved, told = False, None  # the step's number, when the store is told of it
     if event.failed is False and state.reported(action):
+        told = state.next_step()
         with memory(env) as mem:
-            mem.outcome(run=event.session, success=True, action=event.action, step=event.call)
+            mem.outcome(run=event.session, iteration=told, success=True, action=event.action,
+                        step=event.call)
             recorded.append("outcome")
         resolved = True
     with state.changing():
+        if told is not None:
+            state.steps = max(state.steps, told)
+        elif event.failed is False:  # a step the store is not told of: counted here
+            state.steps += 1
         state.ran(action, "")
         if event.failed is False and event.tool == "Bash":
             state.missing -= set(programs(action))
@@ -375,6 +386,7 @@ class State:
         self.last: dict[str, Any] | None = data.get("last")  # the latest tool call: action, error
         self.open: list[str] = data.get("open", [])  # failed commands no success reran yet
         self.shown: list[str] = data.get("shown", [])  # digests of the items shown
+        self.steps: int = data.get("steps", 0)  # the session's calls that ended, counted
         self.missing: set[str] = set(read_json(self.dir / MISSING_FILE).get("programs", []))
         self.heard: dict[str, Any] = read_json(self.dir / HEARD_FILE)
 
@@ -409,6 +421,13 @@ class State:
             if path.name != MISSING_FILE and path.stat().st_mtime < cutoff:
                 path.unlink(missing_ok=True)
 
+    def next_step(self) -> int:
+        """The number of the session's call that just ended, counted under the lock: hooks
+        of one session run at once."""
+        with self.changing():
+            self.steps += 1
+        return self.steps
+
     def first_heard(self, client: str) -> None:
         """Record that a hook of ``client`` ran for this store, the first time one does:
         installed hooks that never ran are then told apart (``integrations.heard``)."""
@@ -434,7 +453,8 @@ class State:
             self.load()
             yield
             _write(self.path, {"goal": self.goal, "last": self.last,
-                               "open": self.open[-tool_calls.KEEP_OPEN:], "shown": self.shown})
+                               "open": self.open[-tool_calls.KEEP_OPEN:], "shown": self.shown,
+                               "steps": self.steps})
             _write(self.dir / MISSING_FILE, {"programs": sorted(self.missing)})
 
 
