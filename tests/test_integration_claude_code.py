@@ -169,9 +169,9 @@ def test_pre_tool_use_refuses_a_rerun_with_nothing_changed():
 def test_with_refusal_off_a_rerun_is_told_as_what_was_seen():
     """Read after the command ran (Claude Code adds it after the tool's result), the text
     claims neither that it stopped the call nor what the call will do."""
-    off = {"REFLECT_REFUSE_REPEATS": "off"}
+    off = {"REFLECT_REFUSE_REPEATS": "off"}  # the client's environment: every hook's
     rerun = event("PreToolUse", tool_input={"command": "python repro.py"})
-    hook(fail("python repro.py", NO_TABLE))
+    hook(fail("python repro.py", NO_TABLE), env=off)
     answer = hook(rerun, env=off)[0]
     assert "permissionDecision" not in answer["hookSpecificOutput"]
     text = context(answer, "PreToolUse")

@@ -194,7 +194,7 @@ def respond(event: Event | None, cwd: str | None = None, recorded: list[str] | N
         state.first_heard(client)
     if event.name == "PreToolUse":
         seen = before_command(event, state)
-        if seen is not None and seen.sure and refusing(env):
+        if seen is not None and seen.refuse:
             return {"hookSpecificOutput": {"hookEventName": event.name,
                                            "permissionDecision": "deny",
                                            "permissionDecisionReason": refusal(seen)}}
@@ -259,6 +259,9 @@ def after_tool(event: Event, state: State, recorded: list[str], env: Mapping[str
             recorded.append("capture")
             mem.ensure_worker()
             rec = mem.recall(run=event.session, goal=state.goal, phase=event.tool.lower())
+            # Decided here, where the run context is made: a PreToolUse hook reads it from
+            # the state files alone.
+            refusing = mem.settings.refuse_repeats
         error, sure = "", False
         if entry is not None and entry.source != "benign":  # its fields are scrubbed already
             error = format_error(entry.error_type, (entry.message or "\n").splitlines()[0])
@@ -267,7 +270,7 @@ def after_tool(event: Event, state: State, recorded: list[str], env: Mapping[str
             state.steps = max(state.steps, step)  # counted before the store was there
             if entry is not None and entry.error_type == "CommandNotFound":
                 state.missing.add(entry.message.removesuffix(": command not found"))
-            state.ran(action, error, sure)
+            state.ran(action, error, sure, refuse=sure and refusing)
             state.open.append(action)
             return state.unseen(rec)
     resolved, told = False, None  # the step's number, when the store is told of it
@@ -299,6 +302,7 @@ class Seen(NamedTuple):
     action: str
     error: str
     sure: bool = False
+    refuse: bool = False  # sure, and refusal is on (``Settings.refuse_repeats``)
     program: str = ""
 
 
@@ -308,20 +312,12 @@ def before_command(event: Event, state: State) -> Seen | None:
     last = state.last or {}
     action = state.scrub(event.action)
     if last.get("error") and last.get("action") == action:
-        return Seen(action, last["error"], sure=bool(last.get("sure")))
+        return Seen(action, last["error"], sure=bool(last.get("sure")),
+                    refuse=bool(last.get("refuse")))
     for program in programs(action):
         if program in state.missing and not provides(action, program):
             return Seen(action, f"{program}: command not found", program=program)
     return None
-
-
-def refusing(env: Mapping[str, str]) -> bool:
-    """Whether a sure repeat is refused (``REFLECT_REFUSE_REPEATS``), read by the run
-    context only here, where a repeat was found: the other PreToolUse hooks import none of
-    it."""
-    from reflect.api.context import RunContext
-
-    return RunContext.from_env(env).settings.refuse_repeats
 
 
 def refusal(seen: Seen) -> str:
@@ -408,8 +404,8 @@ class State:
         self.shown = (self.shown + digests)[-SHOWN_KEPT:]
         return text
 
-    def ran(self, action: str, error: str, sure: bool = False) -> None:
-        self.last = {"action": action, "error": error, "sure": sure}
+    def ran(self, action: str, error: str, sure: bool = False, refuse: bool = False) -> None:
+        self.last = {"action": action, "error": error, "sure": sure, "refuse": refuse}
 
     def reported(self, command: str) -> bool:
         """Whether a success is the session's outcome (``tool_calls.reported``)."""
