@@ -31,6 +31,7 @@ from reflect.capture import tool_calls
 from reflect.capture.tool_calls import action_of
 from reflect.index.atomic import write_atomically
 from reflect.integrations import budget, event_json
+from reflect.integrations.rerun import OUTSIDE, before_command, programs, refusal, told
 from reflect.integrations.shown import unseen
 
 if TYPE_CHECKING:
@@ -51,9 +52,6 @@ HEARD_FILE = "heard.json"  # client -> when one of its hooks first ran for this 
 LOCK_FILE = ".lock"
 SHOWN_KEPT = 200  # digests of the items a session was shown, newest kept
 STALE_SECONDS = 7 * 86400  # session files unused this long are removed at a session start
-# Failures the world outside the session may change (a service not up yet, a time limit,
-# memory): the same command may pass a moment later, so its rerun is no sure repeat.
-OUTSIDE = frozenset({"network", "timeout", "resource"})
 
 
 class OutOfTime(BaseException):
@@ -292,77 +290,6 @@ def after_tool(event: Event, state: State, recorded: list[str], env: Mapping[str
             if resolved:
                 state.open = tool_calls.still_open(state.open, action)
     return ""
-
-
-class Seen(NamedTuple):
-    """What the session's hooks saw of a Bash command about to run: it failed just now and
-    nothing that could change its outcome ran since (``sure``: unchanged, it fails again),
-    or a program it runs was not found in the project and has not run since."""
-
-    action: str
-    error: str
-    sure: bool = False
-    refuse: bool = False  # sure, and refusal is on (``Settings.refuse_repeats``)
-    program: str = ""
-
-
-def before_command(event: Event, state: State) -> Seen | None:
-    if event.tool != "Bash" or not event.action:
-        return None
-    last = state.last or {}
-    action = state.scrub(event.action)
-    if last.get("error") and last.get("action") == action:
-        return Seen(action, last["error"], sure=bool(last.get("sure")),
-                    refuse=bool(last.get("refuse")))
-    for program in programs(action):
-        if program in state.missing and not provides(action, program):
-            return Seen(action, f"{program}: command not found", program=program)
-    return None
-
-
-def refusal(seen: Seen) -> str:
-    """The reason a sure repeat is refused, which the model reads in place of its result."""
-    return (f"reflect refused to run `{clip(seen.action, 200)}`: it failed just now in this "
-            f"session ({clip(seen.error, 200)}) and nothing that could change its outcome has "
-            "run since, so it would fail the same way. Fix the cause, then run it again.")
-
-
-def told(seen: Seen) -> str:
-    """What the hooks saw, worded to be true whenever it is read: Claude Code adds it after
-    the command's result, Codex after the call, and nothing was stopped."""
-    if seen.program:
-        return (f"reflect: `{seen.program}` was not found in this project earlier "
-                f"(`{seen.error}`), and no command since has run or installed it: if this "
-                f"command failed that way, install `{seen.program}` or run it another way.")
-    said = (f"reflect: `{clip(seen.action, 200)}` had failed just before this run "
-            f"({clip(seen.error, 200)})")
-    if seen.sure:
-        return (f"{said} and nothing that could change its outcome ran in between: if it "
-                "failed again, it is the same failure; fix its cause before another rerun.")
-    return (f"{said}, a failure the world outside the session may change (a service not up "
-            "yet, a time limit, memory): if it failed again, see to that before another rerun.")
-
-
-def provides(command: str, program: str) -> bool:
-    """Whether ``command`` installs ``program``, defines it, or names a path to it: the
-    fix of its "command not found" (the one its hint recommends), not a repeat of it."""
-    name = re.escape(program)
-    return bool(re.search(
-        rf"\b(?:install|add)\s[^;&|]*?(?<![\w.-]){name}(?![\w-]|\.\w)"  # pip, go, apt, …
-        rf"|\balias\s+{name}=|\bfunction\s+{name}\b|(?<![\w.-]){name}\s*\(\s*\)"
-        rf"|/{name}(?![\w.-])"  # a link or a file made, or a path run
-        r"|\bPATH=", command))  # where programs are looked for changes
-
-
-def programs(command: str) -> list[str]:
-    """The program each part of a shell command line runs (``A=1 pytest -x && make`` ->
-    ``pytest``, ``make``)."""
-    found = []
-    for part in re.split(r"&&|\|\||[;|&()]", command):
-        words = [w for w in part.split() if not re.match(r"^\w+=", w)]
-        if words:
-            found.append(words[0])
-    return found
 
 
 class State:
