@@ -271,17 +271,17 @@ def after_tool(event: Event, state: State, recorded: list[str], env: Mapping[str
             state.ran(action, error, sure, refuse=sure and refusing)
             state.open.append(action)
             return state.unseen(rec)
-    resolved, told = False, None  # the step's number, when the store is told of it
+    resolved, number = False, None  # the step's number, when the store is told of it
     if event.failed is False and state.reported(action):
-        told = state.next_step()
+        number = state.next_step()
         with memory(env) as mem:
-            mem.outcome(run=event.session, iteration=told, success=True, action=event.action,
-                        step=event.call)
+            mem.outcome(run=event.session, iteration=number, success=True,
+                        action=event.action, step=event.call)
             recorded.append("outcome")
         resolved = True
     with state.changing():
-        if told is not None:
-            state.steps = max(state.steps, told)
+        if number is not None:
+            state.steps = max(state.steps, number)
         elif event.failed is False:  # a step the store is not told of: counted here
             state.steps += 1
         state.ran(action, "")
