@@ -4,7 +4,8 @@ got through.
 
 Then the resident helper's cases and `reflect learn`'s, as real processes
 (bench/helper_attacks.py, bench/learn_attacks.py), and those of captures,
-transcripts and the store directory (bench/capture_attacks.py).
+transcripts and the store directory (bench/capture_attacks.py), and a shared store's
+(bench/member_attacks.py).
 
 Run: .venv/bin/python bench/attacks.py [--show]   (--show names what got through)
 Target: each 64 KB input built to make a backtracking regex blow up scrubbed in under 500 ms.
@@ -26,6 +27,7 @@ from helper_attacks import main as helper_cases
 from hostile_corpus import BENIGN_LESSONS, HOSTILE_LESSONS
 from learn_attacks import main as learn_cases
 from look_alike_corpus import LOOK_ALIKES_WIDE
+from member_attacks import main as member_cases
 from secret_corpus import LOOK_ALIKES, SECRETS
 from secret_forms import FORMS, leaks
 from test_defuse import PAYLOADS
@@ -99,7 +101,8 @@ print(f"  slowest {max(worst.values()):.0f} ms (target < {PATHOLOGICAL_MS} ms): 
 helper = helper_cases()
 learned = learn_cases()
 captured = capture_cases()
-emit({"helper": helper, "learn": learned, "capture": captured,
+shared = member_cases()
+emit({"helper": helper, "learn": learned, "capture": captured, "shared_store": shared,
       "scrub_4kb_ms": statistics.median(took),
       "scrub_64kb_pathological_max_ms": max(worst.values()), "secrets": len(SECRETS),
       "leaked_whole": len(leaked_by_form["whole"]),

@@ -25,7 +25,7 @@ import hooks  # noqa: E402
 from test_resident_trust import Listener, answer, patterns_held  # noqa: E402
 
 from reflect import Memory, StoreUnavailable  # noqa: E402
-from reflect.cli import resident  # noqa: E402
+from reflect.cli import client  # noqa: E402
 from reflect.integrations import budget  # noqa: E402
 
 EVENT = json.loads((TESTS / "fixtures" / "claude_code" / "PostToolUseFailure.json").read_text())
@@ -79,7 +79,7 @@ def fresh(tmp: Path, name: str, mode: int = 0o700) -> Path:
 
 def listener_case(tmp: Path, name: str, reply, mode: int = 0o700) -> dict:
     home = fresh(tmp, name, mode)
-    fake = Listener(home / resident.SOCKET_NAME, reply)
+    fake = Listener(home / client.SOCKET_NAME, reply)
     try:
         took, ok = finish(hook(home, tmp))
     finally:
@@ -101,7 +101,7 @@ def stall(conn) -> None:
 
 
 def huge(conn) -> None:
-    conn.sendall(resident.REPLY.pack(0, 300 * 2**20))
+    conn.sendall(client.REPLY.pack(0, 300 * 2**20))
     chunk = b"x" * 2**20
     for _ in range(300):
         conn.sendall(chunk)
@@ -121,14 +121,14 @@ def other_users_socket(tmp: Path) -> dict:
             server.listen(1)
             conn, _ = server.accept()
             conn.settimeout(5)
-            conn.sendall(resident.READY)
+            conn.sendall(client.READY)
             if conn.recv(65536):
                 (shared / "got").write_bytes(b"x")
         finally:
             os._exit(0)
     while not (shared / "s").exists():
         time.sleep(0.01)
-    path = home / resident.SOCKET_NAME
+    path = home / client.SOCKET_NAME
     os.rename(shared / "s", path)
     os.chown(path, os.getuid(), os.getgid())
     path.chmod(0o600)

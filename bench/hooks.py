@@ -5,7 +5,7 @@ both as a cold process (`REFLECT_HELPER=off`) and answered by the resident helpe
 (`reflect.cli.resident`, started before the runs). The package's bytecode is
 compiled first, as an install leaves it.
 
-Run: .venv/bin/python bench/hooks.py
+Run: .venv/bin/python bench/hooks.py [--runs N]   (21 by default)
 Targets: PostToolUseFailure median under 150 ms, PreToolUse under 100 ms and at most 3x
 `python -c pass`, `reflect capture` at most 3x `python -c pass`, `reflect recall` at
 most 1.3x `python -c "import numpy"`.
@@ -13,6 +13,7 @@ most 1.3x `python -c "import numpy"`.
 
 from __future__ import annotations
 
+import argparse
 import compileall
 import json
 import os
@@ -29,7 +30,7 @@ from figures import emit
 
 import reflect
 from reflect import Memory
-from reflect.cli import resident
+from reflect.cli import client
 
 RUNS = 21
 SESSION = "bench-session"
@@ -53,7 +54,7 @@ def start_helper(home: Path, env: dict) -> subprocess.Popen:
     while time.monotonic() < deadline:
         with socket.socket(socket.AF_UNIX) as probe:
             try:
-                probe.connect(str(home / resident.SOCKET_NAME))
+                probe.connect(str(home / client.SOCKET_NAME))
                 return helper
             except OSError:
                 time.sleep(0.1)
@@ -61,6 +62,9 @@ def start_helper(home: Path, env: dict) -> subprocess.Popen:
 
 
 def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--runs", type=int, default=RUNS, help=f"runs of each process ({RUNS})")
+    runs = p.parse_args().runs
     # As an install leaves it (pip compiles what it installs; PYTHONDONTWRITEBYTECODE
     # would have every run compile the package again).
     compileall.compile_dir(Path(reflect.__file__).parent, quiet=1)
@@ -88,12 +92,12 @@ def main() -> None:
             label = "PostToolUse (Bash)" if name == "PostToolUse" else name
             commands[f"hook {label}"] = (hook, event(name), env)
             commands[f"helper {label}"] = (hook, event(name), warm)
-        print(f"cold processes, median of {RUNS}, interleaved (one store, one session); "
+        print(f"cold processes, median of {runs}, interleaved (one store, one session); "
               "helper: the hook answered by the resident helper:")
         times: dict[str, list[float]] = {name: [] for name in commands}
         helper = start_helper(home, warm)
         try:
-            for _ in range(RUNS):  # interleaved, so the machine's load falls on all alike
+            for _ in range(runs):  # interleaved, so the machine's load falls on all alike
                 for name, (argv, stdin, environ) in commands.items():
                     times[name].append(cold(argv, environ, stdin)[0])
         finally:
@@ -106,7 +110,7 @@ def main() -> None:
                   f"{ms / numpy:4.2f}x import numpy")
     print(f"load average {' / '.join(f'{x:.2f}' for x in os.getloadavg())} (1, 5, 15 min), "
           f"{os.cpu_count()} cores")
-    emit({"runs": RUNS, "medians_ms": medians, "load": os.getloadavg()})
+    emit({"runs": runs, "medians_ms": medians, "load": os.getloadavg()})
 
 
 if __name__ == "__main__":

@@ -76,8 +76,9 @@ def session(env: dict[str, str], cwd: Path) -> dict[str, float]:
     server.ask("tools/list", {})
     found["tools/list"] = time.perf_counter() - server.started
     for name in ("first recall", "second recall"):
-        t = time.perf_counter()
-        answer = server.ask("tools/call", {"name": "recall", "arguments": {"goal": GOAL}})
+        t = time.perf_counter()  # the second asks again for what the first showed
+        answer = server.ask("tools/call", {"name": "recall", "arguments": {
+            "goal": GOAL, "repeat": name == "second recall"}})
         found[name] = time.perf_counter() - t
         if "openpyxl" not in json.dumps(answer):
             raise SystemExit(f"the recall did not show the store's failures: {answer}")

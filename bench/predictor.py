@@ -67,7 +67,7 @@ class Scorer:
         if self.scored.get(r.run) != failures:
             self.scored[r.run] = failures
             q = replace(mem.query(r.run, r.goal, r.phase, r.iteration), scope=mem.scope)
-            rows = mem.store.recent_failures(r.run, r.iteration, 200, "id, family")
+            rows = mem.store.recent_causes(r.run, r.iteration, 200)
             estimates = predicted(mem.store, mem.vectors, q, self.predictor,
                                   {row["family"] for row in rows})
             self.made.append((r.run, r.iteration, {e.family: e.p for e in estimates}))
@@ -128,6 +128,14 @@ def coverage_line(label: str, summary: dict) -> str:
     return f"  {label:<44} items/block {items:.2f}  " + "; ".join(cells)
 
 
+def _g(x: float | None, digits: int = 4) -> str:
+    return "-" if x is None else f"{x:.{digits}f}"
+
+
+def _or_inf(x: float | None) -> float:
+    return math.inf if x is None else x
+
+
 def _pct(x: float | None) -> str:
     return "-" if x is None else f"{100 * x:.1f}%"
 
@@ -141,10 +149,11 @@ def tune(name: str, records: list[TraceRecord], embeddings: str | None, tmp: Pat
     for point in [PRIOR, Predictor(), *points]:
         summary, made, hits = point_run(records, point, embeddings, tmp)
         results.append((point, summary, score(made, hits, first), score(made, hits, second)))
-        print(f"  {name}: {_brief(point)}: log loss {results[-1][2]['log_loss']:.4f} (first half)"
-              f" {results[-1][3]['log_loss']:.4f} (second)", flush=True)
+        print(f"  {name}: {_brief(point)}: log loss {_g(results[-1][2]['log_loss'])} (first half)"
+              f" {_g(results[-1][3]['log_loss'])} (second)", flush=True)
     prior, default = results[0], results[1]
-    chosen = min([prior, *results[2:]], key=lambda r: r[2]["log_loss"])
+    # a half with nothing to score (a tiny data set) chooses nothing over the prior
+    chosen = min([prior, *results[2:]], key=lambda r: _or_inf(r[2]["log_loss"]))
     print(f"\n== {name}: {len(records)} iterations, {len(first) + len(second)} runs, "
           f"{len(points)} grid points, embeddings {embeddings or 'bundled'}")
     print(f" chosen on the first half: {_brief(chosen[0])}")
@@ -153,7 +162,7 @@ def tune(name: str, records: list[TraceRecord], embeddings: str | None, tmp: Pat
     for label, (point, summary, one, two) in (("prior (base rate alone)", prior),
                                               ("default Predictor()", default),
                                               ("chosen", chosen)):
-        print(f"  {label:<26} log loss {two['log_loss']:.4f}  Brier {two['brier']:.5f}"
+        print(f"  {label:<26} log loss {_g(two['log_loss'])}  Brier {_g(two['brier'], 5)}"
               f"  (second half: {two['estimates']} estimates, {two['events']} events)")
         print(coverage_line(label + ", all runs", summary))
         figures["rows"].append({"label": label, "point": dataclasses.asdict(point),

@@ -58,8 +58,9 @@ def cut_commands(text: str) -> list[str]:
 # marked sqlite_only.
 BOTH_BACKENDS = frozenset({
     "test_bounds", "test_cli", "test_controls", "test_exchange", "test_holdout", "test_hostile",
-    "test_memory", "test_pending", "test_progress", "test_queue", "test_recall_lessons",
-    "test_review", "test_store", "test_store_bound", "test_vector_sync", "test_worker",
+    "test_house_members", "test_memory", "test_pending", "test_progress", "test_queue",
+    "test_recall_lessons", "test_review", "test_store", "test_store_bound", "test_vector_sync",
+    "test_worker",
 })
 
 
@@ -351,7 +352,7 @@ def resident_helper(request, monkeypatch, own_store):
     hook starts, as users run them by default."""
     monkeypatch.setenv("REFLECT_HELPER", request.param)
     yield request.param
-    from reflect.cli.resident import SOCKET_NAME
+    from reflect.cli.client import SOCKET_NAME
 
     socket = own_store / SOCKET_NAME
     if request.param == "on":

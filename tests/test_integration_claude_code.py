@@ -13,7 +13,7 @@ from conftest import NO_TABLE, run_cli, run_hook, store_held, tool_use_id
 from test_resident import listening, wait_for
 
 from reflect import Memory
-from reflect.cli.resident import SOCKET_NAME
+from reflect.cli.client import SOCKET_NAME
 
 FIXTURES = Path(__file__).parent / "fixtures" / "claude_code"
 SESSION = "9f2c1e7a-4b1d-4c61-a2f0-3e5b8d7c6a10"

@@ -5,6 +5,7 @@ import os
 import select
 import subprocess
 import sys
+from pathlib import Path
 
 import anyio
 import pytest
@@ -312,3 +313,62 @@ def test_a_run_is_told_each_item_once_unless_it_asks_again():
     assert after.startswith("Nothing new"), after
     assert "HOUSE RULES" in whole and "no such table" in whole, whole
     assert other.startswith("HOUSE RULES"), other  # another run is told from the start
+
+
+def test_a_block_comes_back_as_text_alone():
+    """A client given structuredContent beside the text shows the model that (Claude Code
+    shows ``{"result":"HOUSE RULES…\\n…"}``): the tools that answer text declare no output
+    schema and send none."""
+    with Memory() as mem:
+        mem.capture(run="t", action="python repro.py", exit_code=1, error_text=NO_TABLE)
+
+    async def calls(s):
+        return (await s.list_tools()).tools, await s.call_tool("recall", {"run": "t"})
+
+    tools, recalled = session(calls)
+    schemas = {t.name: t.output_schema for t in tools}
+    assert all(schemas[name] is None for name in
+               ("recall", "record_failure", "record_outcome", "teach")), schemas
+    assert recalled.structured_content is None and "no such table" in text(recalled)
+
+
+# What Claude Code 2.1.332 sent a server up to its list of tools (recorded from the binary
+# with a fake model API): a server/discover probe of the 2026-07-28 protocol, which it
+# gives up on after a few seconds, then the rest once the probe is answered.
+CLAUDE_CODE_HANDSHAKE = (Path(__file__).parent / "fixtures" / "claude_code"
+                         / "mcp_handshake.jsonl").read_bytes().splitlines(keepends=True)
+
+
+def test_claude_code_s_probe_is_answered_before_the_sdk_is_imported(tmp_path):
+    """Answered only once the SDK has loaded (seconds on a loaded machine), the probe times
+    out, the client's initialize is refused (-32022) and it starts the server again."""
+    flag = tmp_path / "let-the-sdk-load"
+    server = subprocess.Popen([sys.executable, "-c", HELD_SDK, str(flag)], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        probe, *rest = CLAUDE_CODE_HANDSHAKE
+        server.stdin.write(probe)
+        server.stdin.flush()
+        answered = reply(server)
+        assert answered["id"] == json.loads(probe)["id"], answered
+        assert "2026-07-28" in answered["result"]["supportedVersions"]
+        assert not flag.exists()  # the SDK was still held back: answered without it
+        flag.touch()
+        server.stdin.writelines(rest)
+        server.stdin.flush()
+        asked = {json.loads(line)["id"] for line in rest} - {"listen:0"}  # held open
+        replies = {}
+        while set(replies) != asked:
+            message = reply(server, 60)
+            assert "error" not in message, message
+            if "id" in message:
+                replies[message["id"]] = message
+        [listed] = [replies[json.loads(line)["id"]] for line in rest if b"tools/list" in line]
+        assert {t["name"] for t in listed["result"]["tools"]} == TOOLS
+        server.stdin.close()
+        assert server.wait(60) == 0
+        assert server.stderr.read() == b""  # the SDK's own answer to the probe was the same
+    finally:
+        flag.touch()
+        server.kill()
+        server.wait()

@@ -17,12 +17,18 @@ import pytest
 from conftest import reflect_argv, run_cli, run_hook, start_hook, started, tool_use_id
 
 from reflect import Memory
-from reflect.cli import resident
+from reflect.cli import client, resident
 
 FIXTURES = Path(__file__).parent / "fixtures" / "claude_code"
 SESSION = "9f2c1e7a-4b1d-4c61-a2f0-3e5b8d7c6a10"
 HELPER_ON = {"REFLECT_HELPER": "on"}
 COVERAGE = ("COVERAGE_PROCESS_CONFIG", "COVERAGE_PROCESS_START")
+# What of reflect a process answered by the helper loads: the entry point, the client, and
+# the small modules it reads the store's place, its time budget and its stdin with.
+THIN_CLIENT = {"reflect", "reflect.cli", "reflect.cli.launch",
+               "reflect.cli.client", "reflect.base", "reflect.base.home",
+               "reflect.integrations", "reflect.integrations.budget", "reflect.capture",
+               "reflect.capture.reading"}
 
 
 def failed_event() -> bytes:
@@ -76,7 +82,7 @@ def helper(own_store):
     home.mkdir(mode=0o700, parents=True, exist_ok=True)
     process = subprocess.Popen([sys.executable, "-m", "reflect.cli.resident",
                                 str(home), "60"], env={**os.environ, **HELPER_ON})
-    wait_for(lambda: listening(home / resident.SOCKET_NAME))
+    wait_for(lambda: listening(home / client.SOCKET_NAME))
     yield process
     process.terminate()
     process.wait(10)
@@ -84,13 +90,13 @@ def helper(own_store):
 
 def test_the_helper_answers_as_the_cold_process_does(own_store, helper):
     home = own_store
-    mode = stat.S_IMODE(os.stat(home / resident.SOCKET_NAME).st_mode)
+    mode = stat.S_IMODE(os.stat(home / client.SOCKET_NAME).st_mode)
     assert mode == 0o600
     warm = hook(importtime=True)
-    # the hook process imported neither the CLI nor the library: the helper ran them
-    assert "reflect.cli.resident" in imported(warm)
-    assert not imported(warm) & {"reflect.cli.main", "reflect.api.memory", "sqlite3", "litellm",
-                                 "torch"}
+    # the hook process imported the thin client and nothing else of reflect: the helper ran
+    # the command (the bytes of the reply are printed as they come)
+    assert {m for m in imported(warm) if m.startswith("reflect")} == THIN_CLIENT
+    assert not imported(warm) & {"numpy", "sqlite3", "typing", "litellm", "torch"}
     assert "pytest: command not found" in block(warm)
     cold = hook({"REFLECT_HELPER": "off"}, importtime=True)
     assert "reflect.api.memory" in imported(cold)
@@ -163,11 +169,11 @@ class FakeHelper:
                 return
             with conn:
                 if not self.ready:
-                    time.sleep(resident.READY_SECONDS * 4)
+                    time.sleep(client.READY_SECONDS * 4)
                     continue
                 got = b""
                 try:
-                    conn.sendall(resident.READY)
+                    conn.sendall(client.READY)
                     while part := conn.recv(65536):
                         got += part
                 except OSError:  # a client that would not trust it left
@@ -182,7 +188,7 @@ class FakeHelper:
 def test_a_helper_that_fails_costs_no_capture(own_store, ready):
     home = own_store
     home.mkdir(mode=0o700, parents=True, exist_ok=True)
-    fake = FakeHelper(home / resident.SOCKET_NAME, ready)
+    fake = FakeHelper(home / client.SOCKET_NAME, ready)
     try:
         done = hook()  # answered while the fake still holds its socket (the event)
     finally:
@@ -195,7 +201,7 @@ def test_a_helper_that_fails_costs_no_capture(own_store, ready):
 def test_a_stale_socket_gets_a_new_helper_which_exits_when_its_socket_goes(own_store):
     home = own_store
     home.mkdir(mode=0o700, parents=True, exist_ok=True)
-    path = home / resident.SOCKET_NAME
+    path = home / client.SOCKET_NAME
     with socket.socket(socket.AF_UNIX) as dead:  # a helper that was killed left this
         dead.bind(str(path))
     assert not listening(path)
@@ -226,7 +232,7 @@ def test_an_idle_helper_exits(own_store):
     process = subprocess.Popen([sys.executable, "-m", "reflect.cli.resident",
                                 str(home), "0.5"])
     assert process.wait(30) == 0
-    assert not (home / resident.SOCKET_NAME).exists()
+    assert not (home / client.SOCKET_NAME).exists()
 
 
 def test_off_means_no_helper(own_store):
@@ -235,7 +241,7 @@ def test_off_means_no_helper(own_store):
     done = hook({"REFLECT_HELPER": "off"}, watch=True)  # exited: whatever it started, it did
     assert "pytest: command not found" in block(done)
     assert started(done) == []
-    assert not (home / resident.SOCKET_NAME).exists()
+    assert not (home / client.SOCKET_NAME).exists()
     assert not (home / resident.LOCK_NAME).exists()
 
 
@@ -245,9 +251,9 @@ def test_a_hook_on_starts_the_helper(own_store):
     done = hook(watch=True)
     try:
         assert started(done) == ["os.posix_spawn"]
-        wait_for(lambda: listening(own_store / resident.SOCKET_NAME), 60)
+        wait_for(lambda: listening(own_store / client.SOCKET_NAME), 60)
     finally:
-        (own_store / resident.SOCKET_NAME).unlink(missing_ok=True)  # the helper leaves
+        (own_store / client.SOCKET_NAME).unlink(missing_ok=True)  # the helper leaves
 
 
 def capture(importtime: bool = False, watch: bool = False) -> subprocess.CompletedProcess:
@@ -264,7 +270,7 @@ def test_a_capture_never_starts_a_helper(own_store):
     done = capture(watch=True)  # exited: whatever it started, it did
     assert started(done) == []
     assert stored(own_store) == 1
-    assert not (own_store / resident.SOCKET_NAME).exists()
+    assert not (own_store / client.SOCKET_NAME).exists()
 
 
 def test_a_capture_uses_the_helper_that_is_up(own_store, helper):
@@ -283,3 +289,17 @@ def test_hooks_at_once_each_get_a_child_of_their_own(own_store, helper):
     assert all(re.search(r"`pytest tests/[^`]*` -> CommandNotF",
                          a["hookSpecificOutput"]["additionalContext"]) for a in answers)
     assert stored(own_store) == 4
+
+
+def test_a_cold_hook_imports_what_its_event_needs(own_store):
+    """Cold, a PreToolUse reads its session's files: no store, no library; a failure is
+    captured and answered without numpy (no vector is read for a hook's block)."""
+    event = json.loads((FIXTURES / "PreToolUse.json").read_text())
+    before = run_hook({**event, "cwd": str(Path.cwd())}, python=["-X", "importtime"],
+                      env={"REFLECT_HELPER": "off"}, unset=COVERAGE)
+    assert json.loads(before.stdout) is not None
+    assert not imported(before) & {"sqlite3", "numpy", "reflect.api.memory",
+                                   "reflect.recall.predict"}
+    failed = hook({"REFLECT_HELPER": "off"}, importtime=True)
+    assert "pytest: command not found" in block(failed)
+    assert "reflect.api.memory" in imported(failed) and "numpy" not in imported(failed)

@@ -32,7 +32,7 @@ from test_resident import (
     wait_for,
 )
 
-from reflect.cli import resident
+from reflect.cli import client, resident
 from reflect.store import pending
 
 OTHER_UID = 4242  # a second local user: any uid will do, none needs to exist
@@ -70,7 +70,7 @@ class Listener:
             self.connections += 1
             with conn:
                 try:
-                    conn.sendall(resident.READY)
+                    conn.sendall(client.READY)
                     socket.recv_fds(conn, 1, 1)
                     got = b""
                     while part := conn.recv(65536):
@@ -86,13 +86,13 @@ class Listener:
 
 
 def answer(code: int, out: bytes, err: bytes = b"") -> bytes:
-    return resident.REPLY.pack(code, len(out)) + out + err
+    return client.REPLY.pack(code, len(out)) + out + err
 
 
 def listener(home: Path, reply=None, mode: int = 0o700) -> Listener:
     home.mkdir(mode=mode, parents=True, exist_ok=True)
     home.chmod(mode)
-    return Listener(home / resident.SOCKET_NAME, reply)
+    return Listener(home / client.SOCKET_NAME, reply)
 
 
 def test_a_store_directory_others_can_write_in_gets_no_helper(own_store):
@@ -123,14 +123,14 @@ def test_a_socket_served_by_another_user_is_not_trusted(own_store):
             server.listen(1)
             conn, _ = server.accept()
             conn.settimeout(5)
-            conn.sendall(resident.READY)
+            conn.sendall(client.READY)
             if conn.recv(65536):
                 got.write_bytes(b"the request")
         finally:
             os._exit(0)
     try:
         wait_for(lambda: (shared / "s").exists())
-        path = own_store / resident.SOCKET_NAME
+        path = own_store / client.SOCKET_NAME
         os.rename(shared / "s", path)  # in the user's directory, as the user's, at mode 0600:
         os.chown(path, os.getuid(), os.getgid())  # only the peer's uid tells
         path.chmod(0o600)
@@ -163,18 +163,18 @@ def drip(conn):
 
 
 def asked(home: Path, reply, seconds: float = 30) -> tuple[Listener, object]:
-    """The client's half (``resident.ask``) against a Listener at the socket, given
+    """The client's half (``client.ask``) against a Listener at the socket, given
     ``seconds`` for the answer: what it makes of ``reply`` (a peer that passed the checks of
-    ``resident.connect``: the uid, the process)."""
+    ``client.connect``: the uid, the process)."""
     fake = listener(home, reply)
-    client = socket.socket(socket.AF_UNIX)
-    stdin = resident.event_fd(failed_event())
+    conn = socket.socket(socket.AF_UNIX)
+    stdin = client.event_fd(failed_event())
     try:
-        client.connect(str(home / resident.SOCKET_NAME))
-        return fake, resident.ask(client, ["hook", "claude-code"], stdin,
-                                  until=time.monotonic() + seconds)
+        conn.connect(str(home / client.SOCKET_NAME))
+        return fake, client.ask(conn, ["hook", "claude-code"], stdin,
+                                until=time.monotonic() + seconds)
     finally:
-        client.close()
+        conn.close()
         os.close(stdin)
         fake.close()
 
@@ -196,13 +196,13 @@ def test_the_helper_is_sent_no_api_key(own_store, monkeypatch):
     answer(0, b'{"hookSpecificOutput": {}}\n{"x": 1}\n'),
     answer(7, b""),
     answer(0, b"{}", b"")[:5],  # cut short
-    resident.REPLY.pack(0, 300 * 2**20),  # a reply that would not end: stopped at MAX_REPLY
+    client.REPLY.pack(0, 300 * 2**20),  # a reply that would not end: stopped at MAX_REPLY
     b"",  # a child that dies with the request
 ], ids=["exit 2", "not JSON", "two objects", "exit 7", "cut short", "300 MB", "dies"])
 def test_a_reply_that_is_not_an_answer_is_answered_cold(own_store, reply):
     def send(conn):
         conn.sendall(reply)
-        if reply.startswith(resident.REPLY.pack(0, 300 * 2**20)):
+        if reply.startswith(client.REPLY.pack(0, 300 * 2**20)):
             chunk = b"x" * 2**20
             for _ in range(300):
                 conn.sendall(chunk)
@@ -213,9 +213,9 @@ def test_a_reply_that_is_not_an_answer_is_answered_cold(own_store, reply):
 
 
 def test_a_helper_that_drips_past_its_time_is_late(own_store):
-    """The hook then answers and records in its own process (``resident.run``)."""
+    """The hook then answers and records in its own process (``client.run``)."""
     _, got = asked(own_store, drip, seconds=1)
-    assert got == resident.LATE
+    assert got == client.LATE
 
 
 def test_the_warm_up_touches_no_real_store(own_store):
@@ -241,7 +241,7 @@ def test_the_warm_up_touches_no_real_store(own_store):
                                 str(own_store), "60"],
                                env={**os.environ, **HELPER_ON, "REFLECT_STORE": url})
     try:
-        wait_for(lambda: listening(own_store / resident.SOCKET_NAME), 60)
+        wait_for(lambda: listening(own_store / client.SOCKET_NAME), 60)
     finally:
         process.terminate()
         process.wait(10)
@@ -351,7 +351,7 @@ def test_an_absurd_exit_code_costs_no_capture(own_store, where):
 
 def test_a_directory_at_the_socket_starts_no_helper(own_store):
     own_store.mkdir(mode=0o700, parents=True)
-    (own_store / resident.SOCKET_NAME).mkdir()
+    (own_store / client.SOCKET_NAME).mkdir()
     done = hook(watch=True)  # exited: whatever it started, it did
     assert b"is not a socket" in done.stderr
     assert "pytest: command not found" in block(done) and stored(own_store) == 1
@@ -392,3 +392,40 @@ def test_reflect_capture_prints_no_answer_of_a_stranger(own_store):
 
     with Memory(own_store) as mem:
         assert len(mem.failures(run="r")) == 1
+
+
+def test_a_hook_that_fails_after_recording_says_it_recorded(own_store, caplog):
+    """What a hook says of an event it could not finish is true: a failure stored before
+    the hook broke (here its session's files cannot be written) is said to be recorded,
+    never "nothing recorded"."""
+    import io
+
+    from reflect.integrations import claude_code, hooks
+
+    own_store.mkdir(mode=0o700, parents=True, exist_ok=True)
+    (own_store / hooks.STATE_DIR).write_text("not a directory")
+    event = own_store.parent / "event.json"
+    event.write_bytes(failed_event())
+    out = io.StringIO()
+    with open(event) as stdin:
+        assert hooks.run(claude_code.parse, stdin=stdin, stdout=out, left=lambda: None) == 0
+    assert json.loads(out.getvalue()) == {}
+    assert stored(own_store) == 1
+    assert "nothing recorded" not in caplog.text
+    assert "the capture is recorded" in caplog.text
+
+
+def test_a_hooks_budget_counts_from_its_process_start(tmp_path):
+    """A process started 5 s ago (a loaded machine: Python took that long to get here) has
+    5 s less of its budget, read from /proc (its name may hold spaces and parentheses)."""
+    from reflect.integrations import budget
+
+    hz = os.sysconf("SC_CLK_TCK")
+    ticks = int((time.clock_gettime(time.CLOCK_BOOTTIME) - 5) * hz)
+    stat = tmp_path / "stat"
+    stat.write_text(f"4242 (re flect) x) S 1 {' '.join(['0'] * 17)} {ticks} 0 0\n")
+    started = budget.process_start(str(stat))
+    now = time.monotonic()
+    assert started <= now - 5
+    stat.write_text("garbled")  # unreadable: the budget counts from now
+    assert budget.process_start(str(stat)) >= now

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from reflect.api.settings import Settings
 from reflect.base import config
+from reflect.base.member import member_id, this_user
 from reflect.base.text import clip
 from reflect.capture.entry import MAX_FIELD
 from reflect.capture.scrub import Scrubber, for_store
@@ -24,6 +25,7 @@ class RunContext:
     home: Path  # the store directory: the SQLite file, and what stays on this machine
     store_url: str  # a shared PostgreSQL store's URL; "" for the SQLite file in ``home``
     run: str  # the default run, as capture stores it (``run_id``)
+    member: str  # who its runs are by, as the store keeps it (``member``)
     model: config.ModelSettings | None  # None: no model is ever called
     embeddings: str | None  # the embedding model's spec; None: no dense search
     enabled: bool  # False: the kill switch, capture and recall do nothing
@@ -46,6 +48,7 @@ class RunContext:
             home=place,
             store_url=(env.get("REFLECT_STORE", "") if store_url is None else store_url).strip(),
             run=run_id(scrubber, run or config.default_run(env)),
+            member=member(scrubber, config.member_name(env)),
             model=config.model_settings(model, env) if enabled else None,
             embeddings=config.embeddings_spec(embeddings, env) if enabled else None,
             enabled=enabled, offline=config.offline(env), settings=settings, scrubber=scrubber)
@@ -56,9 +59,9 @@ class RunContext:
 
     def environ(self) -> dict[str, str]:
         """The variables that make this context again in another process (a detached
-        worker): its store, run, model, embeddings and settings."""
+        worker): its store, run, member, model, embeddings and settings."""
         env = {"REFLECT_HOME": str(self.home), "REFLECT_STORE": self.store_url,
-               "REFLECT_RUN": self.run,
+               "REFLECT_RUN": self.run, "REFLECT_MEMBER": self.member,
                "REFLECT_EMBEDDINGS": "off" if self.embeddings is None else self.embeddings,
                "REFLECT_FAILURE_MEMORY": "1" if self.enabled else "0",
                "REFLECT_OFFLINE": "1" if self.offline else ""}
@@ -72,3 +75,10 @@ def run_id(scrubber: Scrubber, run: str) -> str:
     (capture, recall, outcome, the listings, what MCP has shown) uses this one form, so a
     run id holding an address finds its own failures."""
     return clip(scrubber.scrub(run)[0], MAX_FIELD)
+
+
+def member(scrubber: Scrubber, name: str) -> str:
+    """The member a store shared by several knows this context's runs by: the configured
+    ``name`` (scrubbed: a secret pasted there is no name), else this user and host, as a
+    digest (``base.member``)."""
+    return member_id(scrubber.scrub(name)[0] if name else this_user())

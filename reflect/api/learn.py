@@ -106,7 +106,7 @@ def _learn_session(mem: Memory, session: Session, skipped: Skipped,
     # A session is a run from its start, failures or not, as its first recall made it live.
     query = mem.query(run=session.run, goal=session.goal)
     run = query.run
-    mem.store.register_run(run, query.goal, mem.scope, now[0])
+    mem.store.register_run(run, query.goal, mem.scope, now[0], member=mem.context.member)
     stored = mem.store.stored_steps(run)
     captured, reported = mem.store.unkeyed_steps(run)
     open_failures: list[str] = []

@@ -212,7 +212,7 @@ class Memory:
             stored, lesson_row = self.store.add_failure(
                 failure, lesson, reflect=self.model is not None,
                 embed=self.embeddings is not None, credit_outcome=self.settings.credit,
-            )
+                member=self.context.member)
         except (StoreUnavailable, Rejected, OSError) as e:
             self._kept_aside = e
             return self._keep_aside(failure, lesson, e)
@@ -228,7 +228,8 @@ class Memory:
         if failure["iteration"] is None:
             failure = {**failure, "iteration": self._next_iteration_aside(failure["run"])}
         path = pending.keep(self.home, failure, lesson, reflect=self.model is not None,
-                            embed=self.embeddings is not None, credit=self.settings.credit)
+                            embed=self.embeddings is not None, credit=self.settings.credit,
+                            member=self.context.member)
         # One line: a PostgreSQL error goes on with the statement it stopped.
         said = str(why).splitlines()[0] if str(why) else repr(why)
         config.warn(f"store {self.home} not writable ({said}); failure kept in {path}")
@@ -306,7 +307,7 @@ class Memory:
                "program": program, "step": step_key(scrub(run), step)}
         try:
             row = self.store.add_benign(row, scrubbed(self.scrubber, goal, MAX_GOAL_CHARS)[0],
-                                        self.scope)
+                                        self.scope, self.context.member)
         except (StoreUnavailable, Rejected, OSError) as e:  # not a failure: nothing is lost
             config.warn(f"store {self.home} not writable ({e}); benign exit not kept")
             row = {"id": "", **row, "iteration": iteration or 0}
@@ -358,7 +359,8 @@ class Memory:
             rec = block.build(self.store, self.vectors, query, predictor, self.holdout,
                               kept=pending.kept(self.home, self._redo))
             try:  # the log is best effort: it must not cost the agent its block
-                self.store.register_run(run, goal, self.scope, now, wait=LOG_WAIT)
+                self.store.register_run(run, goal, self.scope, now, wait=LOG_WAIT,
+                                        member=self.context.member)
                 if rec.items or rec.eligible:  # what the agent saw or was kept from
                     if iteration is None:
                         iteration = self.store.next_iteration(run)

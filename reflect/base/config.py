@@ -65,6 +65,12 @@ def default_run(env: Mapping[str, str]) -> str:
     return env.get("REFLECT_RUN") or DEFAULT_RUN
 
 
+def member_name(env: Mapping[str, str]) -> str:
+    """``REFLECT_MEMBER``: the name a store shared by several knows this member's runs by;
+    "" for this user and host (``member.this_user``)."""
+    return env.get("REFLECT_MEMBER", "").strip()
+
+
 class ModelSettings(NamedTuple):
     """How reflection calls a model; absent (None) means no model is ever called. (A named
     tuple: a hook imports this module, and importing dataclasses, with inspect, costs a cold

@@ -115,7 +115,8 @@ _COMMAND = (r"(?-i:command not found: ?([^\s:]{1,100})|(?<![^\s:])([^\s:]{1,100}
 _COMMAND_RE = lazy.compile(_COMMAND)
 _PATH = lazy.compile(
     r"(?:can't open file|No such file or directory:?|cannot access) '([^']{1,200})'"
-    r"|(?<![^\s:'])([^\s:']{1,200}): No such file|'([^']{1,200})'")
+    r"|(?<![^\s:'])([^\s:']{1,200}): No such file|'([^']{1,200})'"
+    r"|file or directory not found: (\S{1,200})")
 _PERM_PATH = lazy.compile(r"'([^']{1,200})'|: ([^\s:]{1,200}): Permission denied")
 _SYSTEM = lazy.compile(r"site-packages|dist-packages|^/usr/|^/opt/")
 _HOST = lazy.compile(r"host='([^']+)'|https?://([^/\s'\"]+)|ENOTFOUND (\S+)|"
@@ -154,17 +155,44 @@ def _node_module(c: _Ctx) -> str:
     return f"Install the missing package: `npm install {pkg}`{types}, then rerun."
 
 
+# What the syntax errors Python names ask for, at ``{where}`` (the file and line, else
+# "the line reported"): a judge or a bare interpreter often names no file.
+_SYNTAX_CAUSES = tuple((lazy.compile(p), text) for p, text in (
+    (r"Maybe you meant ([^?\n]{1,30}) instead of ([^?\n]{1,30})\?",
+     "Python suggests it: use {1} instead of {2} at {where} (a comparison is `==`, an "
+     "assignment `=`)."),
+    (r"^expected ':'", "Add the missing `:` at the end of the `if`, `for`, `while`, `def` or "
+     "`class` line ({where})."),
+    (r"was never closed|unmatched|does not match opening parenthesis",
+     "Close the bracket opened at {where}: count the brackets on that line and the next."),
+    (r"unterminated (?:triple-quoted )?string literal",
+     "Close the string at {where} with the quote it opens with."),
+    (r"'(\w{1,20})' outside (function|loop)",
+     "Move `{1}` at {where} into the {2} it belongs to: check its indentation."),
+    (r"expected an indented block",
+     "Indent the body of the block {where} opens (a statement at least, or `pass`)."),
+    (r"unindent does not match|unexpected indent|inconsistent use of tabs",
+     "Indent the lines at {where} to their block's level, with spaces only."),
+))
+
+
 def _syntax(c: _Ctx) -> str:
     path = _first(_SRC_PATH, c.message) or _first(_ACTION_FILE, c.action)
     line = _first(_LINE, c.message)
-    where = (_q(path, 60) if path else "the reported file") + (f" line {line}" if line else "")
+    where = (_q(path, 60) if path else "the line reported") + (
+        f" line {line}" if path and line else "")
     tool = _first(_IN_PLACE, c.action)
     if tool:
         what = "indentation" if c.etype in ("IndentationError", "TabError") else "syntax"
+        where = where if path else "the file"
         return (f"The in-place `{tool}` edit broke the {what} of {where}: view the lines around "
                 f"it and rewrite them whole (a Python script or a heredoc) instead of `{tool}`.")
+    for cause, text in _SYNTAX_CAUSES:
+        if found := cause.search(c.message):
+            return text.format("", *found.groups(), where=where)
     if not path:
-        return ""  # no file to look at: the error line says all there is
+        return ("Read the line reported and the one before it: a bracket, quote, colon or "
+                "operator is missing or extra there.")
     what = _one_line(_SRC_PATH.sub("", c.message), 60)  # without its "(file, line N)"
     return f"Fix the syntax at {where} ({what}): view the lines around it first."
 
@@ -316,6 +344,9 @@ RULES: tuple[_Rule, ...] = (
           "source) for the right name.", msg=r"'([\w.]+)'(?: object)? has no attribute '(\w+)'"),
     _rule("type", "medium", "Check the signature of {m} ({detail}) and pass exactly the "
           "parameters it declares.", msg=r"(?<![\w.])([\w.]{1,100}\(\)) (?:takes|missing|got)"),
+    _rule("type", "medium", "An index runs past the end of a {m}: check loop bounds and "
+          "`i + 1` or `i - 1` reads against `len()`, and the empty case.",
+          msg=r"(list|string|tuple|array) index out of range"),
     _rule("type", "medium", "Key {m} is missing: print the mapping's actual keys where it is "
           "read and fix the key or the data.", msg=r"^KeyError: ['\"]?([^'\"]{1,80})"),
     # tests
@@ -323,6 +354,13 @@ RULES: tuple[_Rule, ...] = (
           "the plugin that provides it.", msg=r"fixture '(\w+)' not found"),
     _rule("test", "medium", _test, msg=r"^(AssertionError|TestFailure):|expect\(received\)|"
           r"\bFAILED [\w/.-]+::"),
+    # a judge's verdict on code that runs (LeetCode's): the logic, not the syntax
+    _rule("test", "medium", "The code runs but answers wrong: trace one failing case by hand "
+          "through its conditions, loop bounds, operators and return value, then fix the "
+          "logic.", msg=r"^\w+: Wrong Answer\b"),
+    _rule("environment", "medium", "Python's encoding here is ASCII: run with "
+          "`PYTHONIOENCODING=utf-8` (or `LC_ALL=C.UTF-8`), or open files with "
+          "`encoding=\"utf-8\"`.", msg=r"'ascii' codec can't (?:en|de)code"),
     # network / API (before timeouts: a read timeout is a network symptom)
     _rule("network", "high", "{host} is unreachable: the sandbox may have no network, so use "
           "local resources (installed packages, fixtures, mocks) instead of retrying.",
@@ -339,7 +377,7 @@ RULES: tuple[_Rule, ...] = (
           r"Permission denied|\bEACCES\b|Operation not permitted"),
     _rule("environment", "high", "{path} is not there: create it first, or fix the path "
           "(check `pwd` and `ls`).",
-          msg=r"^FileNotFound|No such file or directory|\bENOENT\b"),
+          msg=r"^FileNotFound|No such file or directory|\bENOENT\b|file or directory not found"),
     _rule("timeout", "medium", _TIMEOUT, msg=r"^\w*Timeout\w*:|timed out|Timeout >|"
           r"Exceeded timeout"),
     _rule("resource", "medium", "The command was killed (SIGKILL) from outside: by a time "

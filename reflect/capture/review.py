@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from reflect.base import lazy
 from reflect.base.records import Failure
 from reflect.base.text import clip, one_line
 from reflect.capture.defuse import look_alikes_folded
@@ -169,7 +170,7 @@ _NOT = r"(?<!\bnot\s)(?<!\bnever\s)(?<!\bdon't\s)(?<!\bno\s)(?<!\bwithout\s)"
 
 # (reason, pattern), checked in order; the first match names the reason.
 HOSTILE: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
-    (reason, re.compile(pattern, re.IGNORECASE))
+    (reason, lazy.compile(pattern, re.IGNORECASE))
     for reason, pattern in (
         (
             "overrides the agent's instructions",
@@ -283,7 +284,7 @@ _INVISIBLE = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u2060\ufeff\u00ad"))
 # What a fix must not do beyond what no lesson may say: make what it installs or runs
 # trusted without a check, open files to every user, send a key in a request's header.
 FIX_HOSTILE: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
-    (reason, re.compile(pattern, re.IGNORECASE)) for reason, pattern in (
+    (reason, lazy.compile(pattern, re.IGNORECASE)) for reason, pattern in (
         ("installs from an unofficial package index",
          r"--trusted-host\b|\bpip\S*\s+install\s[^\n]*(?:\s-f\s*|--find-links[=\s]+)\S*://"
          r"|\bconda\s+install\b[^\n]*\s(?:-c|--channel)\s+(?!conda-forge\b|defaults\b)\S+"),

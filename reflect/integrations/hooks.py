@@ -113,18 +113,26 @@ def run(parse: Callable[[dict[str, Any]], Event | None], stdin: IO[str] = sys.st
     except (Exception, OutOfTime) as e:
         signal.setitimer(signal.ITIMER_REAL, 0)  # saying so must not be cut short in turn
         answer = {}
-        if (isinstance(e, OutOfTime) and isinstance(raw, dict)  # a slow machine
-                and raw.get("hook_event_name") in RECORDED and not recorded):
-            config.warn(f"hook: {e}; the event is recorded after the answer")
+        late = (isinstance(e, OutOfTime) and isinstance(raw, dict)  # a slow machine
+                and raw.get("hook_event_name") in RECORDED and not recorded)
+        config.warn(f"hook: {e}; {what_became(recorded, late)}")
+        if late:
             event = raw
             detached(lambda: respond(parse(event), event.get("cwd"), recorded, env, client))
-        else:
-            config.warn(f"hook: {e}; nothing recorded, the agent goes on")
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
     stdout.write(json.dumps(answer, ensure_ascii=False) + "\n")
     return 0
+
+
+def what_became(recorded: list[str], late: bool) -> str:
+    """What a hook that could not answer says of its event: only what is true of it."""
+    if recorded:  # stored before the hook broke: the agent must not think it lost
+        return f"the {' and the '.join(recorded)} is recorded, the agent goes on"
+    if late:
+        return "the event is recorded after the answer"
+    return "nothing recorded, the agent goes on"
 
 
 def detached(work: Callable[[], object]) -> None:

@@ -46,6 +46,8 @@ def server(mem: Memory) -> MCPServer:  # noqa: C901 - six small tools, closures 
     app = MCPServer(NAME, version=__version__, instructions=INSTRUCTIONS)
     # A client keeps its conversation: each run is told an item once (``shown.unseen``).
     shown: defaultdict[str, set[str]] = defaultdict(set)
+    # A tool that answers text declares no output schema: given structuredContent as well,
+    # a client (Claude Code) shows the model that, an escaped JSON string, not the text.
 
     def new_items(run: str, goal: str, phase: str, action: str = "") -> tuple[str, int]:
         """The run's block as far as this client has not read it, and how many items the
@@ -56,7 +58,7 @@ def server(mem: Memory) -> MCPServer:  # noqa: C901 - six small tools, closures 
         shown[key].update(digests)
         return (text if digests else ""), len(rec.items)
 
-    @app.tool()
+    @app.tool(structured_output=False)
     def recall(goal: str = "", run: str = "", phase: str = "", action: str = "",
                repeat: bool = False) -> str:
         """This run's recent failures with their hints, and lessons from earlier runs that
@@ -74,7 +76,7 @@ def server(mem: Memory) -> MCPServer:  # noqa: C901 - six small tools, closures 
         note = mem.elsewhere()  # started outside the repository whose lessons are stored
         return f"Nothing to recall: {note}." if note else "Nothing to recall."
 
-    @app.tool()
+    @app.tool(structured_output=False)
     def record_failure(action: str, error_text: str = "", exit_code: int | None = None,
                        goal: str = "", phase: str = "", run: str = "") -> str:
         """Record a failed command: what ran, its exit code and its output. Returns the
@@ -91,7 +93,7 @@ def server(mem: Memory) -> MCPServer:  # noqa: C901 - six small tools, closures 
         recorded = format_error(entry.error_type, entry.message)
         return f"Recorded {entry.failure_id}: {recorded}\n\n{block}"
 
-    @app.tool()
+    @app.tool(structured_output=False)
     def record_outcome(action: str = "", success: bool = True, run: str = "") -> str:
         """Report that an attempt worked (the action that fixed the run's open failures)."""
         if not success:
@@ -100,7 +102,7 @@ def server(mem: Memory) -> MCPServer:  # noqa: C901 - six small tools, closures 
         resolved = mem.outcome(run=run or None, success=success, action=action)
         return f"Resolved {len(resolved)} failure(s): {', '.join(resolved) or 'none open'}."
 
-    @app.tool()
+    @app.tool(structured_output=False)
     def teach(text: str) -> str:
         """A lesson of your own, written "when <trigger>: <guidance>"; returns its id."""
         try:

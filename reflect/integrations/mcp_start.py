@@ -3,13 +3,18 @@ SDK is imported, since importing it is most of a server's start (0.5 s of 0.55 s
 seconds on a loaded machine) and a client waits for that answer before anything else;
 once served, the process leaves without tearing the SDK's modules down.
 
+The same holds for a ``server/discover`` probe, the first message of a client of the
+2026-07-28 protocol (Claude Code): it gives up on a server that has not answered within a
+few seconds, then sends ``initialize``, which the SDK, locked to the new protocol by the
+probe it read, refuses (-32022), and the client starts the server again.
+
 The answer is the one the SDK gives (``reflect.integrations.mcp`` serves the rest): the
 protocol version is negotiated from the SDK's own registry of versions (its
 ``mcp_types/version.py``, read alone: the package around it is what costs), the rest is
-what the server says of itself. The SDK then reads the same ``initialize`` first, so its
+what the server says of itself. The SDK then reads the same message first, so its
 session starts as it always does, and its own reply to it, the same answer, is dropped
-(a difference is said on stderr). A first message that is not an ``initialize`` this
-module can answer goes to the SDK untouched.
+(a difference is said on stderr). A first message that is neither, or one this module
+cannot answer as the SDK would, goes to the SDK untouched.
 """
 
 from __future__ import annotations
@@ -32,6 +37,15 @@ INSTRUCTIONS = (
 CAPABILITIES = {"prompts": {"listChanged": False},
                 "resources": {"listChanged": False, "subscribe": False},
                 "tools": {"listChanged": False}}
+# The same under the 2026-07-28 protocol, where changes are told on subscriptions/listen,
+# which the SDK serves.
+MODERN_CAPABILITIES = {"prompts": {"listChanged": True},
+                       "resources": {"listChanged": True, "subscribe": True},
+                       "tools": {"listChanged": True}}
+# The keys of a request's ``_meta`` under that protocol (the SDK's ``mcp_types``).
+VERSION_KEY = "io.modelcontextprotocol/protocolVersion"
+CAPABILITIES_KEY = "io.modelcontextprotocol/clientCapabilities"
+SERVER_INFO_KEY = "io.modelcontextprotocol/serverInfo"
 
 
 def start() -> tuple[Readable, dict[str, Any] | None]:
@@ -57,31 +71,54 @@ def leave(code: int) -> NoReturn:
 
 
 def answer(line: str) -> dict[str, Any] | None:
-    """The SDK's answer to ``line`` when it is an ``initialize`` request well formed
-    enough that the SDK would accept it; else None."""
+    """The SDK's answer to ``line`` when it is an ``initialize`` or ``server/discover``
+    request well formed enough that the SDK would accept it; else None."""
     try:
         message = json.loads(line)
     except ValueError:
         return None
     if not (isinstance(message, dict) and message.get("jsonrpc") == "2.0"
-            and message.get("method") == "initialize"
             and isinstance(message.get("id"), int | str)
-            and not isinstance(message.get("id"), bool)):
+            and not isinstance(message.get("id"), bool)
+            and isinstance(message.get("params"), dict)):
         return None
-    params = message.get("params")
-    if not (isinstance(params, dict) and isinstance(params.get("protocolVersion"), str)
+    method = message.get("method")
+    result = (_initialized(message["params"]) if method == "initialize"
+              else _discovered(message["params"]) if method == "server/discover" else None)
+    return None if result is None else {"jsonrpc": "2.0", "id": message["id"], "result": result}
+
+
+def _initialized(params: dict[str, Any]) -> dict[str, Any] | None:
+    if not (isinstance(params.get("protocolVersion"), str)
             and isinstance(params.get("capabilities"), dict) and _named(params.get("clientInfo"))):
         return None
     versions = handshake_versions()
     if versions is None:
         return None
     offered, latest = params["protocolVersion"], versions[-1]
+    return {"capabilities": CAPABILITIES, "instructions": INSTRUCTIONS,
+            "protocolVersion": offered if offered in versions else latest,
+            "serverInfo": _server_info()}
+
+
+def _discovered(params: dict[str, Any]) -> dict[str, Any] | None:
+    """The SDK's answer to a probe of the 2026-07-28 protocol at a version it serves (one
+    at another version it refuses, which is left to it)."""
+    meta = params.get("_meta")
+    versions = handshake_versions("MODERN_PROTOCOL_VERSIONS")
+    if not (isinstance(meta, dict) and versions and meta.get(VERSION_KEY) in versions
+            and isinstance(meta.get(CAPABILITIES_KEY), dict)):
+        return None
+    return {"cacheScope": "private", "capabilities": MODERN_CAPABILITIES,
+            "instructions": INSTRUCTIONS, "resultType": "complete",
+            "supportedVersions": list(versions), "ttlMs": 0,
+            "_meta": {SERVER_INFO_KEY: _server_info()}}
+
+
+def _server_info() -> dict[str, str]:
     from reflect import __version__
 
-    return {"jsonrpc": "2.0", "id": message["id"], "result": {
-        "capabilities": CAPABILITIES, "instructions": INSTRUCTIONS,
-        "protocolVersion": offered if offered in versions else latest,
-        "serverInfo": {"name": NAME, "version": __version__}}}
+    return {"name": NAME, "version": __version__}
 
 
 def _named(info: object) -> bool:
@@ -89,9 +126,10 @@ def _named(info: object) -> bool:
             and isinstance(info.get("version"), str))
 
 
-def handshake_versions() -> tuple[str, ...] | None:
-    """The protocol versions the SDK negotiates by ``initialize``, oldest first, from its
-    registry file loaded alone; None when the SDK has no such file (another layout)."""
+def handshake_versions(era: str = "HANDSHAKE_PROTOCOL_VERSIONS") -> tuple[str, ...] | None:
+    """The protocol versions the SDK negotiates by ``initialize`` (``era``: or another of
+    its registry's lists), oldest first, from its registry file loaded alone; None when
+    the SDK has no such file (another layout)."""
     try:
         spec = importlib.util.find_spec("mcp_types")  # finds the package, runs none of it
         if spec is None or spec.origin is None:
@@ -102,7 +140,7 @@ def handshake_versions() -> tuple[str, ...] | None:
             return None
         module = importlib.util.module_from_spec(registry)
         registry.loader.exec_module(module)
-        versions = tuple(module.HANDSHAKE_PROTOCOL_VERSIONS)
+        versions = tuple(getattr(module, era))
     except (ImportError, OSError, AttributeError, SyntaxError, TypeError):
         return None
     return versions if versions and all(isinstance(v, str) for v in versions) else None

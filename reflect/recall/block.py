@@ -197,13 +197,20 @@ def neighbourhood(store: RecallStore, vectors: Vectors, q: Query, predictor: Pre
     """Earlier runs like this one: by goal vector where this goal has one (else by the
     goal's words), those that hit a family this run has hit, and those whose command of
     the kind about to run failed."""
-    latest, hits = store.recent_families(q.run, q.scope, predictor.window)
-    long, long_hits = latest, hits  # a store no larger than the window: the same runs
+    shared = predictor.members > 1 and store.several_members(q.scope)
+
+    def window(size: int) -> tuple[int, dict[str, int], dict[str, int]]:
+        share = -(-size // predictor.members) if shared else None  # rounded up
+        return store.recent_families(q.run, q.scope, size, share)
+
+    latest, hits, latest_by = window(predictor.window)
+    long, long_hits, long_by = latest, hits, latest_by  # a store no larger: the same runs
     if latest == predictor.window and predictor.long_window > latest:
-        long, long_hits = store.recent_families(q.run, q.scope, predictor.long_window)
+        long, long_hits, long_by = window(predictor.long_window)
     near = Neighbourhood(
         following=store.families_after(seen, q.run) if predictor.follow else {},
-        latest=latest, latest_hits=hits, long=long, long_hits=long_hits)
+        latest=latest, latest_hits=hits, long=long, long_hits=long_hits, shared=shared,
+        latest_by=latest_by, long_by=long_by)
     if predictor.action and (command := kind(q.action)):
         near.command = command
         near.commands, actions = store.recent_commands(q.run, q.scope, predictor.action_window)
@@ -251,10 +258,8 @@ def lesson_items(store: RecallStore, vectors: Vectors, q: Query, predictor: Pred
     ][:predictor.max_items])
     earlier = store.earlier_runs(q.run, q.scope)
     rules.header = house_header(earlier, q.scope != GLOBAL)
-    # The places are those the run started with: a family it hit keeps its place (the
-    # recent section shows it), so no less likely lesson takes it. With what followed
-    # or the command about to run, the estimates move within the run, and what it hit
-    # is left out of them.
+    # With what followed or the command about to run, the estimates move within the run,
+    # and what it hit is left out of them.
     moves = predictor.follow or (predictor.action and q.action)
     estimates = predicted(store, vectors, q, predictor, seen if moves else set())
     estimates = estimates[:2 * predictor.max_items + len(seen)]
@@ -272,7 +277,8 @@ def lesson_items(store: RecallStore, vectors: Vectors, q: Query, predictor: Pred
         lesson, failure = lessons[e.family]
         if any(i.id == lesson["id"] for i in rules.taught):
             continue  # an imported lesson its trigger already brought in
-        text, ids = house_rule(store, q, e, lesson, failure)
+        text, ids = house_rule(store, q, e, lesson, failure,
+                               predictor.members if e.long_by else 0)
         if not text:
             continue  # nothing to do said: the next likely rule takes its place
         verdict = verdicts.get(lesson["id"], "")
@@ -283,8 +289,7 @@ def lesson_items(store: RecallStore, vectors: Vectors, q: Query, predictor: Pred
         if (not worth or e.p < predictor.threshold) and lesson["id"] not in verdicts:
             continue
         if e.family in seen:
-            places -= 1
-            continue
+            continue  # the recent section shows it: the next likely rule takes its place
         rules.chosen[lesson["id"]] = Eligible(
             lesson["id"], e.family, arm(q.run, lesson["fingerprint"], verdict, holdout), e.p)
         if rules.chosen[lesson["id"]].arm == DEMOTED:
@@ -298,17 +303,17 @@ def lesson_items(store: RecallStore, vectors: Vectors, q: Query, predictor: Pred
 
 
 def house_rule(store: RecallStore, q: Query, e: Estimate, lesson: Lesson,
-               failure: Failure) -> tuple[str, list[str]]:
+               failure: Failure, members: int = 0) -> tuple[str, list[str]]:
     """A family's house rule and its provenance; "" when it is no rule: a mistake that is
     mostly the runs' own progress (a test red until the fix), or one it says nothing to do
-    about."""
+    about. ``members``: of how many members a fix's runs must be (0: a scope of one)."""
     record = store.family_record(e.family, q.scope, FAMILY_RECORD)
     if lesson["kind"] == "heuristic" and mostly_work(record):
         return "", []
     ids = _provenance(failure["id"], store.family_failure_ids(e.family, q.scope))
     found = store.failures_by_id(ids)
     text, told_from = house_item_text(lesson, failure, [found[i] for i in ids if i in found],
-                                      e.why(q.scope != GLOBAL), record)
+                                      e.why(q.scope != GLOBAL), record, members)
     if told_from and told_from not in ids:
         ids = [*ids, told_from]  # the failure whose fix it tells
     return text, ids

@@ -32,7 +32,11 @@ per family is made, the probability that this run fails with it:
 Every count is of this scope's runs: the base rate's shares are of the latest ``window``
 and the latest ``long_window`` runs in scope (a shared store's other projects count for
 nothing here). A family fewer than ``min_runs`` of those runs hit is predicted only
-when a similar run had it: one earlier run's mistake is no house rule.
+when a similar run had it: one earlier run's mistake is no house rule. In a scope whose
+runs are by several members (``base.member``), a family needs runs of ``members`` of
+them, its count says how many, and no member's runs fill more than a ``members``-th of a
+window: one member's many runs (made-up session ids) make no rule for all, nor crowd
+out the team's.
 
 A family this run already has is left out (the recent section shows it). The lessons are
 the HOUSE RULES (``recall.block``): most probable first, each shown while its expected
@@ -88,6 +92,9 @@ class Predictor:
     # weight of an earlier run whose command of the kind about to run failed (0: off)
     action: float = 0.0
     action_window: int = 50  # the latest runs in scope whose commands are read
+    # in a scope of several members: those whose runs a family needs, and the share of a
+    # window (1/members) one member's runs may fill
+    members: int = 2
 
 
 @dataclass
@@ -107,6 +114,8 @@ class Estimate:
     command: str = ""  # the kind of the command about to run
     by_command: int = 0  # of the latest runs, those whose command of that kind failed with it
     commands: int = 0  # the latest runs (at most ``action_window``) whose commands were read
+    by: int = 0  # members of the runs ``recent`` counts (0: a scope of one member)
+    long_by: int = 0  # members of the runs ``runs`` counts (0: a scope of one member)
 
     def why(self, project: bool = False) -> str:
         """What the lesson's count is of: this family in this scope's latest runs (or in
@@ -118,8 +127,13 @@ class Estimate:
             return (f"`{self.command}` failed with it in {self.by_command} of the last"
                     f" {self.commands} runs{of}")
         if self.recent <= 1 < self.runs:  # a rule of more runs than the latest show
-            return f"in {self.runs} of the last {self.long} runs{of}"
-        return f"in {self.recent} of the last {self.latest} runs{of}"
+            return f"in {self.runs} of the last {self.long} runs{of}{by(self.long_by)}"
+        return f"in {self.recent} of the last {self.latest} runs{of}{by(self.by)}"
+
+
+def by(members: int) -> str:
+    """Of how many members the runs counted are, in a scope of several ("" in one's)."""
+    return f", by {members} member{'s' * (members != 1)}" if members else ""
 
 
 @dataclass
@@ -132,6 +146,9 @@ class Neighbourhood:
     latest_hits: dict[str, int] = field(default_factory=dict)  # family -> those that hit it
     long: int = 0  # the latest runs of the longer window
     long_hits: dict[str, int] = field(default_factory=dict)
+    shared: bool = False  # the scope's runs are by several members
+    latest_by: dict[str, int] = field(default_factory=dict)  # family -> members that hit it
+    long_by: dict[str, int] = field(default_factory=dict)
     command: str = ""  # the kind of the command about to run ("": none told)
     commands: int = 0  # the latest runs whose commands were read
     command_runs: int = 0  # of them, those in which a command of that kind failed
@@ -195,6 +212,8 @@ def estimate(store: RunStore, predictor: Predictor, near: Neighbourhood, run: st
         runs = near.long_hits.get(c, 0)
         if runs < predictor.min_runs and not hits[c]:
             continue
+        if near.shared and near.long_by.get(c, 0) < predictor.members:
+            continue  # one member's runs, however many: no rule for all
         overall = runs / (near.long + predictor.prior)  # few runs say little: shrunk to 0
         base = overall  # a store no larger than the window: its latest runs are all of it
         if near.latest < earlier:
@@ -210,7 +229,9 @@ def estimate(store: RunStore, predictor: Predictor, near: Neighbourhood, run: st
             runs=runs, earlier=earlier, followed=followed,
             sharing=len(near.following), recent=near.latest_hits.get(c, 0),
             latest=near.latest, long=near.long, command=near.command,
-            by_command=by_command, commands=near.commands))
+            by_command=by_command, commands=near.commands,
+            by=near.latest_by.get(c, 0) if near.shared else 0,
+            long_by=near.long_by.get(c, 0) if near.shared else 0))
     # A tie goes to the family's key: the candidates are a set, whose order changes with
     # each process's string hashing, and a harness recalling through the CLI starts a
     # process each iteration: one store must show it the same rules each time.

@@ -21,6 +21,7 @@ from reflect.capture.defuse import neutralize
 from reflect.capture.fingerprint import family_template
 from reflect.capture.heuristics import heuristic_lesson
 from reflect.capture.resolution import shown_fix
+from reflect.recall.predict import by
 from reflect.recall.worked import Record, masked, told, what_worked
 
 RECENT_HEADER = "PAST FAILURES TO AVOID:"
@@ -149,14 +150,15 @@ def house_header(earlier: int, project: bool) -> str:
 
 
 def house_item_text(lesson: Lesson, failure: Failure, failures: list[Failure], why: str,
-                    record: Sequence[Record]) -> tuple[str, str]:
+                    record: Sequence[Record], members: int = 0) -> tuple[str, str]:
     """A house rule: the lesson of a family of mistakes, counted by ``why``, standing for
     ``failures`` (the family's latest in this scope, ``failure`` first); ``record``: what
     the family's runs in this scope did about it. Its count is the family's, so unless its
     trigger line is true of each of them (one cause may hold other numbers: `assert 3 == 2`,
     `assert 5 == 4`) it speaks at the family's level: its error with the subject masked.
     It says what to do: the fix that got most of this project's runs past it, with how
-    many (``worked.what_worked``), else the hint most of its failures give; "" when it has
+    many (``worked.what_worked``; in a scope of several members, a fix of ``members`` of
+    them, and by how many), else the hint most of its failures give; "" when it has
     neither: nothing to say is no house rule. With the text, the failure whose fix it tells
     ("" for none), which its provenance must hold."""
     if lesson["kind"] != "heuristic":
@@ -168,9 +170,11 @@ def house_item_text(lesson: Lesson, failure: Failure, failures: list[Failure], w
     else:
         firsts = [f"- [{lesson['id']}] {why}: {trigger_line(failure, m)}" for _, m in SQUEEZES]
     cause = [r for r in record if r["cause"] == failure.get("cause")]
-    worked = (None if family_level else what_worked(cause, False)) or what_worked(record, True)
+    worked = ((None if family_level else what_worked(cause, False, members))
+              or what_worked(record, True, members))
     if worked is not None:
-        lines = [f"What worked in {worked.runs} of the {worked.hit} runs that hit it: "
+        lines = [f"What worked in {worked.runs} of the {worked.hit} runs that hit it"
+                 f"{by(worked.members if members else 0)}: "
                  f"{neutralize(told(worked.text, FIX_CHARS))}"]
     elif text := _family_hint(lesson, [failure, *failures]):
         lines = [f"Hint: {neutralize(text)}"]

@@ -41,16 +41,21 @@ class Worked:
     source: str  # the failure whose fix's words are told: the item's provenance
     runs: int  # runs it got past the mistake in
     hit: int  # runs that hit the mistake
+    members: int = 0  # members of the runs it got past the mistake in
 
 
-def what_worked(failures: Iterable[Record], family_level: bool) -> Worked | None:
+def what_worked(failures: Iterable[Record], family_level: bool,
+                members: int = 0) -> Worked | None:
     """The fix that got the most runs of ``failures`` past their mistake (fixes alike by
     the programs they ran), told by its latest run's words, masked at a family's level;
-    None when no fix worked in ``MIN_RUNS`` runs."""
+    None when no fix worked in ``MIN_RUNS`` runs. In a scope of several members, the fix
+    must have worked in runs of ``members`` of them, and so must the words it is told by
+    (runs of no member count for none): one member's runs neither make a fix nor word it."""
     hit: set[str] = set()
-    latest: dict[frozenset[str], tuple[str, str]] = {}
     runs: Counter[frozenset[str]] = Counter()
     counted: set[tuple[str, frozenset[str]]] = set()
+    # each fix's words, newest first, with the members of the runs they worked in
+    words: dict[frozenset[str], dict[str, tuple[str, set[str]]]] = {}
     for f in failures:  # newest first
         hit.add(f["run"])
         fix = shown_fix(f["resolution"] or "")
@@ -58,14 +63,19 @@ def what_worked(failures: Iterable[Record], family_level: bool) -> Worked | None
             continue
         text = masked(fix, f["message"]) if family_level else fix
         programs = frozenset(commands.kind(step) for step in _STEP.findall(fix))
-        latest.setdefault(programs, (text, f["id"]))
+        said = words.setdefault(programs, {}).setdefault(text, (f["id"], set()))
+        said[1].add(f.get("member") or "")
         if (f["run"], programs) not in counted:
             counted.add((f["run"], programs))
             runs[programs] += 1
-    if not runs:
-        return None
-    best, n = max(runs.items(), key=lambda kv: kv[1])  # a tie: the first counted, the newest
-    return Worked(*latest[best], n, len(hit)) if n >= MIN_RUNS else None
+    found = []
+    for programs, n in runs.items():  # a tie: the first counted, the newest
+        by = set().union(*(m for _, m in words[programs].values())) - {""}
+        told_by = [(text, source) for text, (source, m) in words[programs].items()
+                   if len(m - {""}) >= members]
+        if n >= MIN_RUNS and len(by) >= members and told_by:
+            found.append(Worked(*told_by[0], n, len(hit), len(by)))
+    return max(found, key=lambda w: w.runs, default=None)
 
 
 def told(fix: str, limit: int) -> str:
@@ -105,7 +115,9 @@ def subjects(message: str) -> list[str]:
     if found is None:
         return []
     names = {g.strip("'\"") for g in found.groups()}
-    return sorted((n for n in names if len(n) > 1 and not n.isdigit()), key=len, reverse=True)
+    # a name, not an operator a suggestion quotes ('==' of "Maybe you meant '=='")
+    return sorted((n for n in names if len(n) > 1 and not n.isdigit() and re.search(r"[^\W\d]", n)),
+                  key=len, reverse=True)
 
 
 def is_work(failure: Record) -> bool:

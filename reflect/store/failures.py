@@ -34,8 +34,8 @@ class FailureQueries(CreditQueries, JobQueries, RunQueries):
     # -- capture ---------------------------------------------------------------
 
     def add_failure(self, failure: Failure, lesson: Lesson, reflect: bool = False,
-                    embed: bool = False,
-                    credit_outcome: bool = True) -> tuple[Failure, Lesson]:
+                    embed: bool = False, credit_outcome: bool = True,
+                    member: str = "") -> tuple[Failure, Lesson]:
         """Insert a failure and link it to its fingerprint's lesson, in one transaction.
 
         ``failure["iteration"]`` may be None: the run's next number is taken
@@ -43,8 +43,9 @@ class FailureQueries(CreditQueries, JobQueries, RunQueries):
         fingerprint has no active lesson yet. Jobs are queued in the same
         transaction, so none can be lost: with ``reflect`` a reflection job for a
         fingerprint that has only its heuristic lesson; with ``embed`` vectors
-        for the error's and the goal's texts. Returns the stored rows: a step stored
-        before (``failure["step"]``) is not stored again, and its rows are returned.
+        for the error's and the goal's texts. A new run is ``member``'s. Returns the stored
+        rows: a step stored before (``failure["step"]``) is not stored again, and its rows
+        are returned.
         """
         fp = failure["fingerprint"]
         with self.write() as tx:
@@ -58,7 +59,8 @@ class FailureQueries(CreditQueries, JobQueries, RunQueries):
             if iteration is None:
                 iteration = failure["iteration"] = self._next_iteration(tx, failure["run"])
             scope = lesson.get("scope", "global")  # kept-aside records may lack it
-            self._register_run(tx, failure["run"], failure["goal"], scope, failure["ts"])
+            self._register_run(tx, failure["run"], failure["goal"], scope, failure["ts"],
+                               member)
             row = self._active_lesson(tx, fp)
             if row is None and lesson.get("quarantine"):
                 # A hostile heuristic lesson (capture's review): kept for a person, never

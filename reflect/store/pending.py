@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from reflect.base import config
+from reflect.base.member import FORM
 from reflect.base.records import Failure, Lesson
 from reflect.store import Rejected, prepare_home
 from reflect.store.health import foreign_home
@@ -76,11 +77,12 @@ def private(directory: Path, make: bool = False) -> bool:
 
 
 def keep(home: Path, failure: Failure, lesson: Lesson, *, reflect: bool, embed: bool,
-         credit: bool) -> Path:
+         credit: bool, member: str) -> Path:
     """A capture the store could not take, with what its ``add_failure`` was to be asked
-    (its jobs, its credit): the replay stores exactly what the capture would have."""
+    (its jobs, its credit, its member): the replay stores exactly what the capture would
+    have."""
     return _keep(home, {"failure": failure, "lesson": lesson, "reflect": reflect,
-                        "embed": embed, "credit": credit})
+                        "embed": embed, "credit": credit, "member": member})
 
 
 def keep_outcome(home: Path, outcome: dict[str, Any]) -> Path:
@@ -223,9 +225,15 @@ def _replay_line(line: str, rejected: Path, store: FailureStore,
             # A record kept by a version that did not say: the store's defaults.
             store.add_failure(failure, lesson, reflect=record.get("reflect", False),
                               embed=record.get("embed", False),
-                              credit_outcome=record.get("credit", True))
+                              credit_outcome=record.get("credit", True),
+                              member=_member(record.get("member")))
     except (Rejected, ValueError, KeyError, TypeError, OverflowError, AttributeError):
         _reject(rejected, line)  # torn or foreign: it must not block the records after it
+
+
+def _member(kept: object) -> str:
+    """A kept record's member, when it is one (``base.member.FORM``); else of none."""
+    return kept if isinstance(kept, str) and FORM.fullmatch(kept) else ""
 
 
 def _reject(rejected: Path, line: str) -> None:

@@ -415,8 +415,16 @@ def key_steps(tx: Any) -> None:
     """)
 
 
+def record_members(tx: Any) -> None:
+    """As SQLite's migration of the same name: each run's member."""
+    tx.execute("""
+        ALTER TABLE runs ADD COLUMN member TEXT NOT NULL DEFAULT '';
+        CREATE INDEX runs_scope_member ON runs (scope, member)
+    """)
+
+
 MIGRATIONS: list[Callable[[Any], None]] = [create_schema, pool_families, log_eligible_lessons,
-                                           key_steps]
+                                           key_steps, record_members]
 
 
 def _newer(version: int, where: str) -> NewerSchema:

@@ -17,19 +17,30 @@ class RunQueries(Backend):
     # -- runs and their goals --------------------------------------------------------
 
     @staticmethod
-    def _register_run(tx: Tx, run: str, goal: str, scope: str, now: float) -> None:
+    def _register_run(tx: Tx, run: str, goal: str, scope: str, now: float,
+                      member: str) -> None:
         goal = clip(goal, MAX_GOAL_CHARS)  # as recall bounds it: the vector's key matches
         tx.execute(
-            "INSERT INTO runs (run, goal, goal_key, scope, created)"
-            " VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
-            (run, goal, text_key(goal), scope, now))
+            "INSERT INTO runs (run, goal, goal_key, scope, created, member)"
+            " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+            (run, goal, text_key(goal), scope, now, member))
 
     def register_run(self, run: str, goal: str, scope: str, now: float,
-                     wait: float | None = None) -> None:
-        """A run is known from its first recall or capture on, with the goal it had then."""
+                     wait: float | None = None, member: str = "") -> None:
+        """A run is known from its first recall or capture on, with the goal it had then
+        and the member it is by."""
         if self._row("SELECT 1 FROM runs WHERE run = ?", (run,)) is None:
             with self.write(wait) as tx:
-                self._register_run(tx, run, goal, scope, now)
+                self._register_run(tx, run, goal, scope, now, member)
+
+    def several_members(self, scope: str) -> bool:
+        """Whether runs of ``scope`` (or global) are by two members or more (runs of no
+        member, stored before members were, are of none)."""
+        one = self._value("SELECT member FROM runs WHERE scope IN (?, 'global')"
+                          " AND member != '' LIMIT 1", (scope,))
+        return one is not None and self._row(
+            "SELECT 1 FROM runs WHERE scope IN (?, 'global') AND member NOT IN ('', ?)"
+            " LIMIT 1", (scope, one)) is not None
 
     def earlier_runs(self, run: str, scope: str) -> int:
         """Runs in ``scope`` (or global) other than ``run``: the base rates' denominator."""
@@ -73,27 +84,40 @@ class RunQueries(Backend):
                 found[run].add(family)
         return found
 
-    def _latest_runs(self, run: str, scope: str, limit: int) -> list[str]:
-        """The latest ``limit`` runs in ``scope`` (or global) other than ``run``."""
-        return [r[0] for r in self._rows(
-            "SELECT run FROM runs WHERE run != ? AND scope IN (?, 'global')"
-            " ORDER BY seq DESC LIMIT ?", (run, scope, limit))]
+    def _latest_runs(self, run: str, scope: str, limit: int,
+                     per_member: int | None = None) -> dict[str, str]:
+        """The latest ``limit`` runs in ``scope`` (or global) other than ``run``, each with
+        its member; with ``per_member``, no more than that many of any one member."""
+        if per_member is None:
+            return {r[0]: r[1] for r in self._rows(
+                "SELECT run, member FROM runs WHERE run != ? AND scope IN (?, 'global')"
+                " ORDER BY seq DESC LIMIT ?", (run, scope, limit))}
+        return {r[0]: r[1] for r in self._rows(
+            """SELECT run, member FROM (SELECT run, member, seq, ROW_NUMBER() OVER
+               (PARTITION BY member ORDER BY seq DESC) AS nth FROM runs
+               WHERE run != ? AND scope IN (?, 'global')) AS r
+               WHERE nth <= ? ORDER BY seq DESC LIMIT ?""", (run, scope, per_member, limit))}
 
-    def recent_families(self, run: str, scope: str, limit: int) -> tuple[int, dict[str, int]]:
-        """The latest ``limit`` runs in ``scope`` (or global) other than ``run``: how many
-        there are, and in how many of them each family failed."""
-        latest = self._latest_runs(run, scope, limit)
+    def recent_families(self, run: str, scope: str, limit: int, per_member: int | None = None
+                        ) -> tuple[int, dict[str, int], dict[str, int]]:
+        """The latest ``limit`` runs in ``scope`` (or global) other than ``run`` (with
+        ``per_member``, no more than that many of one member): how many there are, in how
+        many of them each family failed, and of how many members those runs are."""
+        latest = self._latest_runs(run, scope, limit, per_member)
         counts: dict[str, int] = {}
-        for families in self.run_families(latest).values():
+        members: dict[str, set[str]] = {}
+        for other, families in self.run_families(list(latest)).items():
             for f in families:
                 counts[f] = counts.get(f, 0) + 1
-        return len(latest), counts
+                if latest[other]:
+                    members.setdefault(f, set()).add(latest[other])
+        return len(latest), counts, {f: len(m) for f, m in members.items()}
 
     def recent_commands(self, run: str, scope: str, limit: int
                         ) -> tuple[int, set[tuple[str, str, str]]]:
         """The latest ``limit`` runs in ``scope`` (or global) other than ``run``: how many
         there are, and the (run, action, family) of each of their failures."""
-        latest = self._latest_runs(run, scope, limit)
+        latest = list(self._latest_runs(run, scope, limit))
         if not latest:
             return 0, set()
         return len(latest), {(r[0], r[1], r[2]) for r in self._rows(
@@ -172,8 +196,8 @@ class RunQueries(Backend):
         """The latest ``limit`` failures of a family in runs of ``scope`` (or global), newest
         first, with what their runs did about them: a house rule's fix and its count."""
         return [dict(r) for r in self._rows(
-            "SELECT f.id, f.run, f.cause, f.error_type, f.message, f.action, f.resolution"
-            " FROM failures f JOIN runs r ON r.run = f.run WHERE f.family = ?"
+            "SELECT f.id, f.run, f.cause, f.error_type, f.message, f.action, f.resolution,"
+            " r.member FROM failures f JOIN runs r ON r.run = f.run WHERE f.family = ?"
             " AND r.scope IN (?, 'global') ORDER BY f.seq DESC LIMIT ?", (family, scope, limit))]
 
     def taught_and_imported_lessons(self, scope: str) -> list[Lesson]:
@@ -209,7 +233,7 @@ class RunQueries(Backend):
 
     # -- exits that were not failures ---------------------------------------------------
 
-    def add_benign(self, row: Row, goal: str, scope: str) -> Row:
+    def add_benign(self, row: Row, goal: str, scope: str, member: str = "") -> Row:
         """Keep an exit that answered a question; returns the stored row (a step stored
         before is not stored again)."""
         with self.write() as tx:
@@ -219,7 +243,7 @@ class RunQueries(Backend):
                 return known
             if row["iteration"] is None:
                 row["iteration"] = self._next_iteration(tx, row["run"])
-            self._register_run(tx, row["run"], goal, scope, row["ts"])
+            self._register_run(tx, row["run"], goal, scope, row["ts"], member)
             row = {"id": new_id("F"), **row}
             insert(tx, "benign", row)
         return row

@@ -497,10 +497,23 @@ def key_steps(conn: sqlite3.Connection) -> None:
     )
 
 
+def record_members(conn: sqlite3.Connection) -> None:
+    """Each run's member (``base.member``: a digest of its user and host, or of a name
+    configured): a store shared by several counts a house rule by members as well as runs.
+    Runs stored before are of no member ("")."""
+    _script(
+        conn,
+        """
+    ALTER TABLE runs ADD COLUMN member TEXT NOT NULL DEFAULT '';
+    CREATE INDEX runs_scope_member ON runs (scope, member)
+    """,
+    )
+
+
 MIGRATIONS = [create_failures_and_lessons, add_jobs_and_model_lessons, add_search,
               add_credit_and_controls, count_causes, add_runs_and_steps,
               mark_origins_and_run_vectors, sequence_run_vector_changes, pool_families,
-              log_eligible_lessons, key_steps]
+              log_eligible_lessons, key_steps, record_members]
 
 
 def _script(conn: sqlite3.Connection, sql: str) -> None:

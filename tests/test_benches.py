@@ -1,0 +1,51 @@
+"""The benches the README and docs/ quote, each run on a small input as a process, as
+`make figures` runs them at full size: a bench that no longer runs against the code fails
+here, not only when someone regenerates the figures. No figure is judged (a bench prints
+figures, it passes or fails nothing); only that it runs to its end.
+
+The benches over the public data sets read the samples in tests/fixtures/datasets."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLES = ROOT / "tests" / "fixtures" / "datasets"
+
+# Each quoted bench with the arguments of its small run; {data}: the data sets' directory.
+SMALL = {
+    "hooks": ["--runs", "1"],
+    "predictor": ["{data}", "--small"],
+    "holdout": ["--runs", "60", "--seeds", "1"],
+    "store_bound": ["--captures", "300", "--bound", "100"],
+    "learn": ["--sessions", "4", "--small", "2"],
+}
+
+
+@pytest.fixture
+def data(tmp_path: Path) -> Path:
+    """The samples under the names the benches read (mini-swe-agent-dev is a sample of
+    mini-swe-agent's trajectories)."""
+    root = tmp_path / "data"
+    root.mkdir()
+    for name, sample in (("mini-swe-agent", "mini-swe-agent"),
+                         ("mini-swe-agent-dev", "mini-swe-agent"), ("debugbench", "debugbench")):
+        (root / name).symlink_to(SAMPLES / sample)
+    return root
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(SMALL))
+def test_a_quoted_bench_runs_on_a_small_input(name, data, tmp_path):
+    argv = [a.format(data=data) for a in SMALL[name]]
+    env = {**os.environ, "BENCH_FIGURES": str(tmp_path / "figures.json"),
+           "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, str(ROOT / "bench" / f"{name}.py"), *argv], env=env,
+                          cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
+    assert (tmp_path / "figures.json").read_text().startswith("{")  # its figures written
