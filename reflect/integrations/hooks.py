@@ -273,7 +273,7 @@ def after_tool(event: Event, state: State, recorded: list[str], env: Mapping[str
             error = format_error(entry.error_type, (entry.message or "\n").splitlines()[0])
             sure = entry.category not in OUTSIDE
         with state.changing():
-            state.steps = max(state.steps, step)  # counted before the store was there
+            state.steps = max(state.steps, step or 0)  # counted before the store was there
             if entry is not None and entry.error_type == "CommandNotFound":
                 state.missing.add(entry.message.removesuffix(": command not found"))
             state.ran(action, error, sure, refuse=sure and refusing)
@@ -290,7 +290,7 @@ def after_tool(event: Event, state: State, recorded: list[str], env: Mapping[str
     with state.changing():
         if number is not None:
             state.steps = max(state.steps, number)
-        elif event.failed is False:  # a step the store is not told of: counted here
+        elif event.failed is False and not resolved:  # one the store is not told of
             state.steps += 1
         state.ran(action, "")
         if event.failed is False and event.tool == "Bash":
@@ -352,11 +352,15 @@ class State:
             if path.name != MISSING_FILE and path.stat().st_mtime < cutoff:
                 path.unlink(missing_ok=True)
 
-    def next_step(self) -> int:
+    def next_step(self) -> int | None:
         """The number of the session's call that just ended, counted under the lock: hooks
-        of one session run at once."""
-        with self.changing():
-            self.steps += 1
+        of one session run at once. None when the files cannot be written: the store
+        numbers the step, and what the hook records is never lost to its count."""
+        try:
+            with self.changing():
+                self.steps += 1
+        except OSError:
+            return None
         return self.steps
 
     def first_heard(self, client: str) -> None:
