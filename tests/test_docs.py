@@ -110,6 +110,15 @@ def test_the_readmes_mcp_server_is_given_its_store():
     assert re.search(r" -e REFLECT_HOME=\S+ -- reflect mcp", add)
 
 
+def test_the_readmes_mini_line_gives_mini_a_model():
+    """mini with no model of its own stops at once ("No default model set"): the README's
+    command names one, and the text says what the model needs."""
+    mini = section((REPO / "README.md").read_text(encoding="utf-8"), "### mini-swe-agent")
+    (run,) = [line for line in mini.splitlines() if "--agent-class reflect." in line]
+    assert re.search(r"MSWEA_MODEL_NAME=\S+ |\s-m \S+", run), run
+    assert "mini-extra config setup" in mini and "API key" in mini
+
+
 def anchor(heading: str) -> str:
     """The anchor GitHub gives a heading: lower case, punctuation dropped, spaces as -."""
     return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")

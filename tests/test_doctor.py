@@ -307,6 +307,21 @@ def test_each_finding_is_said_once(own_store):
     assert said.count("PROBLEM") == 1
 
 
+def test_a_store_sqlite_cannot_read_names_its_path_and_the_fix_once(own_store):
+    """Its schema page damaged: SQLite raises on reading it, and the store's error (the
+    path, what to do) is not said again inside the finding that says them."""
+    capture("before")
+    db = own_store / DB_NAME
+    with sqlite3.connect(db) as conn:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    with open(db, "r+b") as f:  # the header stays; the first page's b-tree is garbage
+        f.seek(100)
+        f.write(b"\xff" * 400)
+    code, said = doctor_says()
+    assert code == 1 and "damaged" in said, said
+    assert said.count(str(db)) == 1 and said.count("doctor --repair") == 1, said
+
+
 def test_a_store_directory_that_is_a_file_is_said_so_with_the_fix(tmp_path):
     afile = tmp_path / "afile"
     afile.write_text("notes\n")

@@ -277,12 +277,25 @@ def test_a_population_runs_with_failure_memory_switched_off(monkeypatch):
     assert any(s.made for s in steps)
 
 
+def test_eval_effect_says_the_holdout_is_off_when_it_never_withheld_a_lesson():
+    """Runs shown every lesson (no holdout ever set) measured nothing: the table does not
+    claim it was measured while the holdout was on."""
+    with Memory() as mem:
+        earlier_runs(mem)
+        mem.recall(run="new", iteration=1)
+        assert mem.effects() and not any(e.withheld for e in mem.effects())
+    out = run_cli("eval", "effect")
+    assert out.returncode == 0
+    assert b"while it was on" not in out.stdout and b"the holdout is off" in out.stdout
+    assert b"REFLECT_HOLDOUT=0.1" in out.stdout  # how to start
+
+
 def test_eval_effect_says_when_the_holdout_is_off_or_on():
     """What was measured stays shown when the holdout is switched off, with a line that says
     nothing new is measured; switched on, an empty table says it is on and how much."""
     with Memory(settings=Settings(holdout=0.5)) as mem:
-        earlier_runs(mem)
-        assert mem.effects()
+        earlier_runs(mem, n=6)
+        assert any(e.withheld for e in mem.effects())
     off = run_cli("eval", "effect")
     assert off.returncode == 0 and b"the holdout is off now" in off.stdout
     assert json.loads(run_cli("eval", "effect", "--format", "json").stdout)["holdout"] == 0.0

@@ -6,7 +6,7 @@ import shlex
 
 from conftest import REPO, start_hook
 from secret_corpus import SECRETS
-from test_integration_claude_code import SESSION, context, event, hook
+from test_integration_claude_code import SESSION, event, hook, refusal
 
 from reflect import Memory
 from reflect.integrations.hooks import State, session_file
@@ -42,8 +42,7 @@ def test_no_secret_reaches_the_state_files_or_a_warning(own_store):
     hook(event("UserPromptSubmit", prompt="Fix the deploy: " + "\n".join(lines)))
     hook(event("PostToolUseFailure", tool_input={"command": command},
                error="Exit code 3\n" + "\n".join(lines)))
-    warning = context(hook(event("PreToolUse", tool_input={"command": command}))[0],
-                      "PreToolUse")
+    warning = refusal(hook(event("PreToolUse", tool_input={"command": command}))[0])
     assert "failed just now" in warning
     written = "".join(p.read_text() for p in (own_store / "hooks").iterdir() if p.is_file())
     assert json.loads((own_store / "hooks" / session_file(SESSION)).read_text())["open"]

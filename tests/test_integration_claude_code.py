@@ -2,6 +2,7 @@
 process, one JSON answer on stdout, exit 0 whatever the input."""
 
 import json
+import re
 import subprocess
 import sys
 from collections.abc import Callable
@@ -145,17 +146,51 @@ def test_each_item_reaches_the_model_once_across_a_fix_and_a_resume():
         assert "no such table" in again and "Fixed later by" in again and "failed 2x" in again
 
 
-def test_pre_tool_use_warns_of_a_rerun_with_nothing_changed():
-    assert hook(event("PreToolUse", tool_input={"command": "python repro.py"}))[0] == {}
+def refusal(answer: dict) -> str:
+    """The reason of a PreToolUse answer that refuses the call (both clients read it so)."""
+    out = answer["hookSpecificOutput"]
+    assert (out["hookEventName"], out["permissionDecision"]) == ("PreToolUse", "deny")
+    return out["permissionDecisionReason"]
+
+
+def test_pre_tool_use_refuses_a_rerun_with_nothing_changed():
+    rerun = event("PreToolUse", tool_input={"command": "python repro.py"})
+    assert hook(rerun)[0] == {}
     hook(fail("python repro.py", NO_TABLE))
-    warning = context(hook(event("PreToolUse", tool_input={"command": "python repro.py"}))[0],
-                      "PreToolUse")
-    assert "python repro.py" in warning and "no such table" in warning
-    assert "permissionDecision" not in warning  # a warning, never a block
+    reason = refusal(hook(rerun)[0])
+    assert "python repro.py" in reason and "no such table" in reason
+    assert refusal(hook(rerun)[0]) == reason  # refused, it ran not: nothing changed still
     # Another tool call ran since (the agent edited a file): the rerun may work now.
     hook(event("PostToolUse", tool_name="Edit", tool_input={"file_path": "repro.py"},
                tool_response={"filePath": "repro.py"}))
-    assert hook(event("PreToolUse", tool_input={"command": "python repro.py"}))[0] == {}
+    assert hook(rerun)[0] == {}
+
+
+def test_with_refusal_off_a_rerun_is_told_as_what_was_seen():
+    """Read after the command ran (Claude Code adds it after the tool's result), the text
+    claims neither that it stopped the call nor what the call will do."""
+    off = {"REFLECT_REFUSE_REPEATS": "off"}  # the client's environment: every hook's
+    rerun = event("PreToolUse", tool_input={"command": "python repro.py"})
+    hook(fail("python repro.py", NO_TABLE), env=off)
+    answer = hook(rerun, env=off)[0]
+    assert "permissionDecision" not in answer["hookSpecificOutput"]
+    text = context(answer, "PreToolUse")
+    assert "python repro.py" in text and "no such table" in text
+    assert not re.search(r"\bwill\b|fails the same way|refuse|first\.", text)
+
+
+def test_a_rerun_of_a_failure_the_world_outside_may_change_is_not_refused():
+    """Nothing listening yet, a timeout: the same command may pass a moment later."""
+    refused = "curl: (7) Failed to connect to localhost port 8000: Connection refused"
+    hook(fail("curl -sf localhost:8000/health", refused, code=7))
+    answer = hook(event("PreToolUse", tool_input={"command": "curl -sf localhost:8000/health"}))[0]
+    assert "permissionDecision" not in answer["hookSpecificOutput"]
+    assert "Connection refused" in context(answer, "PreToolUse")
+
+
+def test_a_rerun_of_a_benign_exit_is_no_repeat_of_a_failure():
+    hook(fail("grep -rn TODO src", "", code=1))
+    assert hook(event("PreToolUse", tool_input={"command": "grep -rn TODO src"}))[0] == {}
 
 
 def test_pre_tool_use_warns_of_a_program_missing_in_the_project():
@@ -163,7 +198,11 @@ def test_pre_tool_use_warns_of_a_program_missing_in_the_project():
     hook(event("PostToolUse", tool_name="Read", tool_input={"file_path": "setup.cfg"},
                tool_response={}))
     answer, _ = hook(event("PreToolUse", tool_input={"command": "cd tests && pytest -x"}))
-    assert "`pytest`" in context(answer, "PreToolUse")
+    text = context(answer, "PreToolUse")
+    # Not sure (it may have been installed outside the session): told, never refused, and
+    # worded as what was seen, true read after the command ran as before it.
+    assert "`pytest`" in text and "permissionDecision" not in answer["hookSpecificOutput"]
+    assert not re.search(r"\bwill\b|fails the same way|refuse", text)
     # In another session of the project too; and no more once it ran.
     other = event("PreToolUse", session_id="another", tool_input={"command": "pytest -q"})
     assert "`pytest`" in context(hook(other)[0], "PreToolUse")
@@ -188,6 +227,19 @@ def test_pre_tool_use_says_nothing_of_a_command_that_installs_the_missing_progra
     other = "pip install requests && pytest -x"
     assert "`pytest`" in context(hook(event("PreToolUse", tool_input={"command": other}))[0],
                                  "PreToolUse")
+
+
+def test_each_tool_call_is_a_step_numbered_as_mini_swe_agent_numbers_its_steps():
+    """An iteration is the agent's step, failed or not (tests/test_integration_minisweagent.py
+    numbers mini's so): a failure, a command that passed, a failure are steps 1, 2, 3."""
+    hook(fail("python3 a.py", NO_TABLE))
+    hook(event("PostToolUse", tool_input={"command": "ls"}, tool_response={"stdout": ""}))
+    hook(fail("python3 b.py", NO_TABLE.replace("auth_user", "orders")))
+    assert [e.iteration for e in failures()] == [3, 1]
+    # An interrupted call ran no step to its end: no number.
+    hook(event("PostToolUseFailure", is_interrupt=True))
+    hook(fail("python3 c.py", NO_TABLE.replace("auth_user", "items")))
+    assert [e.iteration for e in failures()] == [4, 3, 1]
 
 
 def test_a_success_that_reruns_the_failed_command_is_its_outcome():

@@ -92,7 +92,11 @@ def test_prompt_session_start_and_pre_tool_use():
     codex("PostToolUse")
     assert captured()[0].goal == "Make the weekly report script run"
     assert "openpyxl" in context(codex("SessionStart"), "SessionStart")
-    assert "python3 report.py" in context(codex("PreToolUse"), "PreToolUse")
+    # The same command, nothing run since it failed: refused with the reason, which Codex
+    # shows its model (its hooks read Claude Code's permissionDecision).
+    answer = codex("PreToolUse")["hookSpecificOutput"]
+    assert answer["permissionDecision"] == "deny"
+    assert "python3 report.py" in answer["permissionDecisionReason"]
 
 
 def test_the_rollout_s_lines_that_are_no_record_of_the_call_are_passed_over(tmp_path):

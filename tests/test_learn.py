@@ -35,11 +35,13 @@ def test_a_claude_code_session_becomes_a_run(own_store):
     goal = "Make the weekly report run"
     assert [(it, action.rsplit("/", 1)[-1], code, kind) for _, it, action, code, kind, _, _ in got
             ] == [(1, "python3 report.py", 1, "ModuleNotFoundError"),
-                  (2, "config.yaml", None, "Error"), (3, "ls data", 2, "FileNotFound"),
-                  (4, "python3 total.py", 2, "FileNotFound")]
+                  (2, "config.yaml", None, "Error"), (6, "ls data", 2, "FileNotFound"),
+                  (8, "python3 total.py", 2, "FileNotFound")]  # each call its hooks see a step
     assert {run for run, *_ in got} == {CLAUDE_SESSION} and {g for *_, g in got} == {goal}
-    # The command that passed later is the fix; the times are the session's own.
-    assert got[0][5] == "`python3 report.py` passed when rerun unchanged"
+    # The steps to the command that passed later are the fix (the edit between them,
+    # a step of its own); the times are the session's own.
+    assert got[0][5] == "`Edit /tmp/learn/rec-claude/project/report.py`, then " \
+        "`python3 report.py` passed"
     assert min(e.ts for e in stored) > 1.7e9 and max(e.ts for e in stored) < 1.9e9
     assert (report.sessions, report.learned, report.failures, report.resolved) == (2, 1, 4, 1)
     # One session's mistakes are no house rule: a new session is shown none of them.
@@ -126,11 +128,33 @@ def test_with_no_path_the_projects_own_sessions(tmp_path, monkeypatch):
     monkeypatch.chdir(project)
     done = run_cli("learn", "claude-code", env=env)
     assert done.returncode == 0 and b"read 1 session," in done.stdout, done.stderr
-    # The Codex sessions were in another directory: none of this project's.
+    # The Codex sessions were in another directory: none of this project's, as it says.
     done = run_cli("learn", "codex", env=env)
     assert done.returncode == 0 and b"read 0 sessions" in done.stdout, done.stderr
+    assert b"sessions started in other directories" in done.stdout, done.stdout
     done = run_cli("learn", "claude-code", env={"HOME": str(tmp_path / "nobody")})
     assert done.returncode == 1 and b"no Claude Code sessions for" in done.stderr
+
+
+@pytest.mark.parametrize("client", ["claude-code", "codex"])
+def test_reading_no_session_says_why(client, tmp_path):
+    def learned(path) -> str:
+        done = run_cli("learn", client, str(path))
+        assert done.returncode == 0 and b"read 0 sessions" in done.stdout, done.stderr
+        return done.stdout.decode()
+
+    text = tmp_path / "a.txt"
+    text.write_text("hello world\n")
+    out = learned(text)
+    assert "not a transcript (no JSON record)" in out and "summary" not in out, out
+    other = tmp_path / "other.jsonl"
+    other.write_text('{"name": "a record of another tool"}\n')
+    assert ": 1" in learned(other).partition("not learned:")[2]
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    out = learned(empty)
+    pattern = "*.jsonl" if client == "claude-code" else "rollout-*.jsonl"
+    assert f"directories with no session file ({pattern}) in them: 1" in out, out
 
 
 def test_the_progress_bar_is_drawn_in_place(capsys):

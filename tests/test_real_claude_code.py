@@ -1,6 +1,7 @@
 """The real Claude Code (`claude -p`, from npm) with reflect's hooks installed in the
 project, against a scripted Messages API on loopback: a command fails, is run again
-unchanged, the script is fixed and the command passes; then a new session starts."""
+unchanged (refused), the script is fixed and the command passes; then a new session
+starts."""
 
 import json
 import os
@@ -54,13 +55,14 @@ def test_claude_code_failures_reach_the_store_and_the_model(tmp_path):
     api = claude_session(project, COMMANDS, "Make the weekly report run")
     with Memory() as mem:
         entries = mem.failures()
+    # Its unchanged rerun, nothing run since, was refused with the reason: it never ran.
     assert [(e.action, e.exit_code, e.error_type) for e in entries] == \
-        [("python3 report.py", 1, "ModuleNotFoundError")] * 2  # the first and its rerun
+        [("python3 report.py", 1, "ModuleNotFoundError")]
     assert {e.goal for e in entries} == {"Make the weekly report run"}
     turns = [r for r in api.requests if r.get("tools")]
     assert BLOCK not in system_text(turns[0])
     assert "No module named 'openpyxl'" in system_text(turns[1]).partition(BLOCK)[2]
-    assert "failed just now in this session" in system_text(turns[2])
+    assert "reflect refused to run `python3 report.py`" in system_text(turns[2])
     assert all("`python3 report.py` passed" in e.resolution for e in entries)
 
     # A second session hits it too (one session's mistake is no house rule); a new

@@ -2,6 +2,7 @@
 against a scripted Responses API on loopback: a command fails, is run again unchanged, the
 script is fixed, and the command passes."""
 
+import json
 import os
 import subprocess
 
@@ -55,17 +56,20 @@ def codex_session(tmp_path, commands: list[str], trust: bool = True,
 @pytest.mark.usefixtures("resident_helper")
 def test_codex_failures_reach_the_store_and_the_model(tmp_path):
     api, log = codex_session(tmp_path, COMMANDS)
-    assert log.count("hook: PostToolUse Completed") == 4, log[-3000:]
+    # Four commands, the second refused: it ran no PostToolUse.
+    assert log.count("hook: PostToolUse Completed") == 3, log[-3000:]
+    assert log.count("hook: PreToolUse Blocked") == 1, log[-3000:]
     with Memory() as mem:
         entries = mem.failures()
+    # Its unchanged rerun, nothing run since, was refused with the reason: it never ran.
     assert [(e.action, e.exit_code, e.error_type) for e in entries] == \
-        [("python3 report.py", 1, "ModuleNotFoundError")] * 2  # the first and its rerun
+        [("python3 report.py", 1, "ModuleNotFoundError")]
     assert {e.goal for e in entries} == {"Make the weekly report run"}
-    # What the model read: the block beside the first failure's output, the warning
-    # before its unchanged rerun, each as a developer message of the next request.
+    # What the model read: the block beside the first failure's output (a developer
+    # message of the next request), then the refusal of its unchanged rerun.
     assert "PAST FAILURES TO AVOID" not in developer_messages(api.requests[0])
     assert "No module named 'openpyxl'" in block_of(developer_messages(api.requests[1]))
-    assert "failed just now in this session" in developer_messages(api.requests[2])
+    assert "reflect refused to run `python3 report.py`" in json.dumps(api.requests[2])
     # The fixed script passed when rerun: both failures are resolved by it.
     assert all("`python3 report.py` passed" in e.resolution for e in entries)
 
@@ -93,6 +97,15 @@ def test_an_untrusted_project_runs_no_hook(tmp_path):
     assert "hook:" not in log, log[-3000:]
     with Memory() as mem:
         assert mem.failures() == []
+    # Codex says nothing of it; reflect's doctor does, with what to do.
+    env = {**os.environ, "HOME": str(tmp_path / "home"), "PATH": reflect_path()}
+    env.pop("CODEX_HOME", None)
+    doctor = subprocess.run(["reflect", "doctor"], env=env, cwd=tmp_path / "project",
+                            capture_output=True, text=True)
+    assert doctor.returncode == 1, doctor.stdout + doctor.stderr
+    assert "hooks: PROBLEM: codex (.codex/hooks.json): installed, never run, and Codex ran " \
+        "1 session here since" in doctor.stdout, doctor.stdout
+    assert "codex exec --trust" in doctor.stdout
 
 
 def test_each_item_reaches_the_model_once_a_session(tmp_path):

@@ -32,8 +32,9 @@ def test_claude_code_sessions_learned_as_they_were_captured(tmp_path):
     with Memory(home=tmp_path / "learned") as mem:
         report = mem.learn("claude-code", [tmp_path / "home" / ".claude" / "projects"])
         assert stored(mem) == captured and rules(mem) == live_rules
-    assert len(captured) == 4 and live_rules  # what 2 of 4 runs hit, at least
-    assert (report.sessions, report.failures, report.resolved) == (4, 4, 2)
+    # The first session's unchanged rerun was refused: it ran, and failed, in neither.
+    assert len(captured) == 3 and live_rules  # what 2 of 4 runs hit, at least
+    assert (report.sessions, report.failures, report.resolved) == (4, 3, 1)
     # And learning into the store that captured them live adds nothing.
     with Memory() as live:
         again = live.learn("claude-code", [tmp_path / "home" / ".claude" / "projects"])
@@ -47,6 +48,6 @@ def test_codex_sessions_learned_as_they_were_captured(tmp_path):
     with Memory(home=tmp_path / "learned") as mem:
         report = mem.learn("codex", [tmp_path / "home" / ".codex" / "sessions"])
         assert stored(mem) == captured and rules(mem) == live_rules
-    assert len(captured) == 2 and report.resolved == 2
+    assert len(captured) == 1 and report.resolved == 1  # its rerun refused, never run
     with Memory() as live:
         assert live.learn("codex", [tmp_path / "home" / ".codex" / "sessions"]).failures == 0

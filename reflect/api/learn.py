@@ -31,7 +31,7 @@ from reflect.capture.transcripts import Session, Skipped, TranscriptError, claud
 
 if TYPE_CHECKING:
     from reflect.api.memory import Memory, Port
-    from reflect.base.records import RecallItem
+    from reflect.base.records import Recall, RecallItem
 
 NEW_SESSION = "(a new session)"  # the run a preview of the house rules recalls for; not stored
 
@@ -118,15 +118,18 @@ def _learn_calls(mem: Memory, inside: Port, session: Session, skipped: Skipped,
     captured, reported = inside.store.unkeyed_steps(run)
     open_failures: list[str] = []
     added = False
+    steps = 0  # the session's steps, numbered as its hooks number them
     for call in session.calls(skipped):
         now[0] = max(now[0], call.ts or now[0])
         action = inside.scrubber.scrub(call.action)[0]
         known = tool_calls.step_key(run, call.id) in stored
+        if tool_calls.is_step(session.client, call.tool, call.failed):
+            steps += 1
         if call.failed:
             if captured > 0:
                 captured -= 1
             elif not known:
-                entry = mem.capture(run=session.run, goal=session.goal,
+                entry = mem.capture(run=session.run, iteration=steps, goal=session.goal,
                                     phase=call.tool.lower(), action=call.action,
                                     exit_code=call.exit_code, error_text=call.error_text,
                                     step=call.id)
@@ -140,8 +143,9 @@ def _learn_calls(mem: Memory, inside: Port, session: Session, skipped: Skipped,
             if reported > 0:
                 reported -= 1
             elif not known:
-                report.resolved += len(mem.outcome(run=session.run, success=True,
-                                                   action=call.action, step=call.id))
+                report.resolved += len(mem.outcome(run=session.run, iteration=steps,
+                                                   success=True, action=call.action,
+                                                   step=call.id))
                 added = True
             open_failures = tool_calls.still_open(open_failures, action)
     return added
@@ -161,9 +165,14 @@ def _lesson_count(mem: Memory) -> int:
 
 def house_rules(mem: Memory, inside: Port) -> list[RecallItem]:
     """The lessons a new session of this project is shown first (nothing is logged)."""
+    return list(house_block(mem, inside).items)
+
+
+def house_block(mem: Memory, inside: Port) -> Recall:
+    """The block a new session of this project is shown first, the house rules, as recall
+    gives it; nothing is logged and no run registered."""
     from reflect.recall import block
 
     query = replace(inside.query(run=NEW_SESSION, sections=("lessons",)), scope=mem.scope,
                     embed=False)
-    rec = block.build(inside.store, inside.vectors, query, inside.predictor, inside.holdout)
-    return list(rec.items)
+    return block.build(inside.store, inside.vectors, query, inside.predictor, inside.holdout)

@@ -55,6 +55,9 @@ class Settings:
     # Failures the store keeps, the newest (REFLECT_MAX_FAILURES; 0: no bound).
     max_failures: int = config.DEFAULT_MAX_FAILURES
     start_worker: bool = True  # capture may start a detached worker (REFLECT_WORKER=off)
+    # A hook refuses a command that just failed when nothing that could change its outcome
+    # ran since (REFLECT_REFUSE_REPEATS=off: it is told so instead).
+    refuse_repeats: bool = True
     # A job's attempts and backoff, a provider's breaker.
     retries: Retries = field(default_factory=Retries)
     worker_poll: float = POLL  # seconds a worker waits before it looks at the queue again
@@ -100,7 +103,8 @@ class Settings:
         values = {name: getattr(self, name) for name in ENVIRONMENT}
         if isinstance(values["holdout"], Holdout):
             values["holdout"] = values["holdout"].p
-        values["start_worker"] = "on" if values["start_worker"] else "off"
+        for switch in ("start_worker", "refuse_repeats"):
+            values[switch] = "on" if values[switch] else "off"
         return {variable: str(values[name]) for name, (variable, *_) in ENVIRONMENT.items()}
 
 
@@ -127,4 +131,6 @@ ENVIRONMENT: dict[str, tuple[str, Callable[[str], Any], Callable[[Any], bool], s
                      "a whole number of failures, 0 or more (0: no bound)"),
     "start_worker": ("REFLECT_WORKER", _switch({"off", "0", "false", "no"}),
                      lambda b: isinstance(b, bool), "on or off"),
+    "refuse_repeats": ("REFLECT_REFUSE_REPEATS", _switch({"off", "0", "false", "no"}),
+                       lambda b: isinstance(b, bool), "on or off"),
 }

@@ -19,6 +19,19 @@ EXIT_LINE = re.compile(r"Exit code:? (-?\d+)")  # Claude Code's first line of a 
 STEP_KEY = re.compile(r"[0-9a-f]{32}")  # what ``step_key`` makes
 # The header Codex puts above a call's output for the model: a last resort.
 EXITED = re.compile(r"^Process exited with code (-?\d+)$", re.MULTILINE)
+# client -> the tools whose success its hooks are told of (PostToolUse): those that can
+# change a failed command's outcome. A Read or a Grep cannot, and starts no process.
+CHANGING_TOOLS = {
+    "claude-code": ("Bash", "Edit", "MultiEdit", "Write", "NotebookEdit", "Task", "Agent"),
+    "codex": ("Bash", "apply_patch"),
+}
+
+
+def is_step(client: str, tool: str, failed: bool) -> bool:
+    """Whether a call that ended is one of the agent's steps, which number its iterations:
+    every call its client's hooks are told ended (a failure of any tool, a success of one
+    that can change an outcome), as a transcript read afterwards counts them too."""
+    return failed or tool in CHANGING_TOOLS[client]
 
 
 def action_of(tool: str, tool_input: object) -> str:

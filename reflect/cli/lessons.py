@@ -277,8 +277,12 @@ def cmd_consolidate(args: argparse.Namespace) -> int:
 
 def cmd_doctor(args: argparse.Namespace) -> int:
     mem = open_memory(args.env)
+    from reflect.integrations.heard import heard
+    from reflect.store import Finding
+
     done = mem.repair() if args.repair else []  # what cannot be repaired raises, exit 1
-    findings = mem.doctor()
+    findings = [*mem.doctor(),
+                *(Finding("hooks", h.ok, h.text) for h in heard(mem.home, args.env))]
     ok = all(f.ok for f in findings)
     emit(args, {"ok": ok, "repaired": done, "findings": [f.to_dict() for f in findings]},
          "\n".join([*done, *(f"{f.what}: {'ok' if f.ok else 'PROBLEM'}: {f.text}"

@@ -23,6 +23,7 @@ from reflect.capture.numbers import bounded, count, number
 from reflect.cli.learn import add_learn
 from reflect.cli.lessons import LESSON_COMMANDS, open_memory
 from reflect.cli.pipe import closed_pipe
+from reflect.cli.rules import add_rules
 from reflect.integrations import clients
 from reflect.integrations.clients import CLIENTS, DEFAULT_SCOPE
 
@@ -279,7 +280,7 @@ def add_run(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def cmd_hook(args: argparse.Namespace) -> int:
     from reflect.integrations import hooks
 
-    return hooks.run(clients.client(args.client).parse, env=args.env)
+    return hooks.run(clients.client(args.client).parse, env=args.env, client=args.client)
 
 
 def cmd_install(args: argparse.Namespace) -> int:
@@ -390,8 +391,11 @@ def cmd_worker(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
+    from reflect.integrations.heard import heard
+
     with open_memory(args.env) as mem:
         status = mem.status()
+        hooks = heard(mem.home, args.env)
     jobs, cap = status.jobs, status.max_cost_usd
     lines = [
         f"model: {status.model or 'none (heuristic lessons only; set REFLECT_MODEL)'}",
@@ -407,7 +411,8 @@ def cmd_status(args: argparse.Namespace) -> int:
                      " recalled: `reflect lessons list --status quarantined`)")
     lines += [f"  job {j['id']} {j['kind']} {j['target']}: {j['reason']}"
               for j in status.failed_jobs]
-    emit(args, status.to_dict(), "\n".join(lines))
+    lines += [f"hooks: {h.text}" for h in hooks]
+    emit(args, {**status.to_dict(), "hooks": [h.to_dict() for h in hooks]}, "\n".join(lines))
     return 0
 
 
@@ -482,5 +487,6 @@ COMMANDS = {
     "capture": add_capture, "recall": add_recall, "outcome": add_outcome,
     "worker": add_worker, "status": add_status, "failures": add_failures, "stats": add_stats,
     "clear": add_clear, "hook": add_hook, "install": add_install, "mcp": add_mcp,
-    "run": add_run, **LESSON_COMMANDS, "learn": add_learn, "eval": add_eval,
+    "run": add_run, **LESSON_COMMANDS, "rules": add_rules, "learn": add_learn,
+    "eval": add_eval,
 }

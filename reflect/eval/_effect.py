@@ -17,13 +17,15 @@ def rows(effects: list[Effect], rule: Holdout, triggers: dict[str, str]) -> list
     return [{**e.to_dict(rule), "trigger": triggers.get(e.lesson_id, "")} for e in effects]
 
 
-OFF = ("the holdout is off (REFLECT_HOLDOUT unset or 0): no lesson is withheld, so nothing"
-       " new is measured; run the fleet with REFLECT_HOLDOUT=0.1 (see docs/holdout.md)")
+OFF = ("the holdout is off (REFLECT_HOLDOUT unset or 0) and no run had a lesson withheld, so"
+       " nothing is measured; run the fleet with REFLECT_HOLDOUT=0.1 (see docs/holdout.md)")
 
 
 def table(effects: list[Effect], rule: Holdout, triggers: dict[str, str]) -> str:
+    if not rule.p and not any(e.withheld for e in effects):
+        return OFF  # runs that were all shown every lesson measure no effect
     if not effects:
-        return OFF if not rule.p else (
+        return (
             f"no lesson has been withheld yet (the holdout withholds each lesson from"
             f" {100 * rule.p:g}% of the runs it would be shown to: REFLECT_HOLDOUT); its"
             " effects appear here as runs go by (see docs/holdout.md)")

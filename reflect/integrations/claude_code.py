@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from reflect.capture.tool_calls import failure_text
+from reflect.capture.tool_calls import CHANGING_TOOLS, failure_text
 from reflect.integrations.clients import scopes
 from reflect.integrations.hooks import Event, base_event
 
@@ -21,9 +21,7 @@ HOOKS = {
     "SessionStart": None,
     "UserPromptSubmit": None,
     "PreToolUse": "Bash",
-    # What can change a failed command's outcome: a Read or a Grep cannot, and needs no
-    # Python process of its own.
-    "PostToolUse": "Bash|Edit|MultiEdit|Write|NotebookEdit|Task|Agent",
+    "PostToolUse": "|".join(CHANGING_TOOLS[CLIENT]),  # what can change an outcome
     "PostToolUseFailure": None,
 }
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from reflect.capture.numbers import whole_number
-from reflect.capture.tool_calls import codex_exit_code
+from reflect.capture.tool_calls import CHANGING_TOOLS, codex_exit_code
 from reflect.integrations.clients import scopes, user_dir
 from reflect.integrations.hooks import Event, base_event
 
@@ -28,7 +28,7 @@ HOOKS = {
     "SessionStart": None,
     "UserPromptSubmit": None,
     "PreToolUse": "Bash",
-    "PostToolUse": "Bash|apply_patch",  # what can change a failed command's outcome
+    "PostToolUse": "|".join(CHANGING_TOOLS[CLIENT]),  # what can change an outcome
 }
 TAIL_CHUNK = 256 * 1024  # the rollout is read from its end, a chunk at a time
 TAIL_LIMIT = 16 * 1024 * 1024  # and no further back than this

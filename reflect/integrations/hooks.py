@@ -31,6 +31,7 @@ from reflect.capture import tool_calls
 from reflect.capture.tool_calls import action_of
 from reflect.index.atomic import write_atomically
 from reflect.integrations import budget, event_json
+from reflect.integrations.rerun import OUTSIDE, before_command, programs, refusal, told
 from reflect.integrations.shown import unseen
 
 if TYPE_CHECKING:
@@ -47,6 +48,7 @@ STDIN_BYTES = 8 * 1024 * 1024
 RECORDED = frozenset({"PostToolUse", "PostToolUseFailure"})
 STATE_DIR = "hooks"
 MISSING_FILE = "missing.json"
+HEARD_FILE = "heard.json"  # client -> when one of its hooks first ran for this store
 LOCK_FILE = ".lock"
 SHOWN_KEPT = 200  # digests of the items a session was shown, newest kept
 STALE_SECONDS = 7 * 86400  # session files unused this long are removed at a session start
@@ -88,11 +90,12 @@ def base_event(raw: dict[str, Any], hooks: Collection[str]) -> Event:
 
 def run(parse: Callable[[dict[str, Any]], Event | None], stdin: IO[str] = sys.stdin,
         stdout: IO[str] = sys.stdout, env: Mapping[str, str] = os.environ,
-        left: Callable[[], float | None] = budget.left) -> int:
+        left: Callable[[], float | None] = budget.left, client: str = "") -> int:
     """Read one event, print its answer (``{}`` when there is nothing to say), exit 0
     whatever happens: bad input, an unknown event or a locked store cost one line on
     stderr, and the answer comes within ``TIME_BUDGET`` seconds of the process's start
-    (``left``: the seconds this process has left, ``budget.left``)."""
+    (``left``: the seconds this process has left, ``budget.left``). ``client``: whose hook
+    this is, recorded the first time one of its hooks runs (``reflect status``)."""
     def give_up(signum: int, frame: FrameType | None) -> None:
         raise OutOfTime(f"no answer within {TIME_BUDGET:g} s")
 
@@ -106,7 +109,7 @@ def run(parse: Callable[[dict[str, Any]], Event | None], stdin: IO[str] = sys.st
         raw = parsed(*read_event(stdin))
         if not isinstance(raw, dict):
             raise ValueError("the event on stdin is not a JSON object")
-        answer = respond(parse(raw), raw.get("cwd"), recorded, env)
+        answer = respond(parse(raw), raw.get("cwd"), recorded, env, client)
     except (Exception, OutOfTime) as e:
         signal.setitimer(signal.ITIMER_REAL, 0)  # saying so must not be cut short in turn
         answer = {}
@@ -115,7 +118,7 @@ def run(parse: Callable[[dict[str, Any]], Event | None], stdin: IO[str] = sys.st
         config.warn(f"hook: {e}; {what_became(recorded, late)}")
         if late:
             event = raw
-            detached(lambda: respond(parse(event), event.get("cwd"), recorded, env))
+            detached(lambda: respond(parse(event), event.get("cwd"), recorded, env, client))
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
@@ -173,10 +176,11 @@ def parsed(text: str, cut: bool) -> Any:
 
 
 def respond(event: Event | None, cwd: str | None = None, recorded: list[str] | None = None,
-            env: Mapping[str, str] = os.environ) -> dict[str, Any]:
+            env: Mapping[str, str] = os.environ, client: str = "") -> dict[str, Any]:
     """The answer to ``event``; ``recorded`` gets what it stored (a capture, an outcome)
     as soon as it is stored. ``env``: the hook's environment, read here and by the run
-    context its ``Memory`` is made with, nowhere else."""
+    context its ``Memory`` is made with, nowhere else. ``client``: whose hook it is ("":
+    none to record, as for the resident helper's warm-up)."""
     if event is None or not config.enabled(env):
         return {}
     if not event.session:  # a client that names no session: the default run
@@ -192,8 +196,15 @@ def respond(event: Event | None, cwd: str | None = None, recorded: list[str] | N
         except OSError:  # removed, and nothing says where it was
             os.chdir("/")
     state = State(config.default_home(env), event.session)
+    if client and client not in state.heard:
+        state.first_heard(client)
     if event.name == "PreToolUse":
-        text = warning(event, state)
+        seen = before_command(event, state)
+        if seen is not None and seen.refuse:
+            return {"hookSpecificOutput": {"hookEventName": event.name,
+                                           "permissionDecision": "deny",
+                                           "permissionDecisionReason": refusal(seen)}}
+        text = "" if seen is None else told(seen)
     elif event.name in ("PostToolUse", "PostToolUseFailure"):
         text = after_tool(event, state, [] if recorded is None else recorded, env)
     else:
@@ -240,78 +251,53 @@ def before_turn(event: Event, state: State, env: Mapping[str, str]) -> str:
 def after_tool(event: Event, state: State, recorded: list[str], env: Mapping[str, str]) -> str:
     """A failure is captured and answered with the run's block, less the items this session
     was already shown; while a failure is open, a success that did something is an
-    outcome (a step of a fix, or the step that got past the failure)."""
+    outcome (a step of a fix, or the step that got past the failure). Each call the hooks
+    are told ended (not one interrupted) is a step of the session, numbered in its order:
+    its iteration, as ``reflect learn`` numbers it (``tool_calls.is_step``)."""
     action = state.scrub(event.action)
     if event.failed:
+        step = state.next_step()
         with memory(env) as mem:
-            entry = mem.capture(run=event.session, goal=state.goal, phase=event.tool.lower(),
-                                action=event.action, exit_code=event.exit_code,
-                                error_text=event.error_text, step=event.call)
+            entry = mem.capture(run=event.session, iteration=step, goal=state.goal,
+                                phase=event.tool.lower(), action=event.action,
+                                exit_code=event.exit_code, error_text=event.error_text,
+                                step=event.call)
             recorded.append("capture")
             mem.ensure_worker()
             rec = mem.recall(run=event.session, goal=state.goal, phase=event.tool.lower())
-        error = ""
-        if entry is not None:  # the entry's fields are scrubbed already
+            # Decided here, where the run context is made: a PreToolUse hook reads it from
+            # the state files alone.
+            refusing = mem.settings.refuse_repeats
+        error, sure = "", False
+        if entry is not None and entry.source != "benign":  # its fields are scrubbed already
             error = format_error(entry.error_type, (entry.message or "\n").splitlines()[0])
+            sure = entry.category not in OUTSIDE
         with state.changing():
+            state.steps = max(state.steps, step or 0)  # counted before the store was there
             if entry is not None and entry.error_type == "CommandNotFound":
                 state.missing.add(entry.message.removesuffix(": command not found"))
-            state.ran(action, error)
+            state.ran(action, error, sure, refuse=sure and refusing)
             state.open.append(action)
             return state.unseen(rec)
-    resolved = False
+    resolved, number = False, None  # the step's number, when the store is told of it
     if event.failed is False and state.reported(action):
+        number = state.next_step()
         with memory(env) as mem:
-            mem.outcome(run=event.session, success=True, action=event.action, step=event.call)
+            mem.outcome(run=event.session, iteration=number, success=True,
+                        action=event.action, step=event.call)
             recorded.append("outcome")
         resolved = True
     with state.changing():
+        if number is not None:
+            state.steps = max(state.steps, number)
+        elif event.failed is False and not resolved:  # one the store is not told of
+            state.steps += 1
         state.ran(action, "")
         if event.failed is False and event.tool == "Bash":
             state.missing -= set(programs(action))
             if resolved:
                 state.open = tool_calls.still_open(state.open, action)
     return ""
-
-
-def warning(event: Event, state: State) -> str:
-    """Before a Bash command: say so when it cannot work; never block it."""
-    if event.tool != "Bash" or not event.action:
-        return ""
-    last = state.last or {}
-    action = state.scrub(event.action)
-    if last.get("error") and last.get("action") == action:
-        return (f"reflect: `{clip(action, 200)}` failed just now in this session "
-                f"({clip(last['error'], 200)}) and nothing that could change its outcome has "
-                "run since: unchanged, it will fail the same way. Fix the cause first.")
-    for program in programs(action):
-        if program in state.missing and not provides(action, program):
-            return (f"reflect: `{program}` was not found in this project earlier "
-                    f"(`{program}: command not found`): this command fails the same way "
-                    f"unless `{program}` has been installed since.")
-    return ""
-
-
-def provides(command: str, program: str) -> bool:
-    """Whether ``command`` installs ``program``, defines it, or names a path to it: the
-    fix of its "command not found" (the one its hint recommends), not a repeat of it."""
-    name = re.escape(program)
-    return bool(re.search(
-        rf"\b(?:install|add)\s[^;&|]*?(?<![\w.-]){name}(?![\w-]|\.\w)"  # pip, go, apt, …
-        rf"|\balias\s+{name}=|\bfunction\s+{name}\b|(?<![\w.-]){name}\s*\(\s*\)"
-        rf"|/{name}(?![\w.-])"  # a link or a file made, or a path run
-        r"|\bPATH=", command))  # where programs are looked for changes
-
-
-def programs(command: str) -> list[str]:
-    """The program each part of a shell command line runs (``A=1 pytest -x && make`` ->
-    ``pytest``, ``make``)."""
-    found = []
-    for part in re.split(r"&&|\|\||[;|&()]", command):
-        words = [w for w in part.split() if not re.match(r"^\w+=", w)]
-        if words:
-            found.append(words[0])
-    return found
 
 
 class State:
@@ -326,12 +312,14 @@ class State:
         self.load()
 
     def load(self) -> None:
-        data = _read(self.path)
+        data = read_json(self.path)
         self.goal: str = data.get("goal", "")
         self.last: dict[str, Any] | None = data.get("last")  # the latest tool call: action, error
         self.open: list[str] = data.get("open", [])  # failed commands no success reran yet
         self.shown: list[str] = data.get("shown", [])  # digests of the items shown
-        self.missing: set[str] = set(_read(self.dir / MISSING_FILE).get("programs", []))
+        self.steps: int = data.get("steps", 0)  # the session's calls that ended, counted
+        self.missing: set[str] = set(read_json(self.dir / MISSING_FILE).get("programs", []))
+        self.heard: dict[str, Any] = read_json(self.dir / HEARD_FILE)
 
     def scrub(self, text: str) -> str:
         """``text`` as the store would keep it: what these files hold never needs the
@@ -351,8 +339,8 @@ class State:
         self.shown = (self.shown + digests)[-SHOWN_KEPT:]
         return text
 
-    def ran(self, action: str, error: str) -> None:
-        self.last = {"action": action, "error": error}
+    def ran(self, action: str, error: str, sure: bool = False, refuse: bool = False) -> None:
+        self.last = {"action": action, "error": error, "sure": sure, "refuse": refuse}
 
     def reported(self, command: str) -> bool:
         """Whether a success is the session's outcome (``tool_calls.reported``)."""
@@ -363,6 +351,29 @@ class State:
         for path in self.dir.glob("*.json"):
             if path.name != MISSING_FILE and path.stat().st_mtime < cutoff:
                 path.unlink(missing_ok=True)
+
+    def next_step(self) -> int | None:
+        """The number of the session's call that just ended, counted under the lock: hooks
+        of one session run at once. None when the files cannot be written: the store
+        numbers the step, and what the hook records is never lost to its count."""
+        try:
+            with self.changing():
+                self.steps += 1
+        except OSError:
+            return None
+        return self.steps
+
+    def first_heard(self, client: str) -> None:
+        """Record that a hook of ``client`` ran for this store, the first time one does:
+        installed hooks that never ran are then told apart (``integrations.heard``)."""
+        if not self.home.is_dir():
+            return
+        self.dir.mkdir(mode=0o700, exist_ok=True)
+        with open(self.dir / LOCK_FILE, "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            heard = read_json(self.dir / HEARD_FILE)
+            if client not in heard:
+                _write(self.dir / HEARD_FILE, {**heard, client: time.time()})
 
     @contextmanager
     def changing(self) -> Iterator[None]:
@@ -377,7 +388,8 @@ class State:
             self.load()
             yield
             _write(self.path, {"goal": self.goal, "last": self.last,
-                               "open": self.open[-tool_calls.KEEP_OPEN:], "shown": self.shown})
+                               "open": self.open[-tool_calls.KEEP_OPEN:], "shown": self.shown,
+                               "steps": self.steps})
             _write(self.dir / MISSING_FILE, {"programs": sorted(self.missing)})
 
 
@@ -390,7 +402,7 @@ def session_file(session: str) -> str:
     return f"session-{readable}-{digest}.json"
 
 
-def _read(path: Path) -> dict[str, Any]:
+def read_json(path: Path) -> dict[str, Any]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):

@@ -37,6 +37,7 @@ class DiskFull(StoreUnavailable):
 
 class Damaged(StoreUnavailable):
     def __init__(self, path: Path, what: str):
+        self.what = what  # what is wrong, without the path and the fix the message adds
         super().__init__(
             f"{path} is {what}: `reflect doctor --repair` keeps it aside (renamed with the"
             " time) and starts a new store, which takes in the captures kept aside meanwhile")
@@ -136,7 +137,11 @@ def check(path: Path, expected: frozenset[str] = frozenset(), current: int = 0,
             conn.close()
     except sqlite3.Error as e:
         better = translate(e, path)
-        return Health(path, True, size, str(better), damaged=isinstance(better, Damaged))
+        if isinstance(better, Damaged):  # the finding names the path and the fix itself
+            return Health(path, True, size, better.what, damaged=True)
+        # A full disk's message says where and what to do; any other, SQLite's own words
+        # (the finding names the path)
+        return Health(path, True, size, str(better) if isinstance(better, DiskFull) else str(e))
     if found != ["ok"]:
         return Health(path, True, size, "damaged: " + "; ".join(found), damaged=True)
     missing = sorted(expected - names) if schema == current else []

@@ -87,13 +87,18 @@ def timestamp(text: object) -> float | None:
         return None
 
 
-def files_under(paths: Iterable[str | os.PathLike[str]], pattern: str) -> list[Path]:
-    """Files given as such, found under directories (sorted), or matched by a glob."""
+def files_under(paths: Iterable[str | os.PathLike[str]], pattern: str,
+                skipped: Skipped) -> list[Path]:
+    """Files given as such, found under directories (sorted), or matched by a glob; a
+    directory with none is counted in ``skipped``."""
     found: list[Path] = []
     for given in map(str, paths):
         path = Path(given).expanduser()
         if path.is_dir():
-            found += sorted(p for p in path.rglob(pattern) if p.is_file())
+            inside = sorted(p for p in path.rglob(pattern) if p.is_file())
+            if not inside:
+                skipped[f"directories with no session file ({pattern}) in them"] += 1
+            found += inside
         elif path.is_file():
             found.append(path)
         elif any(c in given for c in "*?["):

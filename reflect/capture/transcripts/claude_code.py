@@ -33,7 +33,7 @@ from reflect.capture.transcripts import (
     readable,
     timestamp,
 )
-from reflect.capture.transcripts.lines import Skipped, records
+from reflect.capture.transcripts.lines import NOT_A_TRANSCRIPT, Skipped, records
 
 CLIENT = "claude-code"
 KNOWN_MAJOR_VERSIONS = (1, 2)  # the transcript format read here
@@ -41,7 +41,8 @@ REFUSED_TAG = "<tool_use_error>"
 # A result the user stopped, as the client words it (before 2.1 without toolDenialKind).
 STOPPED = ("The user doesn't want to proceed with this tool use",
            "[Request interrupted by user")
-NO_SESSION = "files that hold no session (a summary alone)"
+NO_SESSION = ("files that hold no session (no message of a person or the model: a summary "
+              "alone, or another tool's JSON)")
 NOT_A_PROMPT = ("<task-notification>", "<command-", "<local-command-", "[Request interrupted")
 
 
@@ -56,7 +57,7 @@ def project_dir(cwd: Path) -> Path:
 
 def sessions(paths: Iterable[str | os.PathLike[str]], skipped: Skipped) -> list[Session]:
     found: dict[str, Session] = {}
-    for path in files_under(paths, "*.jsonl"):
+    for path in files_under(paths, "*.jsonl", skipped):
         head = _header(path, skipped)
         if head is None:
             continue
@@ -78,8 +79,9 @@ def _header(path: Path, skipped: Skipped) -> tuple[str, str, str, float | None, 
     with no session (a summary alone) or of a version not known here."""
     run = cwd = goal = ""
     start: float | None = None
-    side = False
+    side = read = False
     for rec in readable(path, skipped, records(path, Skipped())):
+        read = True
         version = rec.get("version")
         if isinstance(version, str) and not known(version):
             skipped[f"files from Claude Code {version.split('.')[0]}.x, whose transcript "
@@ -94,7 +96,7 @@ def _header(path: Path, skipped: Skipped) -> tuple[str, str, str, float | None, 
         if run and goal:
             break
     if not run:
-        skipped[NO_SESSION] += 1
+        skipped[NO_SESSION if read else NOT_A_TRANSCRIPT] += 1
     return (run, cwd, goal, start, side) if run else None
 
 

@@ -33,12 +33,14 @@ from reflect.capture.transcripts import (
     readable,
     timestamp,
 )
-from reflect.capture.transcripts.lines import Skipped, records
+from reflect.capture.transcripts.lines import NOT_A_TRANSCRIPT, Skipped, records
 
 CLIENT = "codex"
 KNOWN_MAJOR_VERSIONS = (0,)
 SHELL_TOOLS = ("exec_command", "shell", "container.exec", "local_shell")
 ABORTED = "aborted by user"
+ELSEWHERE = ("rollouts of sessions started in other directories (run `reflect learn codex` "
+             "there, or give their files)")
 
 
 def codex_home() -> Path:
@@ -50,12 +52,13 @@ def sessions(paths: Iterable[str | os.PathLike[str]], skipped: Skipped,
     """The sessions of the rollouts under ``paths``; with ``within``, only those whose
     directory is it or under it."""
     found: dict[str, Session] = {}
-    for path in files_under(paths, "rollout-*.jsonl"):
+    for path in files_under(paths, "rollout-*.jsonl", skipped):
         head = _header(path, skipped)
         if head is None:
             continue
         run, own, cwd, goal, start = head
         if within is not None and not _inside(cwd, within):
+            skipped[ELSEWHERE] += 1
             continue
         session = found.setdefault(run, Session(CLIENT, run, [], reader=calls))
         if own == run:
@@ -98,7 +101,8 @@ def _header(path: Path, skipped: Skipped) -> tuple[str, str, str, str, float | N
         goal = prompt(rec)
         if goal:  # read as far as it takes: many records may come first
             break
-    if meta is None:
+    if meta is None:  # not one record read
+        skipped[NOT_A_TRANSCRIPT] += 1
         return None
     own = str(meta.get("id") or "")
     run = str(meta.get("session_id") or own)

@@ -27,6 +27,7 @@ MALFORMED = "lines that are not JSON (damaged)"
 TOO_LONG = "lines too long for a tool call (read through, not held)"
 UNFINISHED = "unfinished last lines (a session still being written: read up to them)"
 UNREADABLE = "files that could not be read (each named in a warning)"
+NOT_A_TRANSCRIPT = "files that are not a transcript (no JSON record)"
 
 
 class Skipped(Counter[str]):
