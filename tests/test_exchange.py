@@ -2,6 +2,7 @@
 
 import json
 import os
+from dataclasses import asdict
 
 import pytest
 from conftest import NO_TABLE
@@ -214,7 +215,7 @@ def test_a_secret_planted_in_an_import_file_never_reaches_the_store(mem, tmp_pat
     mem.close()
     # What the store holds: the file's bytes (its WAL too), else every field of the lesson.
     stored = (b"".join(p.read_bytes() for p in mem.home.iterdir() if p.is_file())
-              if backend == "sqlite" else json.dumps(row).encode())
+              if backend == "sqlite" else json.dumps(asdict(row)).encode())
     for secret in (key, password, email):
         assert secret.encode() not in stored
     assert b"[REDACTED:" in stored

@@ -104,6 +104,9 @@ def test_a_held_store_costs_a_step_a_brief_wait_and_one_true_line(own_store):
     failure = {"hook_event_name": "PostToolUseFailure", "session_id": "k", "tool_name": "Bash",
                "tool_input": {"command": "ls build"},
                "error": "Exit code 2\nls: cannot access 'build': No such file or directory"}
+    # the session's first step passed: its failure below is its second, as hooks number them
+    passed = {**failure, "hook_event_name": "PostToolUse", "tool_response": {"stdout": ""}}
+    run_cli("hook", "claude-code", stdin=json.dumps(passed).encode())
     with store_held(own_store):  # both answer while the store is still held (bench/bounds.py
         # times the wait: one STEP_BUSY_TIMEOUT)
         out = run_cli("capture", "--run", "k", "--action", "python app.py", "--exit-code", "1",
