@@ -68,6 +68,29 @@ def test_a_mistake_its_runs_got_past_by_editing_the_code_under_work_is_no_house_
         assert house(mem) == []
 
 
+def test_a_fix_that_edited_the_code_under_work_beside_a_script_of_its_own_is_the_work(tmp_path):
+    # A run that ran a helper of its own, then edited the code under repair, got past its
+    # check by the edit: progress, whatever else it ran. One that also installed did not.
+    def fixed(mem: Memory, prefix: str, install: str) -> None:
+        for i, name in enumerate(("MY_MOD", "other_name", "third_one")):
+            run = f"{prefix}{i}"
+            mem.recall(run=run, goal="a task", iteration=1)
+            mem.capture(run=run, iteration=1, action="python check.py", exit_code=1,
+                        error_text=undefined(name))
+            steps = [install, "python apply_fix.py", f"sed -i 's/x{i}/y/' lib/base.py",
+                     "python check.py"]
+            for n, step in enumerate(filter(None, steps), 2):
+                mem.outcome(run=run, iteration=n, success=True, action=step)
+
+    with Memory(home=tmp_path / "edited") as mem:
+        fixed(mem, "r", install="")
+        assert house(mem) == []
+    with Memory(home=tmp_path / "installed") as mem:
+        fixed(mem, "r", install="pip install six")
+        (text,) = house(mem)
+    assert "NameError" in text, text
+
+
 def test_a_test_red_on_the_code_under_repair_is_no_house_rule():
     with Memory() as mem:
         for i in range(4):

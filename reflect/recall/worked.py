@@ -30,6 +30,8 @@ SLIPS = frozenset({"SyntaxError", "IndentationError", "TabError", "FileNotFound"
 # The programs of a step that edits files and does nothing else.
 EDITORS = frozenset({"sed", "perl", "patch", "git apply", "git checkout", "git restore", "Edit",
                      "MultiEdit", "Write", "NotebookEdit", "cat", "tee", "printf", "echo"})
+# The programs of a step that installs: a fix with one changed the environment.
+INSTALLERS = frozenset({"pip", "pip3", "conda", "apt-get", "apt", "npm", "yarn", "uv", "poetry"})
 _STEP = lazy.compile(r"`([^`]+)`")
 _MASKS = lazy.compile(r"<x>|<n>|<path>|<str>")
 Record = Mapping[str, Any]  # a failure's run, cause, error, action and resolution
@@ -122,8 +124,9 @@ def subjects(message: str) -> list[str]:
 
 def is_work(failure: Record) -> bool:
     """Whether ``failure`` is its run's progress: a test or reproduction asserting what the
-    code under repair does not do yet, or a failure its run got past by editing files other
-    than the one it ran (not a slip: a typo, a missing file, program or module)."""
+    code under repair does not do yet, or a failure its run got past by editing a file
+    other than the one it ran, installing nothing (not a slip: a typo, a missing file,
+    program or module)."""
     kind, _ = purpose(failure["action"])
     if failure["error_type"] in ASSERTIONS and kind not in ("", "python -c"):
         return True
@@ -131,10 +134,11 @@ def is_work(failure: Record) -> bool:
     if not fix or failure["error_type"] in SLIPS:
         return False
     *changes, _rerun = _STEP.findall(fix)
+    if any(commands.kind(step) in INSTALLERS for step in changes):
+        return False  # what the install changed, not the edit, may have got it past
     script = kind if kind != TESTS else ""
-    return bool(changes) and all(
-        commands.kind(step) in EDITORS and not commands.inspects(step)
-        and not (script and step.endswith(script)) for step in changes)
+    return any(commands.kind(step) in EDITORS and not commands.inspects(step)
+               and not (script and step.endswith(script)) for step in changes)
 
 
 def mostly_work(failures: Sequence[Record]) -> bool:
