@@ -128,3 +128,13 @@ def test_no_public_method_of_memory_hands_out_a_row():
                 ast.unparse(node.returns).strip("'\""))) if isinstance(n, ast.Name)}
     assert {"lessons", "lesson", "injections", "feedback", "search_lessons"} <= handed.keys()
     assert {name: sorted(types & rows) for name, types in handed.items() if types & rows} == {}
+
+
+def test_no_deprecation_shim_in_an_unreleased_version():
+    """0.1.0 is unreleased: a renamed name is renamed, with nothing kept for a caller that
+    cannot exist yet."""
+    warned = sorted(f"{p.relative_to(REPO)}:{n.lineno}" for p in (REPO / "reflect").rglob("*.py")
+                    for n in ast.walk(ast.parse(p.read_text()))
+                    if isinstance(n, ast.Name) and n.id in (
+                        "DeprecationWarning", "PendingDeprecationWarning", "FutureWarning"))
+    assert warned == []

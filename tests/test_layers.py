@@ -1,36 +1,31 @@
-"""The folders are layers (docs/design.md, "Layout"): every import of the package, those
-made in a function or only for type checking too, goes to its own layer or one below it,
-never through a wall, no two folders import each other, and no modules import each other
-in a circle. The tables are read from the page, so the page draws what this test
-enforces."""
+"""The folders are layers (docs/layers.py, drawn in docs/design.md's "Layout"): every
+import of the package, those made in a function or only for type checking too, goes to its
+own layer or one below it, never through a wall, no two folders import each other, no
+modules import each other in a circle, and each module is named by its own room's text.
+The declaration is the one the page is written from (cog), so the page draws what this
+test enforces."""
 
 import ast
 import re
+import sys
 from pathlib import Path
 
 from conftest import REPO
 
-TABLE = re.compile(r"^layer (\d+)  (.+)$", re.M)
-WALL = re.compile(r"^wall  (\S+)/ (\S+)/ ", re.M)
+sys.path.insert(0, str(REPO / "docs"))
+import layers as declared  # docs/layers.py, beside the page cog writes from it
+
+MODULE_FILE = re.compile(r"\b\w+\.py\b")
 
 
 def layers() -> dict[str, int]:
-    """Each entry of the page's table (``memory``, ``capture/``) as a module name prefix."""
-    page = (REPO / "docs" / "design.md").read_text()
-    layout = page[page.index("## Layout"):]
-    found = {}
-    for number, names in TABLE.findall(layout):
-        for name in names.split():
-            module = "reflect" if name == "__init__" else f"reflect.{name.rstrip('/')}"
-            found[module] = int(number)
-    return found
+    """Each room of the declaration (``reflect``, ``reflect.capture``) and its layer."""
+    return declared.layer_table()
 
 
 def walls() -> set[tuple[str, str]]:
-    """The page's walls: (folder, folder it must not import), as room names."""
-    page = (REPO / "docs" / "design.md").read_text()
-    layout = page[page.index("## Layout"):]
-    return {(f"reflect.{a}", f"reflect.{b}") for a, b in WALL.findall(layout)}
+    """The declaration's walls: (folder, folder it must not import), as room names."""
+    return declared.walls()
 
 
 def room(module: str) -> str:
@@ -150,9 +145,15 @@ def test_no_modules_import_each_other_in_a_circle():
     assert circles == []
 
 
-def test_the_page_s_layout_names_every_module():
-    page = (REPO / "docs" / "design.md").read_text()
-    layout = page[page.index("## Layout"):]
-    unnamed = sorted(str(path.relative_to(REPO)) for path in modules().values()
-                     if path.name != "__init__.py" and path.name not in layout)
-    assert unnamed == []
+def test_each_module_is_named_by_its_own_room_and_no_other_file_is():
+    """What a room holds is said once, in the declaration: its text names each of its
+    modules (its subfolders' too) and no file that is not one of them."""
+    unnamed, strays = [], []
+    for room, text in declared.HOLDS.items():
+        folder = REPO / "index" if room == "index/" else REPO / "reflect" / room
+        files = {p.name for p in folder.rglob("*.py")}
+        named = set(MODULE_FILE.findall(text))
+        unnamed += [f"{room}{name}" for name in sorted(files - named - {"__init__.py"})]
+        strays += [f"{room}{name}" for name in sorted(named - files)]
+    rooms = {r for rs in declared.LAYERS.values() for r in rs if r.endswith("/")}
+    assert (unnamed, strays, sorted(rooms - set(declared.HOLDS))) == ([], [], [])

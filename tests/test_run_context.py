@@ -2,10 +2,11 @@
 method, a capture kept aside replayed as it would have been stored, and every setting of
 the environment checked once."""
 
+import ast
 import os
 
 import pytest
-from conftest import run_cli, store_held
+from conftest import REPO, run_cli, store_held
 
 from reflect import Memory, Settings
 from reflect.api.context import RunContext
@@ -172,3 +173,29 @@ def test_a_model_setting_out_of_range_is_named_and_its_default_stands(
     assert model is not None and getattr(model, field) == default
     [said] = [r.getMessage() for r in caplog.records if variable in r.getMessage()]
     assert f"{variable}={value!r}" in said and "using" in said
+
+
+SCRUBS = {"scrub", "scrubbed", "clip"}
+
+
+def run_scrubbed(tree: ast.AST) -> list[int]:
+    """The lines where a run id (a name or attribute ``run``) is scrubbed or cut."""
+    def is_run(node: ast.AST) -> bool:
+        return (isinstance(node, ast.Name) and node.id == "run") or (
+            isinstance(node, ast.Attribute) and node.attr == "run")
+
+    return sorted(n.lineno for n in ast.walk(tree) if isinstance(n, ast.Call)
+                  and (getattr(n.func, "attr", None) or getattr(n.func, "id", "")) in SCRUBS
+                  and any(is_run(a) for a in n.args))
+
+
+def test_the_run_id_is_made_as_stored_in_one_place():
+    """Above capture, ``reflect.api.context.run_id`` alone makes a run id as capture
+    stores it; every other path asks the context (capture itself scrubs every field it
+    is given, the run id already in that form)."""
+    made = {str(p.relative_to(REPO)): lines for folder in ("api", "recall", "cli",
+                                                           "integrations")
+            for p in (REPO / "reflect" / folder).rglob("*.py")
+            if (lines := run_scrubbed(ast.parse(p.read_text())))}
+    assert made.keys() == {"reflect/api/context.py"}
+    assert run_scrubbed(ast.parse("row = {'run': scrub(run)}\nclip(mem.run, 9)")) == [1, 2]

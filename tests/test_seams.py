@@ -205,3 +205,29 @@ def test_the_checks_see_what_they_are_for_and_nothing_else():
     assert sorted(line for line, _ in durations(bad)) == [19, 20, 22, 24]
     good = ast.parse(GOOD)
     assert list(patches(good)) == [] and list(durations(good)) == []
+
+
+STARTS = {"run", "Popen", "check_output", "check_call", "call"}
+
+
+def hook_processes(tree: ast.AST) -> list[int]:
+    """The lines that start ``reflect hook`` in a process by ``subprocess`` directly: its
+    argv names the command, or is conftest's ``hook_argv``."""
+    return sorted(
+        n.lineno for n in ast.walk(tree)
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+        and n.func.attr in STARTS and root(n.func) == "subprocess" and n.args
+        and ("hook" in {c.value for c in ast.walk(n.args[0]) if isinstance(c, ast.Constant)}
+             or "hook_argv" in ast.unparse(n.args[0])))
+
+
+def test_every_hook_process_is_started_by_the_one_helper_in_conftest():
+    """``run_hook`` and ``start_hook`` (conftest.py) start a hook as a client does; a test
+    module writes no helper of its own."""
+    own = {path.name: lines for path in sources() if path.name != "conftest.py"
+           if (lines := hook_processes(ast.parse(path.read_text())))}
+    assert own == {}
+    assert hook_processes(ast.parse((TESTS / "conftest.py").read_text()))
+    assert hook_processes(ast.parse(
+        "subprocess.run([sys.executable, '-m', 'reflect', 'hook', 'codex'])\n"
+        "subprocess.Popen(hook_argv('codex'))\nsubprocess.run(['reflect', 'status'])")) == [1, 2]

@@ -1,3 +1,3 @@
-"""Layer 5: the library API (``Memory``, ``Settings``) and what it offers a person: controls,
+"""The library API (``Memory``, ``Settings``) and what it offers a person: controls,
 the doctor, export and import, progress, learning from past sessions. Its public names are
 re-exported by ``reflect``."""

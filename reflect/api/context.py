@@ -15,8 +15,7 @@ from pathlib import Path
 from reflect.api.settings import Settings
 from reflect.base import config
 from reflect.base.member import member_id, this_user
-from reflect.base.text import clip
-from reflect.capture.entry import MAX_FIELD
+from reflect.capture.entry import scrubbed
 from reflect.capture.scrub import Scrubber, for_store
 
 
@@ -74,7 +73,7 @@ def run_id(scrubber: Scrubber, run: str) -> str:
     """A run id as capture stores it: scrubbed, then cut. Every path that names a run
     (capture, recall, outcome, the listings, what MCP has shown) uses this one form, so a
     run id holding an address finds its own failures."""
-    return clip(scrubber.scrub(run)[0], MAX_FIELD)
+    return scrubbed(scrubber, run)[0]
 
 
 def member(scrubber: Scrubber, name: str) -> str:

@@ -304,12 +304,13 @@ class Memory:
     def _keep_benign(self, run: str, iteration: int | None, goal: str, phase: str,
                      action: str, exit_code: int | None, program: str,
                      step: str | None) -> ErrorEntry:
+        """An exit that answered a question, kept apart; ``run`` as capture stores it."""
         def scrub(text: str) -> str:
             return scrubbed(self._scrubber, text)[0]
 
-        row = {"run": scrub(run), "iteration": iteration, "ts": self.clock(),
+        row = {"run": run, "iteration": iteration, "ts": self.clock(),  # run: as stored
                "phase": scrub(phase), "action": scrub(action), "exit_code": exit_code,
-               "program": program, "step": step_key(scrub(run), step)}
+               "program": program, "step": step_key(run, step)}
         try:
             row = self._store.add_benign(row, scrubbed(self._scrubber, goal, MAX_GOAL_CHARS)[0],
                                          self.scope, self.context.member)

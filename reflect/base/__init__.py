@@ -1,2 +1,2 @@
-"""Layer 0: values and rules that need nothing of the project (records, text, the
+"""Values and rules that need nothing of the project (records, text, the
 environment's settings, the store's location, limits, the credit and supersession rules)."""

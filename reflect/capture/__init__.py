@@ -3,6 +3,7 @@
 Reading bounded input (``reading``, ``numbers``), finding the error (``extract``),
 benign exits (``benign``), scrubbing (``scrub``), the cause and its family
 (``fingerprint``), the scope (``gitconfig``), the heuristic lesson (``heuristics``),
-what worked (``resolution``), and captures kept aside when the store is away
-(``pending``). ``entry`` puts them together into a failure's rows.
+what worked (``resolution``), the review of every text that may reach a prompt
+(``review``, with ``defuse`` for instructions hidden in tool output). ``entry`` puts them
+together into a failure's rows.
 """
