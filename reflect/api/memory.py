@@ -32,6 +32,7 @@ from reflect.capture.entry import (
     scrubbed,
     synthesize,
 )
+from reflect.capture.fingerprint import joined
 from reflect.capture.review import fix_reason
 from reflect.capture.scope import GLOBAL, UNCACHED, elsewhere, scope_of
 from reflect.capture.tool_calls import step_key
@@ -214,6 +215,9 @@ class Memory:
                 raise self._kept_aside
             pending.replay(self.home, self._store, self._redo,
                            lambda outcome: kept_outcome(outcome, self._scrubber))
+            fp = joined(failure["fingerprint"], failure["cause"],
+                        self._store.cause_fingerprints(failure["cause"], scope))
+            failure, lesson = {**failure, "fingerprint": fp}, {**lesson, "fingerprint": fp}
             stored, lesson_row = self._store.add_failure(
                 failure, lesson, reflect=self.model is not None,
                 embed=self.embeddings is not None, credit_outcome=self.settings.credit,
