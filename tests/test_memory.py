@@ -3,8 +3,9 @@ import textwrap
 
 import pytest
 from conftest import NO_TABLE, store_dump, store_held
+from fake_store import FakeStore
 
-from reflect import Memory, Settings
+from reflect import Memory, Settings, StoreUnavailable
 from reflect.api.controls import UnknownLesson
 from reflect.api.memory import port
 from reflect.capture.defuse import NEUTRALIZED
@@ -445,3 +446,22 @@ def test_distinct_failures_stay_apart_whatever_their_forms(mem):
     bare = mem.capture(run="r2", action="python app.py", exit_code=1, error_text=key)
     assert bare.fingerprint == there[1].fingerprint
     assert len(mem.lessons()) == 4
+
+
+def test_a_last_line_kept_aside_joins_its_traceback_when_replayed(own_store):
+    """Kept while the store could not be read nor written, the last line alone is made one
+    with its traceback when the next capture replays it, as the store would have made it."""
+    key = "KeyError: 'api_url'"
+    with Memory() as m:
+        first = m.capture(run="r", action="python app.py", exit_code=1,
+                          error_text=_traceback(key))
+    down = StoreUnavailable("disk I/O error")
+    away = FakeStore(faults={"cause_fingerprints": down, "add_failure": down})
+    with Memory(settings=Settings(open_store=away.open)) as m:
+        kept = m.capture(run="r", action="python app.py", exit_code=1, error_text=key)
+    assert list(own_store.glob("pending*"))
+    with Memory() as m:
+        m.capture(run="r", exit_code=1, error_text="ValueError: after")
+        replayed = m.failure(kept.failure_id)
+        assert replayed is not None and replayed.fingerprint == first.fingerprint
+        assert replayed.lesson_id == first.lesson_id and len(m.lessons()) == 2
