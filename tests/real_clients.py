@@ -15,7 +15,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -74,15 +73,27 @@ def reflect_path() -> str:
 
 
 # An item of a block as rendered: its first line and its indented ones.
-ITEM = re.compile(r"^- \[[FL]-\w+\].*(?:\n  .*)*", re.M)
-HEADERS = ("PAST FAILURES TO AVOID:", "LESSONS FROM EARLIER RUNS:")
+ITEM = re.compile(r"^- \[(?P<id>[FL]-\w+)\].*(?:\n  .*)*", re.M)
+HEADERS = ("PAST FAILURES TO AVOID:", "LESSONS FROM EARLIER RUNS:", "HOUSE RULES")
 
 
-def items_sent(request: dict) -> Counter[str]:
-    """Each item of reflect's blocks in a request to the model, with the number of times
-    the request holds it (a client sends the whole conversation: every block so far)."""
-    return Counter(m[0] for text in _strings(request) if any(h in text for h in HEADERS)
-                   for m in ITEM.finditer(text))
+def items_sent(request: dict) -> dict[str, list[str]]:
+    """Each item of reflect's blocks in a request to the model, by its id, with every text
+    of it the request holds (a client sends the whole context: every block so far), so an
+    item said again in other words (fixed since, shown before) counts twice."""
+    sent: dict[str, list[str]] = {}
+    for text in _strings(request):
+        if any(h in text for h in HEADERS):
+            for m in ITEM.finditer(text):
+                sent.setdefault(m["id"], []).append(m[0])
+    return sent
+
+
+def said_once(sent: dict[str, list[str]], *words: str) -> None:
+    """Each item sent once, and one of them for each of ``words`` (a failure's detail)."""
+    assert all(len(texts) == 1 for texts in sent.values()), sent
+    for word in words:
+        assert [i for i, [text] in sent.items() if word in text], (word, sent)
 
 
 def _strings(value: object):

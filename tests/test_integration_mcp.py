@@ -373,3 +373,23 @@ def test_claude_code_s_probe_is_answered_before_the_sdk_is_imported(tmp_path):
         flag.touch()
         server.kill()
         server.wait()
+
+
+def test_record_failure_given_the_last_line_alone_adds_no_second_lesson():
+    """A client that records the traceback, then the same failure by its last line (or
+    the other way round), gets one lesson: the one the run's block shows once."""
+    last = "KeyError: 'api_url'"
+    traceback = ('Traceback (most recent call last):\n  File "/srv/app/config.py", line 7,'
+                 f" in load\n    return settings['api_url']\n{last}\n")
+
+    async def calls(s):
+        for run, forms in (("tb-first", (traceback, last)), ("line-first", (last, traceback))):
+            for error_text in forms:
+                await s.call_tool("record_failure", {"action": "python app.py",
+                                                     "exit_code": 1, "run": run,
+                                                     "error_text": error_text})
+
+    session(calls)
+    with Memory() as mem:
+        assert len(mem.lessons()) == 1
+        assert len({e.fingerprint for e in mem.failures(limit=10)}) == 1

@@ -3,8 +3,9 @@ import textwrap
 
 import pytest
 from conftest import NO_TABLE, store_dump, store_held
+from fake_store import FakeStore
 
-from reflect import Memory, Settings
+from reflect import Memory, Settings, StoreUnavailable
 from reflect.api.controls import UnknownLesson
 from reflect.api.memory import port
 from reflect.capture.defuse import NEUTRALIZED
@@ -391,3 +392,76 @@ def test_clear_keeps_a_pinned_lesson_as_it_keeps_a_taught_one(mem):
     assert mem.lesson(kept.lesson_id).pinned
     with pytest.raises(UnknownLesson):
         mem.lesson(gone.lesson_id)
+
+
+def _traceback(last_line: str, where: str = "load") -> str:
+    """A traceback ending in ``last_line``, raised in the function ``where``."""
+    return textwrap.dedent(f"""\
+        Traceback (most recent call last):
+          File "/home/agent/project/app.py", line 9, in <module>
+            main()
+          File "/home/agent/project/app.py", line 5, in {where}
+            raise_it()
+        {last_line}
+    """)
+
+
+ONE_FAILURE = [
+    "ModuleNotFoundError: No module named 'yaml'",
+    "KeyError: 'api_url'",
+    "AttributeError: 'NoneType' object has no attribute 'strip'",
+    "ImportError: cannot import name 'load_config' from 'app.settings'",
+]
+
+
+@pytest.mark.parametrize("last_line", ONE_FAILURE)
+@pytest.mark.parametrize("traceback_first", [True, False], ids=["traceback-first",
+                                                               "last-line-first"])
+def test_one_failure_is_one_lesson_whichever_form_it_arrives_in(mem, last_line,
+                                                                traceback_first):
+    """`record_failure` may be given the error's last line alone: it is the failure the
+    traceback was, in either order, and recall shows it once."""
+    forms = [_traceback(last_line), last_line]
+    entries = [mem.capture(run="r1", action="python app.py", exit_code=1, error_text=text)
+               for text in (forms if traceback_first else forms[::-1])]
+    assert entries[0].fingerprint == entries[1].fingerprint
+    assert entries[0].lesson_id == entries[1].lesson_id
+    assert len(mem.lessons()) == 1
+    assert len(mem.recall(run="r1", goal="").items) == 1
+
+
+def test_distinct_failures_stay_apart_whatever_their_forms(mem):
+    """Two modules missing are two lessons; where no last line joined them, one error
+    raised in two functions stays two, as its frames tell."""
+    yaml, six = ("ModuleNotFoundError: No module named 'yaml'",
+                 "ModuleNotFoundError: No module named 'six'")
+    kept = [mem.capture(run="r1", action="python app.py", exit_code=1, error_text=text)
+            for text in (_traceback(yaml), six, _traceback(six), yaml)]
+    assert len({e.fingerprint for e in kept}) == 2
+    key = "KeyError: 'api_url'"
+    there = [mem.capture(run="r2", action="python app.py", exit_code=1,
+                         error_text=_traceback(key, where)) for where in ("load", "save")]
+    assert there[0].fingerprint != there[1].fingerprint
+    # Its last line alone then joins the newest of them, making no third.
+    bare = mem.capture(run="r2", action="python app.py", exit_code=1, error_text=key)
+    assert bare.fingerprint == there[1].fingerprint
+    assert len(mem.lessons()) == 4
+
+
+def test_a_last_line_kept_aside_joins_its_traceback_when_replayed(own_store):
+    """Kept while the store could not be read nor written, the last line alone is made one
+    with its traceback when the next capture replays it, as the store would have made it."""
+    key = "KeyError: 'api_url'"
+    with Memory() as m:
+        first = m.capture(run="r", action="python app.py", exit_code=1,
+                          error_text=_traceback(key))
+    down = StoreUnavailable("disk I/O error")
+    away = FakeStore(faults={"cause_fingerprints": down, "add_failure": down})
+    with Memory(settings=Settings(open_store=away.open)) as m:
+        kept = m.capture(run="r", action="python app.py", exit_code=1, error_text=key)
+    assert list(own_store.glob("pending*"))
+    with Memory() as m:
+        m.capture(run="r", exit_code=1, error_text="ValueError: after")
+        replayed = m.failure(kept.failure_id)
+        assert replayed is not None and replayed.fingerprint == first.fingerprint
+        assert replayed.lesson_id == first.lesson_id and len(m.lessons()) == 2

@@ -6,10 +6,11 @@ starts."""
 import json
 import os
 import subprocess
+import uuid
 
 import pytest
 from fake_model_api import FakeModelAPI
-from real_clients import client, items_sent, reflect_path
+from real_clients import client, items_sent, reflect_path, said_once
 
 from reflect import Memory
 
@@ -19,14 +20,18 @@ BLOCK = "PAST FAILURES TO AVOID"  # this run's
 EARLIER = "HOUSE RULES"
 
 
-def claude_session(project, commands: list[str], prompt: str) -> FakeModelAPI:
+def claude_session(project, commands: list[str], prompt: str,
+                   session: tuple[str, str] = ()) -> FakeModelAPI:
+    """``claude -p`` in ``project``; ``session``: ``("--session-id", id)`` names the session
+    it starts, ``("--resume", id)`` resumes one."""
     home = project.parent / "home"
     home.mkdir(exist_ok=True)
     env = {**os.environ, "HOME": str(home), "PATH": reflect_path()}
     with FakeModelAPI(commands) as api:
         done = subprocess.run(
-            [str(client("claude")), "-p", "--allowedTools=Bash", prompt], cwd=project,
-            env={**env, "ANTHROPIC_BASE_URL": api.url, "ANTHROPIC_API_KEY": "sk-ant-x"},
+            [str(client("claude")), "-p", "--allowedTools=Bash", *session, prompt],
+            cwd=project, env={**env, "ANTHROPIC_BASE_URL": api.url,
+                              "ANTHROPIC_API_KEY": "sk-ant-x"},
             capture_output=True, text=True, timeout=180, stdin=subprocess.DEVNULL)
     assert done.returncode == 0, done.stderr[-3000:]
     return api
@@ -75,13 +80,19 @@ def test_claude_code_failures_reach_the_store_and_the_model(tmp_path):
     assert "openpyxl" in first.partition(EARLIER)[2]
 
 
-def test_each_item_reaches_the_model_once_a_session(tmp_path):
-    """After a second failure the block holds only what is new: the first failure's item,
-    unchanged, is not sent again beside it."""
+def test_each_item_reaches_the_model_once_a_context_across_a_fix_and_a_resume(tmp_path):
+    """A failure, its fix, a second failure: the context holds each failure's item once (the
+    first one is not said again, fixed, beside the second); resumed, the session is sent
+    nothing its context holds already."""
     project = installed_project(tmp_path)
     (project / "total.py").write_text("print(totl)\n")
-    api = claude_session(project, ["python3 report.py", "python3 total.py", "ls"],
-                         "Make the weekly report run")
-    sent = items_sent([r for r in api.requests if r.get("tools")][-1])
-    assert [i for i in sent if "openpyxl" in i] and [i for i in sent if "totl" in i], sent
-    assert all(times == 1 for times in sent.values()), sent
+    session = str(uuid.uuid4())
+    steps = ["python3 report.py", "sed -i s/openpyxl/json/ report.py", "python3 report.py",
+             "python3 total.py", "ls"]
+    api = claude_session(project, steps, "Make the weekly report run",
+                         ("--session-id", session))
+    said_once(items_sent([r for r in api.requests if r.get("tools")][-1]), "openpyxl", "totl")
+    resumed = claude_session(project, steps, "Now add a total", ("--resume", session))
+    turns = [r for r in resumed.requests if r.get("tools")]
+    said_once(items_sent(turns[-1]), "openpyxl", "totl")
+    assert "Now add a total" in system_text(turns[-1])  # the resumed context, not a new one

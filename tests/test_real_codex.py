@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 from fake_model_api import FakeModelAPI
-from real_clients import client, items_sent, reflect_path
+from real_clients import client, items_sent, reflect_path, said_once
 
 from reflect import Memory
 
@@ -21,14 +21,13 @@ def codex_session(tmp_path, commands: list[str], trust: bool = True,
     """``codex exec`` in a project where ``reflect install codex`` put its hooks, as a user
     installs them (the project's own file), the project trusted as that command says
     (``--trust``) unless ``trust`` is False; returns the model API and Codex's log."""
-    codex = client("codex")
     home, project = tmp_path / "home", tmp_path / "project"
     (home / ".codex").mkdir(parents=True)
     project.mkdir()
     for name, text in {"report.py": "import openpyxl\nprint('report written')\n",
                        **(files or {})}.items():
         (project / name).write_text(text)
-    env = {**os.environ, "HOME": str(home), "PATH": reflect_path(), "OPENAI_API_KEY": "sk-x"}
+    env = codex_env(tmp_path)
     installed = subprocess.run(["reflect", "install", "codex"], env=env, cwd=project,
                                capture_output=True, text=True)
     assert installed.returncode == 0, installed.stderr
@@ -36,20 +35,36 @@ def codex_session(tmp_path, commands: list[str], trust: bool = True,
     # --dangerously-bypass-hook-trust skips, for automation).
     assert f"{project} is not trusted" in installed.stdout, installed.stdout
     assert "codex exec --trust" in installed.stdout, installed.stdout
+    api, log = codex_exec(tmp_path, commands, trust=trust)
+    if trust:  # Codex kept it, and reflect now says so
+        again = subprocess.run(["reflect", "install", "codex"], env=env, cwd=project,
+                               capture_output=True, text=True)
+        assert f"{project} is trusted" in again.stdout, again.stdout
+    return api, log
+
+
+def codex_env(tmp_path) -> dict[str, str]:
+    return {**os.environ, "HOME": str(tmp_path / "home"), "PATH": reflect_path(),
+            "OPENAI_API_KEY": "sk-x"}
+
+
+def codex_exec(tmp_path, commands: list[str], trust: bool = True,
+               then: tuple[str, ...] = ("Make the weekly report run",)) -> tuple[FakeModelAPI,
+                                                                               str]:
+    """``codex exec`` in the project of ``codex_session``, its arguments ended by ``then``
+    (a prompt, or ``resume --last`` and one)."""
+    home, project = tmp_path / "home", tmp_path / "project"
     with FakeModelAPI(commands) as api:
         (home / ".codex" / "config.toml").write_text(
             'model = "gpt-5"\nmodel_provider = "fake"\n[model_providers.fake]\n'
             f'name = "fake"\nbase_url = "{api.url}/v1"\nwire_api = "responses"\n')
         done = subprocess.run(
-            [str(codex), "exec", "--skip-git-repo-check", "--dangerously-bypass-hook-trust",
-             *(["--trust"] if trust else []), "-s", "danger-full-access", "-C", str(project),
-             "Make the weekly report run"],
-            env=env, capture_output=True, text=True, timeout=180, stdin=subprocess.DEVNULL)
+            [str(client("codex")), "exec", "--skip-git-repo-check",
+             "--dangerously-bypass-hook-trust", *(["--trust"] if trust else []),
+             "-s", "danger-full-access", "-C", str(project), *then],
+            env=codex_env(tmp_path), capture_output=True, text=True, timeout=180,
+            stdin=subprocess.DEVNULL)
     assert done.returncode == 0, done.stderr[-3000:]
-    if trust:  # Codex kept it, and reflect now says so
-        again = subprocess.run(["reflect", "install", "codex"], env=env, cwd=project,
-                               capture_output=True, text=True)
-        assert f"{project} is trusted" in again.stdout, again.stdout
     return api, done.stderr
 
 
@@ -108,11 +123,15 @@ def test_an_untrusted_project_runs_no_hook(tmp_path):
     assert "codex exec --trust" in doctor.stdout
 
 
-def test_each_item_reaches_the_model_once_a_session(tmp_path):
-    """After a second failure the block holds only what is new: the first failure's item,
-    unchanged, is not sent again beside it."""
-    api, _ = codex_session(tmp_path, ["python3 report.py", "python3 total.py", "ls"],
-                           files={"total.py": "print(totl)\n"})
-    sent = items_sent(api.requests[-1])
-    assert [i for i in sent if "openpyxl" in i] and [i for i in sent if "totl" in i], sent
-    assert all(times == 1 for times in sent.values()), sent
+def test_each_item_reaches_the_model_once_a_context_across_a_fix_and_a_resume(tmp_path):
+    """A failure, its fix, a second failure: the context holds each failure's item once (the
+    first one is not said again, fixed, beside the second); resumed, the session is sent
+    nothing its context holds already."""
+    steps = ["python3 report.py", "sed -i s/openpyxl/json/ report.py", "python3 report.py",
+             "python3 total.py", "ls"]
+    api, _ = codex_session(tmp_path, steps, files={"total.py": "print(totl)\n"})
+    said_once(items_sent(api.requests[-1]), "openpyxl", "totl")
+    resumed, log = codex_exec(tmp_path, steps, then=("resume", "--last", "Now add a total"))
+    assert "hook: SessionStart Completed" in log, log[-3000:]
+    said_once(items_sent(resumed.requests[-1]), "openpyxl", "totl")
+    assert "Now add a total" in json.dumps(resumed.requests[-1])  # the resumed context

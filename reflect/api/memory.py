@@ -32,6 +32,7 @@ from reflect.capture.entry import (
     scrubbed,
     synthesize,
 )
+from reflect.capture.fingerprint import joined
 from reflect.capture.review import fix_reason
 from reflect.capture.scope import GLOBAL, UNCACHED, elsewhere, scope_of
 from reflect.capture.tool_calls import step_key
@@ -212,8 +213,9 @@ class Memory:
         try:
             if self._kept_aside is not None:  # waited once already: not a second time
                 raise self._kept_aside
-            pending.replay(self.home, self._store, self._redo,
+            pending.replay(self.home, self._store, self._replayed,
                            lambda outcome: kept_outcome(outcome, self._scrubber))
+            failure, lesson = self._joined(failure, lesson)
             stored, lesson_row = self._store.add_failure(
                 failure, lesson, reflect=self.model is not None,
                 embed=self.embeddings is not None, credit_outcome=self.settings.credit,
@@ -240,6 +242,19 @@ class Memory:
         config.warn(f"store {self.home} not writable ({said}); failure kept in {path}")
         aside: FailureRow = {**failure, "seq": 0, "lesson_id": lesson["id"]}
         return _entry(aside, lesson)
+
+    def _joined(self, failure: FailureRow, lesson: LessonRow) -> tuple[FailureRow, LessonRow]:
+        """The capture under the fingerprint its cause is kept under in its scope, when it
+        is one failure with it (``fingerprint.joined``: a last line and its traceback)."""
+        scope = str(lesson.get("scope") or GLOBAL)
+        fp = joined(failure["fingerprint"], failure["cause"],
+                    self._store.cause_fingerprints(failure["cause"], scope))
+        return {**failure, "fingerprint": fp}, {**lesson, "fingerprint": fp}
+
+    def _replayed(self, failure: FailureRow,
+                  lesson: LessonRow) -> tuple[FailureRow, LessonRow]:
+        """A capture kept aside, as the store takes it now: made again, then joined."""
+        return self._joined(*self._redo(failure, lesson))
 
     def _redo(self, failure: FailureRow, lesson: LessonRow) -> tuple[FailureRow, LessonRow]:
         """A capture kept aside, read back: scrubbed and reviewed as a new capture."""

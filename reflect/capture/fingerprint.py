@@ -23,8 +23,12 @@ instances it:
   else is in scope, not on the cause.
 
 A missing module (`No module named 'x'`) is its cause wherever the import stands: its
-fingerprint has no frames, so its last line alone (what `record_failure` may be given)
-is the failure its traceback was.
+fingerprint has no frames.
+
+One failure may arrive as its traceback or as its last line alone (what `record_failure`
+is often given): the frames refine a cause, never split a failure from its last line.
+A fingerprint of no frames is its cause, so `joined` keeps a capture under the
+fingerprint its cause already has in the scope (see there).
 
 A cause is the fingerprint without frames: the same mistake in another run
 sits in other code (another problem's function, another script), so how
@@ -104,6 +108,19 @@ def fingerprint(error_type: str, message: str, frames: Sequence[str] = ()) -> st
     where = [] if message.startswith(_MISSING_MODULE) else list(frames)[-3:]
     parts = [kind, message_template(message), *where]
     return hashlib.sha256("\x1f".join(parts).encode("utf-8", "replace")).hexdigest()[:16]
+
+
+def joined(own: str, root: str, known: Sequence[str]) -> str:
+    """The fingerprint a failure is kept under: ``own`` its own, ``root`` its cause,
+    ``known`` the fingerprints its cause is kept under in the scope, the latest seen first.
+    A last line alone (``own`` is ``root``: no frames) joins the latest of them; a traceback
+    joins its cause where a last line came first; otherwise the frames tell one place
+    from another."""
+    if own in known or not known:
+        return own
+    if own == root:
+        return known[0]
+    return root if root in known else own
 
 
 def cause(error_type: str, message: str) -> str:

@@ -2,14 +2,12 @@
 
 An item is known by what it stands for (its section, its lesson and the failures behind
 it), not by its words: a failure that happened again is new (its count has grown), the
-same item worded anew (a line shortened to fit) is not. A failure shown and fixed since
-is said to be fixed in one line, once, not shown whole again. The digests are all a
-caller keeps.
+same item worded anew (a line shortened to fit, a failure fixed since: the agent ran the
+fix and read its result) is not. The digests are all a caller keeps.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 from typing import TYPE_CHECKING
 
@@ -18,24 +16,15 @@ if TYPE_CHECKING:
 
 
 def unseen(rec: Recall, shown: set[str]) -> tuple[str, list[str]]:
-    """The block of what ``rec`` holds that ``shown`` (digests) does not: each item not
-    shown yet, and a line for each shown one fixed since; and the digests of what it
-    holds."""
-    from reflect.recall.render import FIXED
-
+    """The block of what ``rec`` holds that ``shown`` (digests) does not, and the digests
+    of the items it adds."""
     new: list[RecallItem] = []
     digests: list[str] = []
     for item in rec.items:
         key = digest("\0".join([item.section, item.id, *item.source_failure_ids]))
-        fixed = next((line.strip() for line in item.text.splitlines()[1:]
-                      if line.strip().startswith(FIXED)), "")
-        said = digest(key + "\0fixed")
         if key not in shown:
             new.append(item)
-            digests += [key, said] if fixed else [key]
-        elif fixed and said not in shown:
-            new.append(dataclasses.replace(item, text=f"- [{item.id}] (shown before) {fixed}"))
-            digests.append(said)
+            digests.append(key)
     if new == rec.items:
         return rec.text, digests
     from reflect.recall.render import fit

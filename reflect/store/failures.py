@@ -106,6 +106,14 @@ class FailureQueries(CreditQueries, JobQueries, RunQueries):
                                   failure["ts"])
         return stored, row
 
+    def cause_fingerprints(self, cause: str, scope: str) -> list[str]:
+        """The fingerprints failures of ``cause`` are kept under in ``scope``'s runs, the
+        latest seen first."""
+        return [r["fingerprint"] for r in self._rows(
+            "SELECT f.fingerprint FROM failures f JOIN runs r ON r.run = f.run"
+            " WHERE f.cause = ? AND r.scope = ? GROUP BY f.fingerprint"
+            " ORDER BY MAX(f.seq) DESC", (cause, scope))]
+
     def _linked_lesson(self, tx: Tx, failure: FailureRow) -> LessonRow:
         """The lesson a stored failure is shown with: its fingerprint's active one, else
         the one it was linked to."""
