@@ -9,7 +9,6 @@ caller keeps.
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 from typing import TYPE_CHECKING
 
@@ -34,6 +33,8 @@ def unseen(rec: Recall, shown: set[str]) -> tuple[str, list[str]]:
             new.append(item)
             digests += [key, said] if fixed else [key]
         elif fixed and said not in shown:
+            import dataclasses  # loaded with the recall; not for a PreToolUse hook
+
             new.append(dataclasses.replace(item, text=f"- [{item.id}] (shown before) {fixed}"))
             digests.append(said)
     if new == rec.items:
