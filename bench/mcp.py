@@ -37,6 +37,8 @@ class Server:
         self.proc = subprocess.Popen([sys.executable, "-m", "reflect", "mcp"], cwd=cwd, env=env,
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.DEVNULL, bufsize=0)
+        assert self.proc.stdin is not None and self.proc.stdout is not None  # both piped
+        self.stdin, self.stdout = self.proc.stdin, self.proc.stdout
         self.next_id = 0
 
     def notify(self, method: str) -> None:
@@ -46,7 +48,7 @@ class Server:
         self.next_id += 1
         self._send({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params})
         while True:
-            line = self.proc.stdout.readline()
+            line = self.stdout.readline()
             if not line:
                 raise SystemExit(f"the server closed its stdout before answering {method}")
             message = json.loads(line)
@@ -56,12 +58,12 @@ class Server:
                 return message
 
     def _send(self, message: dict) -> None:
-        self.proc.stdin.write(json.dumps(message).encode() + b"\n")
-        self.proc.stdin.flush()
+        self.stdin.write(json.dumps(message).encode() + b"\n")
+        self.stdin.flush()
 
     def close(self) -> float:
         closed = time.perf_counter()
-        self.proc.stdin.close()
+        self.stdin.close()
         self.proc.wait(60)
         return time.perf_counter() - closed
 
