@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import sys
 from collections import Counter, defaultdict
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -67,7 +68,7 @@ def main() -> None:
     sets = {}
     for name, source in SETS.items():
         records = convert(source, [data / name])
-        sets[name] = report(name, rows_of(records), lambda r=records: ActionSignal(r), "action")
+        sets[name] = report(name, rows_of(records), partial(ActionSignal, records), "action")
     emit({"sets": sets, **verdicts(sets, "the command's kind")})
 
 

@@ -22,6 +22,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -95,9 +96,12 @@ def main() -> int:
             held.execute("ROLLBACK")
             held.close()
         action = "sed -i 's/x/y/' " + "f" * 10_000
-        worst = max(in_process(lambda m=message: [
-            heuristic_lesson(t, m, action, "p" * 10_000, code)
-            for t in TYPES for code in (None, 1, 124, 126, 127, 137)]) for message in HUGE)
+
+        def lessons(message: str) -> list[object]:
+            return [heuristic_lesson(t, message, action, "p" * 10_000, code)
+                    for t in TYPES for code in (None, 1, 124, 126, 127, 137)]
+
+        worst = max(in_process(partial(lessons, message)) for message in HUGE)
         rows.append((f"heuristic lessons of a 10 KB message ({len(TYPES) * 6})", worst, 2))
         with Memory(home=str(home)) as mem:
             rows.append(("search of a megabyte", in_process(

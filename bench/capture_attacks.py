@@ -81,7 +81,7 @@ def session_ids(tmp: Path) -> dict:
 
 
 def transcripts(tmp: Path) -> dict:
-    rows = {}
+    rows: dict[str, dict[str, float]] = {}
     [main, *_] = synthesize("claude-code", tmp / "io", 2)
     broken = main.with_name("broken.jsonl")
     broken.symlink_to("/proc/self/mem")  # reading it fails (EIO), for root too

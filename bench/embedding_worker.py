@@ -46,7 +46,7 @@ def measured(argv: list[str], env: dict[str, str]) -> dict[str, float]:
             "rss_mb": usage.ru_maxrss / 1024}
 
 
-def worker(home: Path, spec: str, env: dict[str, str]) -> list[str]:
+def worker(home: Path, spec: str, env: dict[str, str]) -> tuple[list[str], dict[str, str]]:
     return [sys.executable, "-m", "reflect", "worker", "--once"], {
         **env, "REFLECT_HOME": str(home), "REFLECT_EMBEDDINGS": spec}
 

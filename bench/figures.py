@@ -92,6 +92,7 @@ STEPS = (
     bench("recall"),
     bench("search"),
     bench("hooks"),
+    bench("importtime"),
     bench("embedding_worker"),
     bench("mcp"),
     bench("store_bound"),

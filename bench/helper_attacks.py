@@ -40,6 +40,7 @@ def hook(home: Path, cwd: Path, helper: bool = True) -> subprocess.Popen:
     running = subprocess.Popen([sys.executable, "-m", "reflect", "hook", "claude-code"],
                                stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                stderr=subprocess.DEVNULL, env=env, cwd=cwd)
+    assert running.stdin is not None and running.stdout is not None  # both piped
     # Each hook a call of its own, as the client numbers them: the same id is one step.
     running.stdin.write(json.dumps({**EVENT, "cwd": str(cwd),
                                     "tool_use_id": f"toolu_{os.urandom(8).hex()}"}).encode())
@@ -50,6 +51,7 @@ def hook(home: Path, cwd: Path, helper: bool = True) -> subprocess.Popen:
 def finish(running: subprocess.Popen) -> tuple[float, bool]:
     """Seconds the hook took (from now: it was just started) and whether it answered JSON."""
     start = time.monotonic()
+    assert running.stdout is not None  # piped
     out = running.stdout.read()
     running.wait(60)
     try:

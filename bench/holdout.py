@@ -39,7 +39,9 @@ def one(seed: int, runs: int, rule: Holdout, store_url: str | None) -> dict:
         by_action = {f.fingerprint: f.action for f in mem.failures(limit=10 * runs)}
         found = {}
         for e in mem.effects():
-            fingerprint = port(mem).store.lesson(e.lesson_id)["fingerprint"]
+            lesson = port(mem).store.lesson(e.lesson_id)
+            assert lesson is not None  # an effect is of a stored lesson
+            fingerprint = lesson["fingerprint"]
             m = A if by_action.get(fingerprint) == A.action else B
             lo, hi = e.interval(rule.z)
             covered = (wilson(e.shown_hits, e.shown, rule.z)[0] <= m.shown_rate

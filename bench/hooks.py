@@ -37,14 +37,23 @@ SESSION = "bench-session"
 FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "claude_code"
 
 
-def event(name: str, **changes) -> bytes:
-    data = json.loads((FIXTURES / f"{name}.json").read_text())
+def event(name: str, fixtures: Path = FIXTURES, **changes: object) -> bytes:
+    """The client's recorded event ``name`` (Claude Code's, unless ``fixtures`` says)."""
+    data = json.loads((fixtures / f"{name}.json").read_text())
     # Each call its own id, as the client gives it: the same id again is a step stored once.
     return json.dumps({**data, "session_id": SESSION, "cwd": os.getcwd(),
                        "tool_use_id": f"toolu_{os.urandom(8).hex()}", **changes}).encode()
 
 
 EVENTS = ("PreToolUse", "PostToolUse", "PostToolUseFailure", "UserPromptSubmit", "SessionStart")
+
+
+def seed(home: Path) -> None:
+    """A store whose session has failed a few times, as a hook finds it mid-session."""
+    with Memory(home, run=SESSION) as mem:
+        for i, module in enumerate(("yaml", "dateutil", "requests")):
+            mem.capture(iteration=i + 1, action="python report.py", exit_code=1,
+                        error_text=f"ModuleNotFoundError: No module named '{module}'")
 
 
 def start_helper(home: Path, env: dict) -> subprocess.Popen:
@@ -72,10 +81,7 @@ def main() -> None:
         home = Path(tmp) / "store"
         env = {**os.environ, "REFLECT_HOME": str(home), "REFLECT_RUN": SESSION,
                "REFLECT_WORKER": "off", "REFLECT_HELPER": "off"}
-        with Memory(home, run=SESSION) as mem:  # a session that has failed a few times
-            for i, module in enumerate(("yaml", "dateutil", "requests")):
-                mem.capture(iteration=i + 1, action="python report.py", exit_code=1,
-                            error_text=f"ModuleNotFoundError: No module named '{module}'")
+        seed(home)
         script = str(Path(sys.executable).parent / "reflect")
         hook = [script, "hook", "claude-code"]
         warm = {**env, "REFLECT_HELPER": "on"}

@@ -30,6 +30,7 @@ import sys
 import tempfile
 from collections import Counter
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -110,7 +111,7 @@ def fixes(rows: list[dict[str, Any]], failures: Failures, floor: float) -> dict[
     runs = by_run(rows)
     order = [i for indexes in runs.values() for i in indexes if i in failures.of]
     tally: Counter[str] = Counter()
-    overlap: Counter[str] = Counter()
+    overlap: dict[str, float] = dict.fromkeys(("kin", "family", "any"), 0.0)
     for n, i in enumerate(order):
         mine = failures.of[i]
         if not mine["resolution"]:
@@ -126,7 +127,7 @@ def fixes(rows: list[dict[str, Any]], failures: Failures, floor: float) -> dict[
                        if failures.of[j]["family"] == mine["family"]],
             "any": list(reversed(earlier)),
         }
-        open_now = {**mine, "resolution": ""}  # at recall, the fix is still ahead
+        open_now: FailureRow = {**mine, "resolution": ""}  # at recall, the fix is still ahead
         for way, candidates in ways.items():
             shown = next((j for j in candidates
                           if not foreign(failures.of[j]["resolution"], [open_now])), None)
@@ -161,7 +162,7 @@ def main() -> None:
             failures = Failures(rows, Path(tmp) / "store", embedder.embed)
         for floor in FLOORS:
             print(f"== {name}, kin at a cosine of at least {floor}")
-            sets[floor][name] = report(name, rows, lambda f=failures, c=floor: KinSignal(f, c),
+            sets[floor][name] = report(name, rows, partial(KinSignal, failures, floor),
                                        "kin")
             worked[floor][name] = w = fixes(rows, failures, floor)
             print(f"{name}: of {w['fixed']} failures later fixed, " + "; ".join(

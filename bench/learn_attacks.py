@@ -22,7 +22,7 @@ from reflect.api.learn import sessions
 CLIENT = "claude-code"
 
 
-def cli(home: Path, *args: str) -> subprocess.Popen:
+def cli(home: Path, *args: str) -> subprocess.Popen[bytes]:
     env = {**os.environ, "REFLECT_HOME": str(home), "REFLECT_WORKER": "off",
            "REFLECT_HELPER": "off", "REFLECT_EMBEDDINGS": "hash"}
     return subprocess.Popen([sys.executable, "-m", "reflect", *args], env=env,
@@ -47,6 +47,7 @@ def learns_at_once(tmp: Path, n_sessions: int = 50, learns: int = 4) -> dict:
     home = tmp / "at-once" / "store"
     running = [cli(home, "learn", CLIENT, str(where), "--quiet") for _ in range(learns)]
     for process in running:
+        assert process.stdin is not None  # piped
         process.stdin.close()
         process.wait(600)
     expected, kept = steps(where), rows(home)
@@ -58,6 +59,7 @@ def learn_beside_hooks(tmp: Path, n_sessions: int = 5) -> dict:
     synthesize(CLIENT, where, n_sessions)
     home = tmp / "beside" / "store"
     learning = cli(home, "learn", CLIENT, str(where), "--quiet")
+    assert learning.stdin is not None  # piped
     learning.stdin.close()
     for session in sessions(CLIENT, [where]):
         for event in hook_events(session):

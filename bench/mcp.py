@@ -11,6 +11,7 @@ Run: .venv/bin/python bench/mcp.py
 
 from __future__ import annotations
 
+import argparse
 import compileall
 import json
 import os
@@ -37,6 +38,8 @@ class Server:
         self.proc = subprocess.Popen([sys.executable, "-m", "reflect", "mcp"], cwd=cwd, env=env,
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.DEVNULL, bufsize=0)
+        assert self.proc.stdin is not None and self.proc.stdout is not None  # both piped
+        self.stdin, self.stdout = self.proc.stdin, self.proc.stdout
         self.next_id = 0
 
     def notify(self, method: str) -> None:
@@ -46,7 +49,7 @@ class Server:
         self.next_id += 1
         self._send({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params})
         while True:
-            line = self.proc.stdout.readline()
+            line = self.stdout.readline()
             if not line:
                 raise SystemExit(f"the server closed its stdout before answering {method}")
             message = json.loads(line)
@@ -56,12 +59,12 @@ class Server:
                 return message
 
     def _send(self, message: dict) -> None:
-        self.proc.stdin.write(json.dumps(message).encode() + b"\n")
-        self.proc.stdin.flush()
+        self.stdin.write(json.dumps(message).encode() + b"\n")
+        self.stdin.flush()
 
     def close(self) -> float:
         closed = time.perf_counter()
-        self.proc.stdin.close()
+        self.stdin.close()
         self.proc.wait(60)
         return time.perf_counter() - closed
 
@@ -92,7 +95,10 @@ def process(argv: list[str], env: dict[str, str]) -> float:
     return time.perf_counter() - t
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    p.add_argument("--runs", type=int, default=RUNS, help=f"fresh servers ({RUNS})")
+    runs = p.parse_args(argv).runs
     compileall.compile_dir(Path(reflect.__file__).parent, quiet=1)
     with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp) / ".reflect"
@@ -105,14 +111,14 @@ def main() -> None:
                             error_text=f"ModuleNotFoundError: No module named '{module}'")
         rows: dict[str, list[float]] = {name: [] for name in
                                         (*PHASES, "python -c pass", "python -c 'import mcp'")}
-        for _ in range(RUNS):  # interleaved, so a change of load touches every figure alike
+        for _ in range(runs):  # interleaved, so a change of load touches every figure alike
             for name, value in session(env, Path(tmp)).items():
                 rows[name].append(value)
             rows["python -c pass"].append(process([sys.executable, "-c", "pass"], env))
             rows["python -c 'import mcp'"].append(
                 process([sys.executable, "-c", "import mcp"], env))
     medians = {name: statistics.median(values) * 1000 for name, values in rows.items()}
-    print(f"reflect mcp, median of {RUNS} fresh servers (ms)")
+    print(f"reflect mcp, median of {runs} fresh servers (ms)")
     for name, value in medians.items():
         what = {"initialize": "start -> initialize answered",
                 "tools/list": "start -> tools/list answered (the SDK loaded)",
@@ -122,7 +128,7 @@ def main() -> None:
         low, high = min(rows[name]) * 1000, max(rows[name]) * 1000
         print(f"  {what:52} {value:8.1f}   ({low:.1f} to {high:.1f})")
     print(f"load average {os.getloadavg()[0]:.2f}")
-    emit({"medians_ms": medians, "runs": RUNS, "load": os.getloadavg()[0]})
+    emit({"medians_ms": medians, "runs": runs, "load": os.getloadavg()[0]})
 
 
 if __name__ == "__main__":

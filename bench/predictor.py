@@ -104,7 +104,7 @@ def point_run(records: list[TraceRecord], point: Predictor, embeddings: str | No
     store = Path(tempfile.mkdtemp(dir=tmp)) / "store"
     summary = replay(records, "on", store=store, embeddings=embeddings, predictor=point,
                      observe=scorer.observe)
-    hits: dict[str, list[tuple[int, str]]] = {}
+    hits: dict[str, list[tuple[int | None, str]]] = {}
     with Memory(home=store, store_url="", embeddings="off") as mem:
         for row in port(mem).store.failures(None, 10**9):
             hits.setdefault(row["run"], []).append((row["iteration"], row["family"]))

@@ -35,6 +35,7 @@ from reflect.api.memory import port
 from reflect.base.records import new_id
 from reflect.base.text import text_key
 from reflect.capture.fingerprint import cause
+from reflect.store import SQLiteStore
 
 DATA = SHARED / "mini-swe-agent" / "trajs"
 TEMPLATES = [
@@ -71,7 +72,9 @@ def fill(home: Path, lessons: int, runs: int, model: str, dim: int) -> None:
     with Memory(home, embeddings="off") as mem:
         mem.capture(run="seed", exit_code=1)  # builds the schema
         # Own SQL: 100,000 lessons in one transaction (the API commits a capture at a time).
-        conn = port(mem).store.conn
+        store = port(mem).store
+        assert isinstance(store, SQLiteStore)  # a file of its own: Memory(home)
+        conn = store.conn
         vectors = np.random.default_rng(1).standard_normal((runs, dim)).astype("<f4")
         vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
         conn.execute("BEGIN")
@@ -154,6 +157,7 @@ def main() -> None:
     from reflect.index import load_embedder
 
     embedder = load_embedder(None, print)
+    assert embedder is not None  # None: embeddings off, which the bench does not ask
     texts = goals()
     figures: dict = {"stores": {}}
     for size, runs in ((10_000, 1_000), (100_000, 10_000)):

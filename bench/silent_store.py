@@ -62,7 +62,7 @@ def call(event: dict, cwd: str) -> bytes:
 def main() -> None:
     port = silent_server()
     event = json.loads(EVENT.read_text())
-    rows = {}
+    rows: dict[str, dict] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for name, url in (("SQLite file", ""),
                           ("PostgreSQL, silent", f"postgresql://reflect@127.0.0.1:{port}/x")):

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from figures import emit
 
-from reflect import Memory
+from reflect import Consolidation, Memory
 from reflect.api.memory import port
 from reflect.store import DB_NAME
 
@@ -48,7 +48,7 @@ def fill(home: Path, captures: int, per_run: int = 10) -> float:
     return time.perf_counter() - start
 
 
-def consolidate(home: Path, bound: int) -> tuple[dict, float]:
+def consolidate(home: Path, bound: int) -> tuple[Consolidation, float]:
     os.environ["REFLECT_MAX_FAILURES"] = str(bound)
     start = time.perf_counter()
     with Memory(home, embeddings="off") as mem:

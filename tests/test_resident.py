@@ -2,6 +2,7 @@
 process answers as the cold process would, on a private socket, and a helper that is
 stale, hung or dies mid-request costs the hook its speed, never its capture."""
 
+import importlib.util
 import json
 import os
 import re
@@ -265,6 +266,36 @@ def capture(importtime: bool = False, watch: bool = False) -> subprocess.Complet
     return done
 
 
+# The entry point, then the modules loaded by the end, on stderr: all a command imported.
+MODULES_PROBE = ("import sys; from reflect.cli.launch import main; code = main(); "
+                 "print('reflect-test: modules', *sorted(sys.modules), file=sys.stderr); "
+                 "sys.exit(code)")
+# What a capture never needs: recall's predictor and block, the vectors' numpy, a model's
+# client, the embedding model, the hook clients' registry.
+NOT_FOR_A_CAPTURE = ("numpy", "litellm", "torch", "sentence_transformers",
+                     "reflect.recall.predict", "reflect.recall.block",
+                     "reflect.reflection.embedding", "reflect.integrations.clients")
+
+
+def test_a_cold_capture_imports_nothing_of_recall_or_the_models(own_store):
+    done = subprocess.run([sys.executable, "-c", MODULES_PROBE, "capture", "--run", SESSION,
+                           "--exit-code", "1", "--error-file", "-"],
+                          input=b"ModuleNotFoundError: No module named 'yaml'\n",
+                          capture_output=True, timeout=60,
+                          env={**os.environ, "REFLECT_HELPER": "off"})
+    assert done.returncode == 0, done.stderr
+    [line] = [line for line in done.stderr.decode().splitlines()
+              if line.startswith("reflect-test: modules ")]
+    modules = set(line.split()[2:])
+    assert stored(own_store) == 1  # the capture ran here, cold, through the store
+    assert {"reflect.cli.main", "reflect.capture.entry", "reflect.api.memory",
+            "sqlite3"} <= modules
+    # each of them could have been imported here: its absence is the capture's doing
+    installed = [m for m in NOT_FOR_A_CAPTURE if importlib.util.find_spec(m) is not None]
+    assert {"numpy", "reflect.recall.predict", "reflect.recall.block"} <= set(installed)
+    assert not modules & set(installed)
+
+
 def test_a_capture_never_starts_a_helper(own_store):
     own_store.mkdir(mode=0o700, parents=True)  # where a hook would start one
     done = capture(watch=True)  # exited: whatever it started, it did
@@ -292,13 +323,15 @@ def test_hooks_at_once_each_get_a_child_of_their_own(own_store, helper):
 
 
 def test_a_cold_hook_imports_what_its_event_needs(own_store):
-    """Cold, a PreToolUse reads its session's files: no store, no library; a failure is
-    captured and answered without numpy (no vector is read for a hook's block)."""
+    """Cold, a PreToolUse reads its session's files and scrubs its command: no store, no
+    library, no dataclasses; a failure is captured and answered without numpy (no vector
+    is read for a hook's block)."""
     event = json.loads((FIXTURES / "PreToolUse.json").read_text())
     before = run_hook({**event, "cwd": str(Path.cwd())}, python=["-X", "importtime"],
                       env={"REFLECT_HELPER": "off"}, unset=COVERAGE)
     assert json.loads(before.stdout) is not None
-    assert not imported(before) & {"sqlite3", "numpy", "reflect.api.memory",
+    assert {"reflect.integrations.hooks", "reflect.capture.scrub"} <= imported(before)
+    assert not imported(before) & {"sqlite3", "numpy", "reflect.api.memory", "dataclasses",
                                    "reflect.recall.predict"}
     failed = hook({"REFLECT_HELPER": "off"}, importtime=True)
     assert "pytest: command not found" in block(failed)

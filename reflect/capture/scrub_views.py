@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import bisect
 import re
-from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from reflect.base import lazy
 
@@ -27,8 +27,9 @@ _HAS_ESCAPE = lazy.compile(r"%[0-9A-Fa-f]{2}")
 _SPACE = lazy.compile(r"\s")
 
 
-@dataclass(frozen=True)
-class Wraps:
+# A named tuple and a plain class, not dataclasses: a PreToolUse hook scrubs its command,
+# and needs nothing else that would load dataclasses (with inspect, ~5 ms).
+class Wraps(NamedTuple):
     """Which lines are taken for wrapped: in a block of two or more lines of one width
     (at least ``min_width`` columns), every line but the last, even where the cut fell
     beside a space; elsewhere a line that a token runs out of and into the next, when
@@ -39,13 +40,13 @@ class Wraps:
     min_cut: int = 40
 
 
-@dataclass
 class View:
-    text: str  # the text this view reads
-    seen: list[str] = field(default_factory=list)  # the view's pieces
-    starts: list[int] = field(default_factory=list)  # where each piece starts in the view
-    sources: list[tuple[int, int]] = field(default_factory=list)  # its span in the text
-    size: int = 0
+    def __init__(self, text: str) -> None:
+        self.text = text  # the text this view reads
+        self.seen: list[str] = []  # the view's pieces
+        self.starts: list[int] = []  # where each piece starts in the view
+        self.sources: list[tuple[int, int]] = []  # its span in the text
+        self.size = 0
 
     def add(self, piece: str, start: int, end: int) -> None:
         if piece:

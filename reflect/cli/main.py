@@ -24,8 +24,6 @@ from reflect.cli.learn import add_learn
 from reflect.cli.lessons import LESSON_COMMANDS, open_memory
 from reflect.cli.pipe import closed_pipe
 from reflect.cli.rules import add_rules
-from reflect.integrations import clients
-from reflect.integrations.clients import CLIENTS, DEFAULT_SCOPE
 
 if TYPE_CHECKING:
     from reflect.base.answers import StoreState
@@ -242,6 +240,8 @@ def add_clear(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def add_hook(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from reflect.integrations.clients import CLIENTS  # here: a capture needs no client
+
     c = command(sub, "hook", cmd_hook,
                 "Answer one hook event (JSON on stdin) of an agent's client.")
     c.add_argument("client", choices=list(CLIENTS),
@@ -249,6 +249,8 @@ def add_hook(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def add_install(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from reflect.integrations.clients import CLIENTS
+
     c = command(sub, "install", None, "Put reflect's hooks into an agent's settings.")
     client = c.add_subparsers(dest="client", required=True, metavar="|".join(CLIENTS))
     for name, registered in CLIENTS.items():
@@ -278,15 +280,16 @@ def add_run(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def cmd_hook(args: argparse.Namespace) -> int:
-    from reflect.integrations import hooks
+    from reflect.integrations import clients, hooks
 
     return hooks.run(clients.client(args.client).parse, env=args.env, client=args.client)
 
 
 def cmd_install(args: argparse.Namespace) -> int:
+    from reflect.integrations.clients import DEFAULT_SCOPE, client
+
     extra: dict[str, Any] = {"plugin": args.plugin} if getattr(args, "plugin", None) else {}
-    print(clients.client(args.client).install(args.scope or DEFAULT_SCOPE, args.uninstall,
-                                              **extra))
+    print(client(args.client).install(args.scope or DEFAULT_SCOPE, args.uninstall, **extra))
     return 0
 
 
