@@ -67,10 +67,11 @@ HOLDS: dict[str, str] = {
         "claude_code.py, codex.py), as the tool calls their hooks would have seen"),
     "store/": (
         "the Store protocol (protocol.py) and all SQL; it stores and derives nothing: the "
-        "queries both backends share (failures.py, runs.py, lessons.py, credit.py, jobs.py, "
-        "vectors.py, upkeep.py, progress.py, baselines.py) over a backend's primitives "
-        "(base.py, sql.py); sqlite.py with sqlite_migrations.py (frozen_cause.py: the rule "
-        "one of them shipped with) and sqlite_health.py (a damaged file, a full disk); "
+        "queries both backends share (runs.py; the private _failures.py, _lessons.py, "
+        "_credit.py, _jobs.py, _vectors.py, _upkeep.py, _progress.py, _baselines.py) over a "
+        "backend's primitives (base.py, _sql.py); sqlite.py with sqlite_migrations.py "
+        "(frozen_cause.py: the rule one of them shipped with) and _sqlite_health.py (a "
+        "damaged file, a full disk); "
         "postgres.py with postgres_migrations.py; health.py what a doctor finds; pending.py "
         "captures kept aside while the store is away, and their replay"),
     "reflection/": (

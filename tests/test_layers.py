@@ -157,3 +157,18 @@ def test_each_module_is_named_by_its_own_room_and_no_other_file_is():
         strays += [f"{room}{name}" for name in sorted(named - files)]
     rooms = {r for rs in declared.LAYERS.values() for r in rs if r.endswith("/")}
     assert (unnamed, strays, sorted(rooms - set(declared.HOLDS))) == ([], [], [])
+
+
+def test_a_private_module_is_imported_from_its_own_folder_only():
+    """``store/_lessons.py`` is the store's own: what other folders use is in the folder's
+    ``__init__.py`` or a module not named private."""
+    known = modules()
+    private = {m for m in known if m.rpartition(".")[2].startswith("_")
+               and not m.endswith(("__init__", "__main__"))}
+    assert private, "no private module left to check"
+    folder = {m: m if path.name == "__init__.py" else m.rpartition(".")[0]
+              for m, path in known.items()}
+    outside = sorted(f"{m} imports {t}" for m, path in known.items()
+                     for t in imports(m, path, known)
+                     if t in private and folder[m] != folder[t])
+    assert outside == []

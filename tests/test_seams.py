@@ -158,7 +158,7 @@ import reflect.index
 from unittest import mock
 
 def test_patches(monkeypatch):
-    from reflect.store.sql import SQLStore
+    from reflect.store._sql import SQLStore
     monkeypatch.setattr(budget, "until", 0)
     monkeypatch.setattr(reflect.index, "load_embedder", None)
     monkeypatch.setattr("reflect.capture.fingerprint.cause", None)

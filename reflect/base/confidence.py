@@ -6,7 +6,7 @@ earns a win; one injected before its own failure came back earns a loss (it
 win. Confidence is the smoothed win rate around the lesson's prior, so a
 lesson needs evidence to move far from what it started with: the one formula
 for it, whoever judges (outcomes here, a person's feedback in ``controls``).
-The store applies these to its injection log (``reflect.store.credit``).
+The store applies these to its injection log (``reflect.store._credit``).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """What a model call must pass before it is made (a provider's circuit breaker, the day's
 spend, the run's calls), and the UTC day spend is counted in. A value the worker makes and
-the store applies in the transaction that leases a job (``store/jobs.py``)."""
+the store applies in the transaction that leases a job (``store/_jobs.py``)."""
 
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ stays in history) when ``may_supersede`` says so; a lesson that says what the ac
 already says adds evidence to it instead of becoming a duplicate (``merges``); a
 quarantined lesson is kept with its reason and never recalled. Every path that adds or
 restores a lesson (the worker's model lessons, imports, ``teach``, ``release``) asks
-these; the store applies them (``reflect.store.lessons``), and nothing here reads it.
+these; the store applies them (``reflect.store._lessons``), and nothing here reads it.
 """
 
 from __future__ import annotations

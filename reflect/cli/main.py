@@ -480,7 +480,7 @@ def cmd_clear(args: argparse.Namespace) -> int:
 
 
 def add_eval(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    from reflect.eval._cli import add_eval_command  # not at import: a hook never evaluates
+    from reflect.eval import add_eval_command  # not at import: a hook never evaluates
 
     add_eval_command(sub)
 

@@ -8,16 +8,18 @@ from __future__ import annotations
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from reflect.eval._ab import run_ab
+    from reflect.eval._cli import add_eval_command
     from reflect.eval._compare import compare
     from reflect.eval._convert import convert
     from reflect.eval._replay import replay
     from reflect.eval._trace import TraceRecord, read_trace, write_trace
 
-__all__ = ["TraceRecord", "compare", "convert", "read_trace", "replay", "run_ab",
-           "write_trace"]
+__all__ = ["TraceRecord", "add_eval_command", "compare", "convert", "read_trace", "replay",
+           "run_ab", "write_trace"]
 
-_HOMES = {"run_ab": "_ab", "compare": "_compare", "convert": "_convert", "replay": "_replay",
-          "TraceRecord": "_trace", "read_trace": "_trace", "write_trace": "_trace"}
+_HOMES = {"add_eval_command": "_cli", "run_ab": "_ab", "compare": "_compare",
+          "convert": "_convert", "replay": "_replay", "TraceRecord": "_trace",
+          "read_trace": "_trace", "write_trace": "_trace"}
 
 
 def __getattr__(name: str) -> object:

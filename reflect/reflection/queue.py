@@ -1,6 +1,6 @@
 """The rules of the job queue, the circuit breaker and the spend ledger.
 
-The state they govern lives in the store (``reflect/store/jobs.py``), never in one
+The state they govern lives in the store (``reflect/store/_jobs.py``), never in one
 process: any number of workers, on any number of machines, lease from one table, see
 one breaker and add to one day's spend. This module says what happens to a job; the
 store applies it in one transaction.

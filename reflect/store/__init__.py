@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from reflect.store._vectors import error_query
 from reflect.store.base import Rejected, Row, StoreUnavailable, redacted
 from reflect.store.health import CannotRepair, Finding, Health
 from reflect.store.protocol import Store
 from reflect.store.sqlite import DB_NAME, SQLiteStore, prepare_home
-from reflect.store.vectors import error_query
 
 __all__ = ["DB_NAME", "CannotRepair", "Finding", "Health", "Rejected", "Row", "SQLiteStore",
            "Store", "StoreUnavailable", "backend", "error_query", "open_store", "prepare_home"]

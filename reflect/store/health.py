@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from reflect.store.sqlite_health import LOW_SPACE, DiskFull, free_bytes
+from reflect.store._sqlite_health import LOW_SPACE, DiskFull, free_bytes
 
 
 @dataclass(frozen=True)

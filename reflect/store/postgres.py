@@ -1,7 +1,7 @@
 """The shared store: one PostgreSQL database for a team's agents, selected by
 ``REFLECT_STORE=postgresql://…`` (psycopg 3 and psycopg-pool: the ``postgres`` extra).
 
-Every query is the shared one (``reflect.store.sql``), its placeholders translated; what
+Every query is the shared one (``reflect.store._sql``), its placeholders translated; what
 PostgreSQL says its own way is here: keyword search on ``tsvector`` ranked by BM25 as
 FTS5 ranks it, advisory locks for read-then-write transactions, ``FOR UPDATE SKIP
 LOCKED`` for the queue's leases. What stays on this machine lives in ``home``: the
@@ -28,10 +28,10 @@ from psycopg.rows import RowMaker
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from reflect.base.records import LessonRow
+from reflect.store._sql import SQLStore
 from reflect.store.base import Args, Cursor, Rejected, StoreUnavailable, lesson_row, marks, redacted
 from reflect.store.health import CannotRepair, Finding, Health, disk
 from reflect.store.postgres_migrations import MIGRATIONS, migrate
-from reflect.store.sql import SQLStore
 from reflect.store.sqlite import usable_home
 from reflect.store.sqlite_migrations import schema_names
 

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
 class FailureStore(Protocol):
     """Failures: capture, reading them back, resolving them, clearing a run
-    (``store.failures``)."""
+    (``store._failures``)."""
 
     def active_lessons(self, fingerprints: list[str]) -> dict[str, LessonRow]: ...
     def add_failure(self, failure: FailureRow, lesson: LessonRow, reflect: bool = False,
@@ -60,7 +60,7 @@ class FailureStore(Protocol):
 
 
 class InjectionLog(Protocol):
-    """What recall put into which prompt, with the holdout's arms (``store.credit``)."""
+    """What recall put into which prompt, with the holdout's arms (``store._credit``)."""
 
     def injections(self, run: str | None, limit: int) -> list[InjectionRow]: ...
     def holdout_arms(self, lesson_ids: list[str] | None = None) -> list[Row]: ...
@@ -102,7 +102,7 @@ class RunStore(Protocol):
 
 
 class LessonStore(Protocol):
-    """Lessons and a person's controls over them (``store.lessons``)."""
+    """Lessons and a person's controls over them (``store._lessons``)."""
 
     def add_model_lesson(self, fingerprint: str, lesson: Row, now: float) -> str: ...
     def add_outcomes(self, lesson_id: str, wins: float, losses: int, now: float) -> None: ...
@@ -123,7 +123,7 @@ class LessonStore(Protocol):
 
 
 class VectorStore(Protocol):
-    """Query texts (run goals, error lines) and their vectors (``store.vectors``)."""
+    """Query texts (run goals, error lines) and their vectors (``store._vectors``)."""
 
     home: Path  # this machine's directory, where the index files are
 
@@ -141,7 +141,7 @@ class VectorStore(Protocol):
 
 
 class UpkeepStore(Protocol):
-    """Upkeep: aging, pruning, the space the store takes (``store.upkeep``)."""
+    """Upkeep: aging, pruning, the space the store takes (``store._upkeep``)."""
 
     def purge(self) -> None: ...
     def aging_lessons(self, created_before: float) -> list[LessonRow]: ...
@@ -153,7 +153,7 @@ class UpkeepStore(Protocol):
 
 
 class JobStore(Protocol):
-    """The job queue, the circuit breaker, spend, workers (``store.jobs``)."""
+    """The job queue, the circuit breaker, spend, workers (``store._jobs``)."""
 
     def claim_worker_start(self, now: float, stale_after: float) -> bool: ...
     def failed_jobs(self, limit: int = 10) -> list[FailedJob]: ...
@@ -173,7 +173,7 @@ class JobStore(Protocol):
 
 
 class ProgressStore(Protocol):
-    """Repeat rates run by run, for ``reflect progress`` (``store.progress``)."""
+    """Repeat rates run by run, for ``reflect progress`` (``store._progress``)."""
 
     def failure_fingerprints(self) -> list[tuple[str, str]]: ...
     def injected_by_run(self) -> dict[str, tuple[int, int]]: ...
@@ -189,7 +189,7 @@ class GoalSearch(Protocol):
 
 
 class BaselineStore(Protocol):
-    """The evaluation's popular baseline (``store.baselines``)."""
+    """The evaluation's popular baseline (``store._baselines``)."""
 
     def popular_lessons(self, run: str, scope: str, exclude: set[str],
                         limit: int) -> list[tuple[LessonRow, FailureRow, int]]: ...

@@ -19,6 +19,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from reflect.base.records import LessonRow
+from reflect.store._sql import SQLStore
+from reflect.store._sqlite_health import (
+    EMPTY,
+    check,
+    file_bytes,
+    move_aside,
+    move_log_aside,
+    translated,
+)
+from reflect.store._sqlite_health import Health as FileHealth
 from reflect.store.base import Args, NewerSchema, StoreUnavailable, lesson_row, marks
 from reflect.store.health import (
     CannotRepair,
@@ -29,16 +39,6 @@ from reflect.store.health import (
     home_problem,
     unusable_home,
 )
-from reflect.store.sql import SQLStore
-from reflect.store.sqlite_health import (
-    EMPTY,
-    check,
-    file_bytes,
-    move_aside,
-    move_log_aside,
-    translated,
-)
-from reflect.store.sqlite_health import Health as FileHealth
 from reflect.store.sqlite_migrations import MIGRATIONS, migrate, schema_names
 
 if TYPE_CHECKING:

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any, cast
 from reflect.base.confidence import confidence
 from reflect.base.records import LessonRow, RankedLessonRow, new_lesson
 from reflect.base.supersession import may_supersede, merges, same_meaning
+from reflect.store._vectors import drop_failure_texts
 from reflect.store.base import Backend, Row, Tx, insert, lesson_row, marks, protected
-from reflect.store.vectors import drop_failure_texts
 
 if TYPE_CHECKING:
     from reflect.base.answers import LessonVersion, Provenance, SourceFailure

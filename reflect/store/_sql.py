@@ -3,11 +3,11 @@
 
 from __future__ import annotations
 
-from reflect.store.baselines import BaselineQueries
-from reflect.store.failures import FailureQueries
-from reflect.store.progress import ProgressQueries
-from reflect.store.upkeep import UpkeepQueries
-from reflect.store.vectors import VectorQueries
+from reflect.store._baselines import BaselineQueries
+from reflect.store._failures import FailureQueries
+from reflect.store._progress import ProgressQueries
+from reflect.store._upkeep import UpkeepQueries
+from reflect.store._vectors import VectorQueries
 
 
 # FailureQueries brings the queries a capture uses in its transaction: runs, credit, jobs

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, cast
 
 from reflect.base.limits import Limits, day_of
 from reflect.base.records import Job, Verdict
+from reflect.store._lessons import LessonQueries
 from reflect.store.base import Row, Tx, marks
-from reflect.store.lessons import LessonQueries
 
 if TYPE_CHECKING:
     from reflect.base.answers import FailedJob

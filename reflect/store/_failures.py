@@ -7,11 +7,11 @@ from typing import TYPE_CHECKING, cast
 
 from reflect.base.records import FailureRow, LessonRow, RecallItem
 from reflect.base.text import clip, text_key
+from reflect.store._credit import CreditQueries, recount_holdout
+from reflect.store._jobs import JobQueries
+from reflect.store._vectors import drop_failure_texts, error_query
 from reflect.store.base import Row, Tx, failure_row, insert, lesson_row, marks, protected
-from reflect.store.credit import CreditQueries, recount_holdout
-from reflect.store.jobs import JobQueries
 from reflect.store.runs import MAX_GOAL_CHARS, RunQueries
-from reflect.store.vectors import drop_failure_texts, error_query
 
 if TYPE_CHECKING:
     from reflect.base.records import Eligible, InjectionRow

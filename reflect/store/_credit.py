@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Any
 
 from reflect.base import confidence
 from reflect.base.records import FailureRow, RecallItem
+from reflect.store._lessons import LessonQueries
 from reflect.store.base import Row, Tx, marks
-from reflect.store.lessons import LessonQueries
 
 if TYPE_CHECKING:
     from reflect.base.records import Eligible

@@ -8,8 +8,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from reflect.base.records import LessonRow
+from reflect.store._credit import recount_holdout
 from reflect.store.base import Backend, Tx, lesson_row, protected, put_meta
-from reflect.store.credit import recount_holdout
 
 if TYPE_CHECKING:
     from reflect.base.answers import Footprint
