@@ -20,6 +20,7 @@ SAMPLES = ROOT / "tests" / "fixtures" / "datasets"
 # Each quoted bench with the arguments of its small run; {data}: the data sets' directory.
 SMALL = {
     "hooks": ["--runs", "1"],
+    "mcp": ["--runs", "1"],
     "predictor": ["{data}", "--small"],
     "holdout": ["--runs", "60", "--seeds", "1"],
     "store_bound": ["--captures", "300", "--bound", "100"],

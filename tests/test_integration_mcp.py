@@ -359,8 +359,8 @@ CLAUDE_CODE_HANDSHAKE = (Path(__file__).parent / "fixtures" / "claude_code"
 
 def test_claude_code_connects_at_the_first_try_before_the_sdk_is_imported(tmp_path):
     """Answered only once the SDK has loaded (seconds on a loaded machine), the probe times
-    out, the client's initialize is refused (-32022) and it starts the server again; its
-    lists, answered then too, keep its tools from the model as long."""
+    out, the client's initialize is refused (-32022) and it starts the server again; and
+    it counts the server connected only once its subscription is acknowledged."""
     flag = tmp_path / "let-the-sdk-load"
     server = held_server(flag)
     try:
@@ -373,21 +373,26 @@ def test_claude_code_connects_at_the_first_try_before_the_sdk_is_imported(tmp_pa
         server.stdin.writelines(rest)  # what the client sends once its probe is answered
         server.stdin.flush()
         asked = [json.loads(line)["id"] for line in rest]
-        early = {}
-        while len(early) < len(asked) - 1:  # all but the subscription, which the SDK holds
-            message = reply(server)
-            assert "error" not in message and message["id"] not in early, message
-            early[message["id"]] = message
+        early = [reply(server) for _ in asked]  # the subscription's acknowledgement, the rest
         assert not flag.exists()  # the SDK was still held back: all answered without it
-        assert set(early) == set(asked) - {"listen:0"}
-        [listed] = [early[json.loads(line)["id"]] for line in rest if b"tools/list" in line]
-        assert {t["name"] for t in listed["result"]["tools"]} == TOOLS
-        flag.touch()
-        # Then the SDK serves: it takes the subscription, and answers nothing twice.
-        acknowledged = reply(server, 60)
+        assert all("error" not in message for message in early), early
+        [acknowledged] = [m for m in early if "method" in m]
         assert acknowledged["method"] == "notifications/subscriptions/acknowledged"
         assert acknowledged["params"]["_meta"][
             "io.modelcontextprotocol/subscriptionId"] == "listen:0"
+        answered = [str(m["id"]) for m in early if "id" in m]
+        assert sorted(map(str, asked)) == sorted([*answered, "listen:0"])
+        [listed] = [m for m in early if "tools" in m.get("result", {})]
+        assert {t["name"] for t in listed["result"]["tools"]} == TOOLS
+        flag.touch()
+        # Then the SDK serves: a tool call is answered, nothing is answered twice.
+        meta = json.loads(rest[-1])["params"]["_meta"]
+        server.stdin.write(json.dumps({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
+                                       "params": {"name": "recall", "arguments": {},
+                                                  "_meta": meta}}).encode() + b"\n")
+        server.stdin.flush()
+        called = reply(server, 60)
+        assert called["id"] == 9 and not called["result"]["isError"], called
         server.stdin.close()
         after = [json.loads(line) for line in server.stdout.read().splitlines()]
         assert [m.get("id") for m in after] == ["listen:0"], after  # closed with the input
@@ -412,23 +417,23 @@ def handshake(version: str) -> list[bytes]:
 def test_what_is_answered_before_the_sdk_is_what_the_sdk_answers(connection):
     """The lists answered early come from mcp_listing.json, written from the server's own
     (make mcp-listing): each answer is the SDK server's to the same request, whole (names,
-    descriptions, input and output schemas, annotations), in either protocol era."""
+    descriptions, input and output schemas, annotations), in either protocol era; and so
+    is the acknowledgement of Claude Code's subscription, which the SDK then holds open."""
     from reflect.integrations.mcp import listed, replies, server
-    from reflect.integrations.mcp_start import LISTING, answer
+    from reflect.integrations.mcp_start import LISTING, answer, answering
 
-    lines = (handshake(connection) if connection != "claude-code" else
-             [line for line in CLAUDE_CODE_HANDSHAKE if b"subscriptions/listen" not in line])
+    lines = handshake(connection) if connection != "claude-code" else CLAUDE_CODE_HANDSHAKE
     messages = [json.loads(line) for line in lines]
     opened_by = messages[0]["method"]
     early = [answer(lines[0].decode())] + [answer(line.decode(), opened_by) for line in lines[1:]]
     with Memory() as mem:
         app = server(mem)
         assert json.loads(LISTING.read_text(encoding="utf-8")) == listed(app)
-        given = {a["id"]: a for a in anyio.run(replies, app, messages) if "method" not in a}
-    assert early == [given.get(m.get("id")) for m in messages]  # a notification gets none
-    assert sum(a is not None for a in early) == len(given) == len(messages) - (
-        connection != "claude-code")
-
+        given = {answering(m): m for m in anyio.run(replies, app, messages)}
+    asked = [("subscription" if m.get("method") == "subscriptions/listen" else "request",
+              m.get("id")) for m in messages]
+    assert early == [given.get(a) for a in asked]  # a notification gets none
+    assert sum(e is not None for e in early) == len(messages) - (connection != "claude-code")
 
 def test_the_sdk_s_clients_list_the_tools_before_it_is_imported(tmp_path):
     """The SDK's own client, of either protocol era, is given the tools while the server's

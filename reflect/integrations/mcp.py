@@ -38,7 +38,7 @@ from reflect import Memory, Rejected, Settings, StoreUnavailable, __version__
 from reflect.api.context import RunContext
 from reflect.base import config, lazy
 from reflect.base.text import format_error
-from reflect.integrations.mcp_start import INSTRUCTIONS, LISTING, NAME, Inbox
+from reflect.integrations.mcp_start import INSTRUCTIONS, LISTING, NAME, Inbox, answering
 from reflect.integrations.shown import unseen
 
 if TYPE_CHECKING:  # the SDK's protocol of a stream, from a module it keeps private
@@ -168,8 +168,9 @@ async def _serve_stdio(app: MCPServer, stdin: Inbox) -> None:
 
 
 class AnsweredEarly:
-    """The server's messages to the client, less its replies to the requests ``early``
-    answered already (one reply each); a reply that differs is said on stderr."""
+    """The server's messages to the client, less its answers to the requests and
+    subscriptions ``early`` answered already (one each); one that differs is said on
+    stderr."""
 
     def __init__(self, stream: WriteStream[SessionMessage], early: Iterable[dict[str, Any]]):
         self.stream = stream
@@ -177,8 +178,9 @@ class AnsweredEarly:
 
     async def send(self, item: SessionMessage, /) -> None:
         sent = wire(item)
-        given = next((e for e in self.early if e["id"] == sent.get("id")), None)
-        if given is not None and "method" not in sent:
+        answers = answering(sent)
+        given = next((e for e in self.early if answers and answering(e) == answers), None)
+        if given is not None:
             if sent != given:
                 config.warn(f"mcp: the SDK answers {json.dumps(sent)}, not "
                             f"{json.dumps(given)} as given")
@@ -205,8 +207,9 @@ def wire(item: SessionMessage) -> dict[str, Any]:
 
 
 async def replies(app: MCPServer, messages: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The server's replies to ``messages`` (JSON-RPC, as a client sends them) as they go
-    on the wire, each request's awaited before the next message is sent."""
+    """The server's messages to a client sending ``messages`` (JSON-RPC), as they go on
+    the wire, each request's answer (a subscription's: its acknowledgement) awaited before
+    the next message is sent."""
     low = app._lowlevel_server
     answers: list[dict[str, Any]] = []
     async with (create_client_server_memory_streams() as ((read, write), (s_read, s_write)),
@@ -215,12 +218,14 @@ async def replies(app: MCPServer, messages: Iterable[dict[str, Any]]) -> list[di
         for message in messages:
             parsed = mcp_types.jsonrpc_message_adapter.validate_python(message)
             await write.send(SessionMessage(parsed))
+            awaited = ("subscription" if message["method"] == "subscriptions/listen"
+                       else "request", message.get("id"))
             while "id" in message:
                 got = await read.receive()
                 if isinstance(got, Exception):
                     raise got
                 answers.append(wire(got))
-                if answers[-1].get("id") == message["id"] and "method" not in answers[-1]:
+                if answering(answers[-1]) == awaited:
                     break
         tasks.cancel_scope.cancel()
     return answers

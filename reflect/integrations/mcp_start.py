@@ -11,8 +11,9 @@ probe it read, refuses (-32022), and the client starts the server again.
 What a client asks next at connect is answered the same way while the SDK loads: the
 lists of tools, prompts, resources and resource templates (from ``mcp_listing.json``,
 which is written from the SDK server's own lists: ``make mcp-listing``, checked by the
-tests), a ``ping``, a ``server/discover`` again. A request that needs the SDK (a tool
-call) waits for it.
+tests), a ``ping``, a ``server/discover`` again, and a subscription to changes of the
+lists is acknowledged (Claude Code counts the server connected only then; the SDK holds
+the subscription once loaded). A request that needs the SDK (a tool call) waits for it.
 
 Each answer is the one the SDK gives (``reflect.integrations.mcp`` serves the rest): the
 protocol version is negotiated from the SDK's own registry of versions (its
@@ -56,6 +57,11 @@ MODERN_CAPABILITIES = {"prompts": {"listChanged": True},
 VERSION_KEY = "io.modelcontextprotocol/protocolVersion"
 CAPABILITIES_KEY = "io.modelcontextprotocol/clientCapabilities"
 SERVER_INFO_KEY = "io.modelcontextprotocol/serverInfo"
+SUBSCRIPTION_KEY = "io.modelcontextprotocol/subscriptionId"
+# The first message on a subscription (subscriptions/listen), which such a client waits for
+# before it counts the server connected; the changes the SDK tells of when asked.
+ACKNOWLEDGED = "notifications/subscriptions/acknowledged"
+LISTENED = ("toolsListChanged", "promptsListChanged", "resourcesListChanged")
 # What the SDK adds to a result under that protocol, beside its serverInfo.
 MODERN_RESULT = {"cacheScope": "private", "resultType": "complete", "ttlMs": 0}
 # The SDK server's lists, as it answers them under the handshake protocols.
@@ -101,8 +107,32 @@ def answer(line: str, opened_by: str | None = None) -> dict[str, Any] | None:
             and not isinstance(message.get("id"), bool)
             and isinstance(message.get("params", {}), dict)):
         return None
-    result = _result(message.get("method"), message.get("params", {}), opened_by)
+    method, params = message.get("method"), message.get("params", {})
+    if opened_by == "server/discover" and method == "subscriptions/listen":
+        return _acknowledged(message["id"], params)
+    result = _result(method, params, opened_by)
     return None if result is None else {"jsonrpc": "2.0", "id": message["id"], "result": result}
+
+
+def answering(message: dict[str, Any]) -> tuple[str, object] | None:
+    """What a message answers: a request (by its id) or a subscription (by its id); None:
+    neither (another notification)."""
+    if "method" not in message:
+        return "request", message.get("id")
+    if message["method"] == ACKNOWLEDGED:
+        return "subscription", message.get("params", {}).get("_meta", {}).get(SUBSCRIPTION_KEY)
+    return None
+
+
+def _acknowledged(id: int | str, params: dict[str, Any]) -> dict[str, Any] | None:
+    """The SDK's acknowledgement of a subscription to changes of the lists (one to
+    resources, or worded otherwise, is left to it)."""
+    asked = params.get("notifications")
+    if not (_modern(params.get("_meta")) and isinstance(asked, dict) and asked
+            and all(k in LISTENED and v is True for k, v in asked.items())):
+        return None
+    return {"jsonrpc": "2.0", "method": ACKNOWLEDGED,
+            "params": {"_meta": {SUBSCRIPTION_KEY: id}, "notifications": asked}}
 
 
 def _result(method: object, params: dict[str, Any], opened_by: str | None
