@@ -21,6 +21,7 @@ SAMPLES = ROOT / "tests" / "fixtures" / "datasets"
 SMALL = {
     "hooks": ["--runs", "1"],
     "importtime": ["--runs", "1", "--list"],
+    "mcp": ["--runs", "1"],
     "predictor": ["{data}", "--small"],
     "holdout": ["--runs", "60", "--seeds", "1"],
     "store_bound": ["--captures", "300", "--bound", "100"],

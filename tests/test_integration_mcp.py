@@ -215,16 +215,27 @@ def test_an_empty_recall_outside_the_repository_says_where_it_looked(tmp_path, m
 
 
 # The server with the SDK's import held back until a file exists: what it answers before
-# then, it answers without the SDK.
+# then, it answers without the SDK. Held in the module's execution, not in its look-up,
+# which holds the interpreter's import lock: the server's other thread imports as it goes.
 HELD_SDK = """
-import os, sys, time
+import importlib.machinery, os, sys, time
 class Held:
+    def __init__(self, loader):
+        self.loader = loader
+    def create_module(self, spec):
+        return self.loader.create_module(spec)
+    def exec_module(self, module):
+        while not os.path.exists(sys.argv[1]):
+            time.sleep(0.01)
+        self.loader.exec_module(module)
+class HoldTheSDK:
     def find_spec(self, name, path=None, target=None):
-        if name == "mcp.server":  # deep in `import mcp`, and in no look-up for it
-            while not os.path.exists(sys.argv[1]):
-                time.sleep(0.01)
-        return None
-sys.meta_path.insert(0, Held())
+        if name != "mcp.server":  # deep in `import mcp`, and in no look-up for it
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        spec.loader = Held(spec.loader)
+        return spec
+sys.meta_path.insert(0, HoldTheSDK())
 from reflect.cli.main import main
 sys.exit(main(["mcp"]))
 """
@@ -236,6 +247,13 @@ def initialize(version: str = "2025-06-18", id: int = 1) -> bytes:
         "clientInfo": {"name": "test", "version": "0"}}}).encode() + b"\n"
 
 
+def held_server(flag: Path) -> subprocess.Popen:
+    """The server, its SDK held back until ``flag`` exists; its output unbuffered here, so
+    that ``reply`` sees each line as it comes."""
+    return subprocess.Popen([sys.executable, "-c", HELD_SDK, str(flag)], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0)
+
+
 def reply(server: subprocess.Popen, seconds: float = 30) -> dict:
     """The server's next line, or a failure once ``seconds`` have passed without one."""
     if not select.select([server.stdout], [], [], seconds)[0]:
@@ -245,8 +263,7 @@ def reply(server: subprocess.Popen, seconds: float = 30) -> dict:
 
 def test_initialize_is_answered_before_the_sdk_is_imported(tmp_path):
     flag = tmp_path / "let-the-sdk-load"
-    server = subprocess.Popen([sys.executable, "-c", HELD_SDK, str(flag)], stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    server = held_server(flag)
     try:
         server.stdin.write(initialize())
         server.stdin.flush()
@@ -340,12 +357,12 @@ CLAUDE_CODE_HANDSHAKE = (Path(__file__).parent / "fixtures" / "claude_code"
                          / "mcp_handshake.jsonl").read_bytes().splitlines(keepends=True)
 
 
-def test_claude_code_s_probe_is_answered_before_the_sdk_is_imported(tmp_path):
+def test_claude_code_connects_at_the_first_try_before_the_sdk_is_imported(tmp_path):
     """Answered only once the SDK has loaded (seconds on a loaded machine), the probe times
-    out, the client's initialize is refused (-32022) and it starts the server again."""
+    out, the client's initialize is refused (-32022) and it starts the server again; and
+    it counts the server connected only once its subscription is acknowledged."""
     flag = tmp_path / "let-the-sdk-load"
-    server = subprocess.Popen([sys.executable, "-c", HELD_SDK, str(flag)], stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    server = held_server(flag)
     try:
         probe, *rest = CLAUDE_CODE_HANDSHAKE
         server.stdin.write(probe)
@@ -353,22 +370,34 @@ def test_claude_code_s_probe_is_answered_before_the_sdk_is_imported(tmp_path):
         answered = reply(server)
         assert answered["id"] == json.loads(probe)["id"], answered
         assert "2026-07-28" in answered["result"]["supportedVersions"]
-        assert not flag.exists()  # the SDK was still held back: answered without it
-        flag.touch()
-        server.stdin.writelines(rest)
+        server.stdin.writelines(rest)  # what the client sends once its probe is answered
         server.stdin.flush()
-        asked = {json.loads(line)["id"] for line in rest} - {"listen:0"}  # held open
-        replies = {}
-        while set(replies) != asked:
-            message = reply(server, 60)
-            assert "error" not in message, message
-            if "id" in message:
-                replies[message["id"]] = message
-        [listed] = [replies[json.loads(line)["id"]] for line in rest if b"tools/list" in line]
+        asked = [json.loads(line)["id"] for line in rest]
+        early = [reply(server) for _ in asked]  # the subscription's acknowledgement, the rest
+        assert not flag.exists()  # the SDK was still held back: all answered without it
+        assert all("error" not in message for message in early), early
+        [acknowledged] = [m for m in early if "method" in m]
+        assert acknowledged["method"] == "notifications/subscriptions/acknowledged"
+        assert acknowledged["params"]["_meta"][
+            "io.modelcontextprotocol/subscriptionId"] == "listen:0"
+        answered = [str(m["id"]) for m in early if "id" in m]
+        assert sorted(map(str, asked)) == sorted([*answered, "listen:0"])
+        [listed] = [m for m in early if "tools" in m.get("result", {})]
         assert {t["name"] for t in listed["result"]["tools"]} == TOOLS
+        flag.touch()
+        # Then the SDK serves: a tool call is answered, nothing is answered twice.
+        meta = json.loads(rest[-1])["params"]["_meta"]
+        server.stdin.write(json.dumps({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
+                                       "params": {"name": "recall", "arguments": {},
+                                                  "_meta": meta}}).encode() + b"\n")
+        server.stdin.flush()
+        called = reply(server, 60)
+        assert called["id"] == 9 and not called["result"]["isError"], called
         server.stdin.close()
+        after = [json.loads(line) for line in server.stdout.read().splitlines()]
+        assert [m.get("id") for m in after] == ["listen:0"], after  # closed with the input
         assert server.wait(60) == 0
-        assert server.stderr.read() == b""  # the SDK's own answer to the probe was the same
+        assert server.stderr.read() == b""  # the SDK's own answers were the same
     finally:
         flag.touch()
         server.kill()
@@ -393,3 +422,60 @@ def test_record_failure_given_the_last_line_alone_adds_no_second_lesson():
     with Memory() as mem:
         assert len(mem.lessons()) == 1
         assert len({e.fingerprint for e in mem.failures(limit=10)}) == 1
+
+
+def handshake(version: str) -> list[bytes]:
+    """A client of the handshake protocols up to its lists (the SDK's client asks these)."""
+    lists = ["tools/list", "prompts/list", "resources/list", "resources/templates/list", "ping"]
+    return [initialize(version, id=0),
+            b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n',
+            *(json.dumps({"jsonrpc": "2.0", "id": i, "method": m}).encode() + b"\n"
+              for i, m in enumerate(lists, 1))]
+
+
+@pytest.mark.parametrize("connection", ["2024-11-05", "2025-11-25", "claude-code"])
+def test_what_is_answered_before_the_sdk_is_what_the_sdk_answers(connection):
+    """The lists answered early come from mcp_listing.json, written from the server's own
+    (make mcp-listing): each answer is the SDK server's to the same request, whole (names,
+    descriptions, input and output schemas, annotations), in either protocol era; and so
+    is the acknowledgement of Claude Code's subscription, which the SDK then holds open."""
+    from reflect.integrations.mcp import listed, replies, server
+    from reflect.integrations.mcp_start import LISTING, answer, answering
+
+    lines = handshake(connection) if connection != "claude-code" else CLAUDE_CODE_HANDSHAKE
+    messages = [json.loads(line) for line in lines]
+    opened_by = messages[0]["method"]
+    early = [answer(lines[0].decode())] + [answer(line.decode(), opened_by) for line in lines[1:]]
+    with Memory() as mem:
+        app = server(mem)
+        assert json.loads(LISTING.read_text(encoding="utf-8")) == listed(app)
+        given = {answering(m): m for m in anyio.run(replies, app, messages)}
+    asked = [("subscription" if m.get("method") == "subscriptions/listen" else "request",
+              m.get("id")) for m in messages]
+    assert early == [given.get(a) for a in asked]  # a notification gets none
+    assert sum(e is not None for e in early) == len(messages) - (connection != "claude-code")
+
+def test_the_sdk_s_clients_list_the_tools_before_it_is_imported(tmp_path):
+    """The SDK's own client, of either protocol era, is given the tools while the server's
+    SDK is held back; a tool call waits for it and is answered once it has loaded."""
+    from mcp import Client
+
+    flag = tmp_path / "let-the-sdk-load"
+    params = StdioServerParameters(command=sys.executable, args=["-c", HELD_SDK, str(flag)],
+                                   cwd=os.getcwd(), env=dict(os.environ))
+
+    async def connect(mode):
+        async with Client(params, mode=mode) as client:
+            with anyio.fail_after(30):
+                tools = (await client.list_tools()).tools
+            held = not flag.exists()
+            flag.touch()
+            with anyio.fail_after(60):
+                called = await client.call_tool("recall", {"goal": "Fix the user count"})
+            return client.protocol_version, {t.name for t in tools}, held, called
+
+    for mode, version in (("legacy", "2025-11-25"), ("auto", "2026-07-28")):
+        flag.unlink(missing_ok=True)
+        negotiated, tools, held, called = anyio.run(connect, mode)
+        assert (negotiated, tools, held) == (version, TOOLS, True)
+        assert not called.is_error and text(called).startswith("Nothing to recall")

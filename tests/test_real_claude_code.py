@@ -96,3 +96,34 @@ def test_each_item_reaches_the_model_once_a_context_across_a_fix_and_a_resume(tm
     turns = [r for r in resumed.requests if r.get("tools")]
     said_once(items_sent(turns[-1]), "openpyxl", "totl")
     assert "Now add a total" in system_text(turns[-1])  # the resumed context, not a new one
+
+
+def test_claude_code_connects_to_the_mcp_server_at_the_first_try(tmp_path):
+    """Its server/discover probe and subscription answered before the SDK is imported,
+    the server is connected once: started once, with no refused initialize (-32022) and
+    no reconnection in the client's log of it."""
+    project = tmp_path / "project"
+    home = tmp_path / "home"
+    project.mkdir()
+    home.mkdir()
+    starts = tmp_path / "starts"
+    config = tmp_path / "mcp.json"
+    config.write_text(json.dumps({"mcpServers": {"reflect": {
+        "command": "sh", "args": ["-c", 'echo started >> "$0"; exec reflect mcp', str(starts)],
+        "env": {"REFLECT_HOME": os.environ["REFLECT_HOME"]}}}}))
+    env = {**os.environ, "HOME": str(home), "PATH": reflect_path()}
+    with FakeModelAPI([]) as api:
+        done = subprocess.run(
+            [str(client("claude")), "-p", "--mcp-config", str(config), "--strict-mcp-config",
+             "Say hello"], cwd=project,
+            env={**env, "ANTHROPIC_BASE_URL": api.url, "ANTHROPIC_API_KEY": "sk-ant-x"},
+            capture_output=True, text=True, timeout=180, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert starts.read_text().split() == ["started"]
+    [log] = home.glob(".cache/claude-cli-nodejs/*/mcp-logs-reflect/*.jsonl")
+    said = [json.loads(line).get("debug") or json.loads(line).get("error", "")
+            for line in log.read_text().splitlines()]
+    assert sum(s.startswith("Successfully connected") for s in said) == 1, said
+    # (its stop of the server at the end says "SIGINT failed, sending SIGTERM")
+    assert not [s for s in said if "32022" in s
+                or ("failed" in s.lower() and not s.startswith("SIGINT failed"))], said

@@ -302,10 +302,10 @@ def cmd_mcp(args: argparse.Namespace) -> int:
         return 1
     from reflect.integrations import mcp_start
 
-    stdin, early = mcp_start.start()  # the client's initialize answered, without the SDK
+    stdin = mcp_start.start()  # the client's handshake answered, and its lists, without the SDK
     from reflect.integrations import mcp  # the SDK: the rest of the start
 
-    mcp_start.leave(mcp.serve(stdin, early))
+    mcp_start.leave(mcp.serve(stdin))
 
 
 def cmd_run(args: argparse.Namespace) -> int:

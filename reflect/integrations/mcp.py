@@ -10,8 +10,9 @@ belongs to one run.
 Like the hooks, the server never loads the embedding model: a recall uses the vectors
 already computed and keyword search, and what needs a model (the goal's vector, a new
 lesson's) is queued for a detached worker, started in the background. The client's
-``initialize`` was answered before this module was imported (``mcp_start``); the store is
-opened before the first call comes.
+handshake and lists were answered before this module was imported (``mcp_start``, from
+``mcp_listing.json``, which ``write_listing`` writes from this server's own lists); the
+store is opened before the first call comes.
 """
 
 from __future__ import annotations
@@ -21,19 +22,23 @@ import json
 import os
 import uuid
 from collections import defaultdict
+from collections.abc import Iterable
 from typing import IO, TYPE_CHECKING, Any, Self, cast
 
 import anyio
+import mcp_types
 from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.stdio import stdio_server
+from mcp.shared.memory import create_client_server_memory_streams
 from mcp.shared.message import SessionMessage
+from mcp_types.version import LATEST_HANDSHAKE_VERSION
 
 from reflect import Memory, Rejected, Settings, StoreUnavailable, __version__
 from reflect.api.context import RunContext
 from reflect.base import config, lazy
 from reflect.base.text import format_error
-from reflect.integrations.mcp_start import INSTRUCTIONS, NAME, Readable
+from reflect.integrations.mcp_start import INSTRUCTIONS, LISTING, NAME, Inbox, answering
 from reflect.integrations.shown import unseen
 
 if TYPE_CHECKING:  # the SDK's protocol of a stream, from a module it keeps private
@@ -128,15 +133,15 @@ def server(mem: Memory) -> MCPServer:  # noqa: C901 - six small tools, closures 
     return app
 
 
-def serve(stdin: Readable, early: dict[str, Any] | None = None) -> int:
-    """Serve the client on ``stdin`` (its lines as ``readable_line`` makes them) and
-    stdout; ``early``: the answer its ``initialize`` was given already."""
+def serve(stdin: Inbox) -> int:
+    """Serve the client on ``stdin`` (its lines as ``readable_line`` makes them, some
+    answered already) and stdout."""
     env = os.environ  # the server's run context, read once here
     run = None if env.get("REFLECT_RUN") else f"mcp-{uuid.uuid4().hex[:10]}"
     with Memory(context=RunContext.from_env(env, run=run,
                                             settings=Settings(embed_here=False))) as mem:
         warm(mem)
-        anyio.run(_serve_stdio, server(mem), stdin, early)
+        anyio.run(_serve_stdio, server(mem), stdin)
     return 0
 
 
@@ -152,32 +157,35 @@ def warm(mem: Memory) -> None:
     lazy.compile_all()
 
 
-async def _serve_stdio(app: MCPServer, stdin: Readable, early: dict[str, Any] | None) -> None:
-    """``app.run("stdio")``, reading ``stdin``, less the reply to a request answered early."""
+async def _serve_stdio(app: MCPServer, stdin: Inbox) -> None:
+    """``app.run("stdio")``, reading ``stdin``, less the replies to requests answered early."""
+    early = stdin.hand_over()  # before the transport takes stdout over
     # anyio reads a file's lines by its readline alone
     async with stdio_server(stdin=anyio.wrap_file(cast("IO[str]", stdin))) as (read, write):
         low = app._lowlevel_server  # what app.run("stdio") runs, given these streams
-        out = write if early is None else AnsweredEarly(write, early)
+        out = AnsweredEarly(write, early) if early else write
         await low.run(read, out, low.create_initialization_options())
 
 
 class AnsweredEarly:
-    """The server's messages to the client, less its reply to the request ``early``
-    answered already; a reply that differs from it is said on stderr."""
+    """The server's messages to the client, less its answers to the requests and
+    subscriptions ``early`` answered already (one each); one that differs is said on
+    stderr."""
 
-    def __init__(self, stream: WriteStream[SessionMessage], early: dict[str, Any]):
+    def __init__(self, stream: WriteStream[SessionMessage], early: Iterable[dict[str, Any]]):
         self.stream = stream
-        self.early: dict[str, Any] | None = early
+        self.early = list(early)
 
     async def send(self, item: SessionMessage, /) -> None:
-        if self.early is not None:
-            sent = item.message.model_dump(by_alias=True, mode="json", exclude_unset=True)
-            if sent.get("id") == self.early["id"] and "method" not in sent:
-                if sent != self.early:
-                    config.warn(f"mcp: the SDK answers initialize with {json.dumps(sent)}, "
-                                f"not {json.dumps(self.early)} as given")
-                self.early = None
-                return
+        sent = wire(item)
+        answers = answering(sent)
+        given = next((e for e in self.early if answers and answering(e) == answers), None)
+        if given is not None:
+            if sent != given:
+                config.warn(f"mcp: the SDK answers {json.dumps(sent)}, not "
+                            f"{json.dumps(given)} as given")
+            self.early.remove(given)
+            return
         await self.stream.send(item)
 
     async def aclose(self) -> None:
@@ -189,3 +197,57 @@ class AnsweredEarly:
 
     async def __aexit__(self, *exc_info: Any) -> bool | None:
         return await self.stream.__aexit__(*exc_info)
+
+
+def wire(item: SessionMessage) -> dict[str, Any]:
+    """A message as the SDK's stdio transport writes it."""
+    sent: dict[str, Any] = item.message.model_dump(by_alias=True, mode="json",
+                                                   exclude_unset=True)
+    return sent
+
+
+async def replies(app: MCPServer, messages: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The server's messages to a client sending ``messages`` (JSON-RPC), as they go on
+    the wire, each request's answer (a subscription's: its acknowledgement) awaited before
+    the next message is sent."""
+    low = app._lowlevel_server
+    answers: list[dict[str, Any]] = []
+    async with (create_client_server_memory_streams() as ((read, write), (s_read, s_write)),
+                anyio.create_task_group() as tasks):
+        tasks.start_soon(low.run, s_read, s_write, low.create_initialization_options())
+        for message in messages:
+            parsed = mcp_types.jsonrpc_message_adapter.validate_python(message)
+            await write.send(SessionMessage(parsed))
+            awaited = ("subscription" if message["method"] == "subscriptions/listen"
+                       else "request", message.get("id"))
+            while "id" in message:
+                got = await read.receive()
+                if isinstance(got, Exception):
+                    raise got
+                answers.append(wire(got))
+                if answering(answers[-1]) == awaited:
+                    break
+        tasks.cancel_scope.cancel()
+    return answers
+
+
+def listed(app: MCPServer) -> dict[str, dict[str, Any]]:
+    """The lists the server answers at connect, by method, as a client of the handshake
+    protocols is given them: what ``mcp_start`` answers before the SDK is imported."""
+    methods = ("tools/list", "prompts/list", "resources/list", "resources/templates/list")
+    client = {"name": NAME, "version": __version__}
+    handshake: list[dict[str, Any]] = [
+        {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": LATEST_HANDSHAKE_VERSION, "capabilities": {},
+            "clientInfo": client}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        *({"jsonrpc": "2.0", "id": i, "method": m} for i, m in enumerate(methods, 1))]
+    answers = {a["id"]: a for a in anyio.run(replies, app, handshake)}
+    return {m: answers[i]["result"] for i, m in enumerate(methods, 1)}
+
+
+def write_listing() -> None:
+    """Write ``mcp_listing.json`` from the server's own lists (``make mcp-listing``)."""
+    with Memory(settings=Settings(embed_here=False)) as mem:
+        lists = listed(server(mem))
+    LISTING.write_text(json.dumps(lists, indent=2) + "\n", encoding="utf-8")

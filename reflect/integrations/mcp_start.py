@@ -1,30 +1,41 @@
-"""``reflect mcp``'s start and end: the client's ``initialize`` is answered before the MCP
-SDK is imported, since importing it is most of a server's start (0.5 s of 0.55 s here,
-seconds on a loaded machine) and a client waits for that answer before anything else;
-once served, the process leaves without tearing the SDK's modules down.
+"""``reflect mcp``'s start and end: the client's handshake is answered before the MCP SDK
+is imported, since importing it is most of a server's start (0.5 s of 0.55 s here, seconds
+on a loaded machine) and a client waits for those answers before anything else; once
+served, the process leaves without tearing the SDK's modules down.
 
 The same holds for a ``server/discover`` probe, the first message of a client of the
 2026-07-28 protocol (Claude Code): it gives up on a server that has not answered within a
 few seconds, then sends ``initialize``, which the SDK, locked to the new protocol by the
 probe it read, refuses (-32022), and the client starts the server again.
 
-The answer is the one the SDK gives (``reflect.integrations.mcp`` serves the rest): the
+What a client asks next at connect is answered the same way while the SDK loads: the
+lists of tools, prompts, resources and resource templates (from ``mcp_listing.json``,
+which is written from the SDK server's own lists: ``make mcp-listing``, checked by the
+tests), a ``ping``, a ``server/discover`` again, and a subscription to changes of the
+lists is acknowledged (Claude Code counts the server connected only then; the SDK holds
+the subscription once loaded). A request that needs the SDK (a tool call) waits for it.
+
+Each answer is the one the SDK gives (``reflect.integrations.mcp`` serves the rest): the
 protocol version is negotiated from the SDK's own registry of versions (its
 ``mcp_types/version.py``, read alone: the package around it is what costs), the rest is
-what the server says of itself. The SDK then reads the same message first, so its
-session starts as it always does, and its own reply to it, the same answer, is dropped
-(a difference is said on stderr). A first message that is neither, or one this module
-cannot answer as the SDK would, goes to the SDK untouched.
+what the server says of itself. The SDK then reads every message, those answered too, in
+order, so its session goes as it always does, and its own replies to those answered, the
+same answers, are dropped (a difference is said on stderr). A first message that is
+neither ``initialize`` nor ``server/discover``, or one this module cannot answer as the
+SDK would, goes to the SDK untouched, and so does all that follows it.
 """
 
 from __future__ import annotations
 
 import atexit
+import functools
 import importlib.util
 import io
 import json
 import os
+import queue
 import sys
+import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NoReturn
@@ -46,18 +57,31 @@ MODERN_CAPABILITIES = {"prompts": {"listChanged": True},
 VERSION_KEY = "io.modelcontextprotocol/protocolVersion"
 CAPABILITIES_KEY = "io.modelcontextprotocol/clientCapabilities"
 SERVER_INFO_KEY = "io.modelcontextprotocol/serverInfo"
+SUBSCRIPTION_KEY = "io.modelcontextprotocol/subscriptionId"
+# The first message on a subscription (subscriptions/listen), which such a client waits for
+# before it counts the server connected; the changes the SDK tells of when asked.
+ACKNOWLEDGED = "notifications/subscriptions/acknowledged"
+LISTENED = ("toolsListChanged", "promptsListChanged", "resourcesListChanged")
+# What the SDK adds to a result under that protocol, beside its serverInfo.
+MODERN_RESULT = {"cacheScope": "private", "resultType": "complete", "ttlMs": 0}
+# The SDK server's lists, as it answers them under the handshake protocols.
+LISTING = Path(__file__).with_name("mcp_listing.json")
 
 
-def start() -> tuple[Readable, dict[str, Any] | None]:
-    """Read the client's first message and answer it when it is an ``initialize``: the
-    server's stdin for the SDK (that message first), and the answer given (None: none)."""
+def start() -> Inbox:
+    """Read the client's first message and answer it when it is an ``initialize`` or a
+    ``server/discover``; then read on, answering what can be, until the SDK takes over."""
     stdin = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace")
     first = stdin.readline()
     early = answer(first)
     if early is not None:
-        sys.stdout.buffer.write(json.dumps(early, separators=(",", ":")).encode() + b"\n")
-        sys.stdout.flush()
-    return Readable(stdin, readable_line(first) if first else first), early
+        send(early)
+    return Inbox(stdin, first, early, json.loads(first)["method"] if early else None)
+
+
+def send(message: dict[str, Any]) -> None:
+    sys.stdout.buffer.write(json.dumps(message, separators=(",", ":")).encode() + b"\n")
+    sys.stdout.flush()
 
 
 def leave(code: int) -> NoReturn:
@@ -70,9 +94,10 @@ def leave(code: int) -> NoReturn:
     os._exit(code)
 
 
-def answer(line: str) -> dict[str, Any] | None:
-    """The SDK's answer to ``line`` when it is an ``initialize`` or ``server/discover``
-    request well formed enough that the SDK would accept it; else None."""
+def answer(line: str, opened_by: str | None = None) -> dict[str, Any] | None:
+    """The SDK's answer to ``line`` when it is a request this module answers as the SDK
+    would; else None. ``opened_by``: the method of the connection's first message,
+    answered already (None: ``line`` is the first)."""
     try:
         message = json.loads(line)
     except ValueError:
@@ -80,12 +105,47 @@ def answer(line: str) -> dict[str, Any] | None:
     if not (isinstance(message, dict) and message.get("jsonrpc") == "2.0"
             and isinstance(message.get("id"), int | str)
             and not isinstance(message.get("id"), bool)
-            and isinstance(message.get("params"), dict)):
+            and isinstance(message.get("params", {}), dict)):
         return None
-    method = message.get("method")
-    result = (_initialized(message["params"]) if method == "initialize"
-              else _discovered(message["params"]) if method == "server/discover" else None)
+    method, params = message.get("method"), message.get("params", {})
+    if opened_by == "server/discover" and method == "subscriptions/listen":
+        return _acknowledged(message["id"], params)
+    result = _result(method, params, opened_by)
     return None if result is None else {"jsonrpc": "2.0", "id": message["id"], "result": result}
+
+
+def answering(message: dict[str, Any]) -> tuple[str, object] | None:
+    """What a message answers: a request (by its id) or a subscription (by its id); None:
+    neither (another notification)."""
+    if "method" not in message:
+        return "request", message.get("id")
+    if message["method"] == ACKNOWLEDGED:
+        return "subscription", message.get("params", {}).get("_meta", {}).get(SUBSCRIPTION_KEY)
+    return None
+
+
+def _acknowledged(id: int | str, params: dict[str, Any]) -> dict[str, Any] | None:
+    """The SDK's acknowledgement of a subscription to changes of the lists (one to
+    resources, or worded otherwise, is left to it)."""
+    asked = params.get("notifications")
+    if not (_modern(params.get("_meta")) and isinstance(asked, dict) and asked
+            and all(k in LISTENED and v is True for k, v in asked.items())):
+        return None
+    return {"jsonrpc": "2.0", "method": ACKNOWLEDGED,
+            "params": {"_meta": {SUBSCRIPTION_KEY: id}, "notifications": asked}}
+
+
+def _result(method: object, params: dict[str, Any], opened_by: str | None
+            ) -> dict[str, Any] | None:
+    if opened_by is None:  # the handshake
+        return (_initialized(params) if method == "initialize"
+                else _discovered(params) if method == "server/discover" else None)
+    if opened_by == "server/discover":  # the 2026-07-28 protocol: each request says so
+        return (_discovered(params) if method == "server/discover"
+                else _listed_modern(method, params))
+    if _modern(params.get("_meta")) is not None:  # refused on a connection of the handshake
+        return None
+    return {} if method == "ping" else _listed(method, params)
 
 
 def _initialized(params: dict[str, Any]) -> dict[str, Any] | None:
@@ -104,15 +164,49 @@ def _initialized(params: dict[str, Any]) -> dict[str, Any] | None:
 def _discovered(params: dict[str, Any]) -> dict[str, Any] | None:
     """The SDK's answer to a probe of the 2026-07-28 protocol at a version it serves (one
     at another version it refuses, which is left to it)."""
-    meta = params.get("_meta")
+    versions = _modern(params.get("_meta"))
+    if versions is None:
+        return None
+    return {**MODERN_RESULT, "capabilities": MODERN_CAPABILITIES,
+            "instructions": INSTRUCTIONS, "supportedVersions": list(versions),
+            "_meta": {SERVER_INFO_KEY: _server_info()}}
+
+
+def _modern(meta: object) -> tuple[str, ...] | None:
+    """The versions of the 2026-07-28 era the SDK serves when a request's ``_meta`` names
+    one of them, with the client's capabilities, as each request of that era does."""
     versions = handshake_versions("MODERN_PROTOCOL_VERSIONS")
     if not (isinstance(meta, dict) and versions and meta.get(VERSION_KEY) in versions
             and isinstance(meta.get(CAPABILITIES_KEY), dict)):
         return None
-    return {"cacheScope": "private", "capabilities": MODERN_CAPABILITIES,
-            "instructions": INSTRUCTIONS, "resultType": "complete",
-            "supportedVersions": list(versions), "ttlMs": 0,
-            "_meta": {SERVER_INFO_KEY: _server_info()}}
+    return versions
+
+
+def _listed(method: object, params: dict[str, Any]) -> dict[str, Any] | None:
+    """The SDK server's answer to a list it serves, asked for whole (a page by its cursor
+    is left to it)."""
+    if "cursor" in params:
+        return None
+    lists = listing()
+    return lists.get(method) if isinstance(method, str) and lists else None
+
+
+def _listed_modern(method: object, params: dict[str, Any]) -> dict[str, Any] | None:
+    listed = _listed(method, params) if _modern(params.get("_meta")) else None
+    if listed is None:
+        return None
+    return {**listed, **MODERN_RESULT, "_meta": {SERVER_INFO_KEY: _server_info()}}
+
+
+@functools.cache
+def listing() -> dict[str, dict[str, Any]] | None:
+    """Each list the SDK server answers, by method (None: the file is missing or damaged,
+    and the SDK answers them all)."""
+    try:
+        lists = json.loads(LISTING.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return lists if isinstance(lists, dict) else None
 
 
 def _server_info() -> dict[str, str]:
@@ -126,6 +220,7 @@ def _named(info: object) -> bool:
             and isinstance(info.get("version"), str))
 
 
+@functools.cache
 def handshake_versions(era: str = "HANDSHAKE_PROTOCOL_VERSIONS") -> tuple[str, ...] | None:
     """The protocol versions the SDK negotiates by ``initialize`` (``era``: or another of
     its registry's lists), oldest first, from its registry file loaded alone; None when
@@ -146,20 +241,46 @@ def handshake_versions(era: str = "HANDSHAKE_PROTOCOL_VERSIONS") -> tuple[str, .
     return versions if versions and all(isinstance(v, str) for v in versions) else None
 
 
-class Readable:
-    """The server's stdin as the SDK reads it: ``first`` (the line already read), then
-    the rest, each line as ``readable_line`` makes it."""
+class Inbox:
+    """The server's stdin as the SDK reads it: every line of the client's, in order, each
+    as ``readable_line`` makes it. A thread reads ahead, and until the SDK takes over
+    (``hand_over``) answers what it can on stdout."""
 
-    def __init__(self, stream: io.TextIOBase, first: str):
-        self.stream = stream
-        self.first: str | None = first
+    def __init__(self, stream: io.TextIOBase, first: str, early: dict[str, Any] | None,
+                 opened_by: str | None):
+        self.lines: queue.SimpleQueue[str] = queue.SimpleQueue()
+        self.lines.put(first)
+        self.answered = [early] if early else []
+        self.opened_by = opened_by
+        self.lock = threading.Lock()  # one writer on stdout at a time, then the SDK alone
+        self.serving = False
+        if first:
+            threading.Thread(target=self._read, args=(stream,), daemon=True).start()
+
+    def _read(self, stream: io.TextIOBase) -> None:
+        for line in iter(stream.readline, ""):
+            with self.lock:
+                early = (None if self.serving or self.opened_by is None
+                         else answer(line, self.opened_by))
+                if early is not None:
+                    send(early)
+                    self.answered.append(early)
+            self.lines.put(line)
+        self.lines.put("")
+
+    def hand_over(self) -> list[dict[str, Any]]:
+        """The answers given so far; from now on the SDK answers everything (its stdio
+        transport takes stdout over)."""
+        with self.lock:
+            self.serving = True
+            return list(self.answered)
 
     def readline(self) -> str:
-        if self.first is not None:
-            line, self.first = self.first, None
+        line = self.lines.get()
+        if not line:  # the end, for every later read too
+            self.lines.put(line)
             return line
-        line = self.stream.readline()
-        return readable_line(line) if line else line
+        return readable_line(line)
 
 
 def readable_line(line: str) -> str:
