@@ -71,6 +71,7 @@ def finished(running: subprocess.Popen, asked: float, started: float, ended: flo
 
 def stored_calls(home: Path, calls: list[str]) -> set[str]:
     """The calls whose failure is in the store or kept aside (by the step key)."""
+    # Own SQL: a row's step key tells which hook's call it is; the API's rows do not say.
     keys: set[str] = set()
     db = home / DB_NAME
     if db.exists():
