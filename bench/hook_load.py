@@ -30,6 +30,7 @@ from figures import emit
 
 from reflect.capture.tool_calls import step_key
 from reflect.integrations import budget, settings
+from reflect.store import pending
 from reflect.store.sqlite import DB_NAME
 
 EVENT = json.loads((Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "claude_code"
@@ -78,10 +79,13 @@ def stored_calls(home: Path, calls: list[str]) -> set[str]:
         with sqlite3.connect(db) as conn:
             conn.execute("PRAGMA busy_timeout = 10000")
             keys.update(step for (step,) in conn.execute("SELECT step FROM failures"))
-    for path in [home / "pending.jsonl", *home.parent.glob("reflect-*/pending-*.jsonl")]:
-        if path.exists():
-            for line in path.read_text().splitlines():
-                keys.add(json.loads(line)["failure"].get("step"))
+    # kept aside, or in a file a replay claimed and left (a hook cut short mid-replay):
+    # the next capture replays it
+    for path in [*home.glob(f"{pending.PENDING_FILE}*"),
+                 *home.parent.glob("reflect-*/pending-*.jsonl*")]:
+        if not path.name.endswith(pending.REJECTED_SUFFIX):
+            keys.update(json.loads(line).get("failure", {}).get("step")
+                        for line in path.read_text().splitlines() if line.strip())
     run = EVENT["session_id"]
     return {call for call in calls if step_key(run, call) in keys}
 

@@ -118,6 +118,7 @@ def run(parse: Callable[[dict[str, Any]], Event | None], stdin: IO[str] = sys.st
                 give_up(signal.SIGALRM, None)
             signal.setitimer(signal.ITIMER_REAL, seconds)
         answer = respond(parse(raw), raw.get("cwd"), recorded, env, client)
+        signal.setitimer(signal.ITIMER_REAL, 0)  # a budget spent now is caught here, not later
     except (Exception, OutOfTime) as e:
         signal.setitimer(signal.ITIMER_REAL, 0)  # saying so must not be cut short in turn
         answer = {}
