@@ -46,3 +46,22 @@ def test_a_capture_kept_aside_before_the_hook_broke_is_said_kept_aside(own_store
     assert "the capture is kept aside" in caplog.text
     assert "nothing recorded" not in caplog.text and "capture is recorded" not in caplog.text
     assert pending.waiting(own_store)[0] == 1
+
+
+def test_a_benign_exit_stored_before_the_hook_broke_is_not_said_kept_aside(own_store, caplog):
+    """An exit that answered a question (grep finding nothing) is stored with no place in
+    the failures' order: the hook that breaks after it says it is recorded."""
+    own_store.mkdir(mode=0o700, parents=True)
+    (own_store / hooks.STATE_DIR).write_text("not a directory")
+    event = json.loads(failed_event())
+    event.update(tool_input={"command": "grep -q needle notes.txt"}, error="Exit code 1\n")
+    path = own_store.parent / "event.json"
+    path.write_text(json.dumps(event))
+    out = io.StringIO()
+    with open(path) as stdin:
+        assert hooks.run(claude_code.parse, stdin=stdin, stdout=out, left=lambda: None) == 0
+    assert json.loads(out.getvalue()) == {}
+    with Memory(own_store) as mem:
+        [exit] = mem.failures(run=event["session_id"], benign=True)
+    assert exit.source == "benign"
+    assert "the capture is recorded" in caplog.text and "kept aside" not in caplog.text

@@ -35,7 +35,7 @@ from reflect.integrations.rerun import OUTSIDE, before_command, programs, refusa
 from reflect.integrations.shown import unseen
 
 if TYPE_CHECKING:
-    from reflect import Memory, Recall
+    from reflect import ErrorEntry, Memory, Recall
     from reflect.capture.scrub import Scrubber
 
 MAX_CONTEXT = 10_000  # both clients cut longer strings
@@ -280,9 +280,9 @@ def after_tool(event: Event, state: State, recorded: list[str], env: Mapping[str
                                 phase=event.tool.lower(), action=event.action,
                                 exit_code=event.exit_code, error_text=event.error_text,
                                 step=event.call)
-            if entry is not None:  # one the store could not take has no place in its order
-                recorded.append("the capture is recorded" if entry.seq
-                                else "the capture is kept aside until the store can take it")
+            became = stored_as(entry)
+            if became:
+                recorded.append(became)
             mem.ensure_worker()
             rec = mem.recall(run=event.session, goal=state.goal, phase=event.tool.lower())
             # Decided here, where the run context is made: a PreToolUse hook reads it from
@@ -318,6 +318,18 @@ def after_tool(event: Event, state: State, recorded: list[str], env: Mapping[str
             if resolved:
                 state.open = tool_calls.still_open(state.open, action)
     return ""
+
+
+def stored_as(entry: ErrorEntry | None) -> str:
+    """What became of a capture, as a hook cut short says it: stored (a place in the
+    store's order; a benign exit, its id), kept aside (a failure the store could not
+    take), or "" (none made; a benign exit not kept, which loses no failure)."""
+    if entry is None:
+        return ""
+    if entry.source == "benign":
+        return "the capture is recorded" if entry.failure_id else ""
+    return ("the capture is recorded" if entry.seq
+            else "the capture is kept aside until the store can take it")
 
 
 class State:
