@@ -53,6 +53,7 @@ def hook(home: Path, call: str) -> tuple[subprocess.Popen, float, float]:
                                stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, env=env, cwd=home.parent)
     started = budget.process_start(f"/proc/{running.pid}/stat")
+    assert running.stdin is not None  # piped
     running.stdin.write(json.dumps({**EVENT, "cwd": str(home.parent),
                                     "tool_use_id": call}).encode())
     running.stdin.close()
@@ -61,6 +62,7 @@ def hook(home: Path, call: str) -> tuple[subprocess.Popen, float, float]:
 
 def finished(running: subprocess.Popen, asked: float, started: float, ended: float,
              call: str) -> dict:
+    assert running.stdout is not None and running.stderr is not None  # piped
     out, err = running.stdout.read(), running.stderr.read()
     try:
         answered = running.returncode == 0 and isinstance(json.loads(out), dict)
