@@ -431,3 +431,28 @@ def test_a_hooks_budget_counts_from_its_process_start(tmp_path):
     assert started <= now - 5
     stat.write_text("garbled")  # unreadable: the budget counts from now
     assert budget.process_start(str(stat)) >= now
+
+
+def test_the_helper_is_known_by_any_name_of_this_interpreter_in_its_directory(tmp_path):
+    """A venv's `reflect` script runs python3, a bench or person may start the helper with
+    python: one interpreter, one install. The same interpreter from another directory (the
+    base install a venv was made from) is another install of reflect: not the helper."""
+    here = Path(sys.executable)
+    alias = next((p for p in sorted(here.parent.glob("python*")) if p.name != here.name
+                  and os.path.realpath(p) == os.path.realpath(here)), None)
+    if alias is None:
+        pytest.skip(f"{here.parent} holds no other name of {here.name}")
+    home = tmp_path / "store"
+    home.mkdir(mode=0o700)
+    elsewhere = os.path.realpath(here)
+    assert os.path.dirname(elsewhere) != str(here.parent), "not run from a venv"
+    started = [subprocess.Popen([str(python), "-m", "reflect.cli.resident", str(home)],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+               for python in (alias, elsewhere)]
+    try:  # Popen returns once the child has exec'd: /proc shows its command line
+        assert client.not_the_helper(started[0].pid, home) == ""
+        assert client.not_the_helper(started[1].pid, home).startswith(f"pid {started[1].pid}")
+    finally:
+        for process in started:
+            process.kill()
+            process.wait(10)

@@ -173,8 +173,12 @@ def not_the_helper(pid: int, home: str | os.PathLike[str]) -> str:
     except OSError as e:
         return f"pid {pid}, which /proc does not show ({e.strerror})"
     expected = helper_argv(home)
-    if exe == os.path.realpath(sys.executable) and argv[:len(expected)] == expected \
-            and len(argv) <= len(expected) + 1:
+    # This interpreter by any of its names in the same directory (a venv's python and
+    # python3: a hook's script runs one, a person or bench may start the helper with the
+    # other); another directory is another install of reflect.
+    same = bool(argv) and os.path.dirname(argv[0]) == os.path.dirname(sys.executable)
+    if exe == os.path.realpath(sys.executable) and same and argv[1:len(expected)] == expected[1:] \
+            and len(expected) <= len(argv) <= len(expected) + 1:
         return ""
     return f"pid {pid} ({' '.join(argv)[:200] or exe})"
 
