@@ -23,10 +23,12 @@ from pathlib import Path
 import pytest
 from conftest import run_hook, start_hook, started
 from test_resident import (
+    COVERAGE,
     HELPER_ON,
     block,
     failed_event,
     helper,  # noqa: F401 (a fixture)
+    imported,
     listening,
     stored,
     wait_for,
@@ -433,26 +435,33 @@ def test_a_hooks_budget_counts_from_its_process_start(tmp_path):
     assert budget.process_start(str(stat)) >= now
 
 
-def test_the_helper_is_known_by_any_name_of_this_interpreter_in_its_directory(tmp_path):
+def test_the_helper_is_known_by_any_name_of_this_interpreter_in_its_directory(own_store):
     """A venv's `reflect` script runs python3, a bench or person may start the helper with
-    python: one interpreter, one install. The same interpreter from another directory (the
-    base install a venv was made from) is another install of reflect: not the helper."""
+    python: one interpreter, one install, and the helper answers the hook. The same
+    interpreter from another directory (the base install a venv was made from) is another
+    install of reflect: not the helper."""
     here = Path(sys.executable)
     alias = next((p for p in sorted(here.parent.glob("python*")) if p.name != here.name
                   and os.path.realpath(p) == os.path.realpath(here)), None)
     if alias is None:
         pytest.skip(f"{here.parent} holds no other name of {here.name}")
-    home = tmp_path / "store"
-    home.mkdir(mode=0o700)
     elsewhere = os.path.realpath(here)
     assert os.path.dirname(elsewhere) != str(here.parent), "not run from a venv"
-    started = [subprocess.Popen([str(python), "-m", "reflect.cli.resident", str(home)],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-               for python in (alias, elsewhere)]
+    own_store.mkdir(mode=0o700, parents=True, exist_ok=True)
+    process = subprocess.Popen([str(alias), "-m", "reflect.cli.resident", str(own_store), "60"],
+                               env={**os.environ, **HELPER_ON})
+    other = subprocess.Popen([elsewhere, "-m", "reflect.cli.resident", str(own_store)],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:  # Popen returns once the child has exec'd: /proc shows its command line
-        assert client.not_the_helper(started[0].pid, home) == ""
-        assert client.not_the_helper(started[1].pid, home).startswith(f"pid {started[1].pid}")
+        assert client.not_the_helper(process.pid, own_store) == ""
+        assert client.not_the_helper(other.pid, own_store).startswith(f"pid {other.pid}")
+        other.kill()
+        wait_for(lambda: listening(own_store / client.SOCKET_NAME))
+        warm = run_hook(failed_event(), env=HELPER_ON, python=["-X", "importtime"],
+                        unset=COVERAGE)
+        assert "pytest: command not found" in block(warm)
+        assert "reflect.api.memory" not in imported(warm)  # the helper ran the command
     finally:
-        for process in started:
-            process.kill()
-            process.wait(10)
+        for started_ in (process, other):
+            started_.kill()
+            started_.wait(10)

@@ -162,6 +162,14 @@ def helper_argv(home: str | os.PathLike[str]) -> list[str]:
     return [sys.executable, "-m", "reflect.cli.resident", os.fspath(home)]
 
 
+def this_interpreter(path: str) -> bool:
+    """Whether ``path`` runs this interpreter as this install: any of its names in the
+    same directory (a venv's python and python3: a hook's script runs one, a person or a
+    bench may start the helper with the other); another directory is another install."""
+    return (os.path.dirname(path) == os.path.dirname(sys.executable)
+            and os.path.realpath(path) == os.path.realpath(sys.executable))
+
+
 def not_the_helper(pid: int, home: str | os.PathLike[str]) -> str:
     """What process ``pid`` is when it is not the helper ``start`` starts for ``home`` (this
     interpreter, run with ``helper_argv``), as /proc shows it; "" when it is. The peer's
@@ -173,11 +181,8 @@ def not_the_helper(pid: int, home: str | os.PathLike[str]) -> str:
     except OSError as e:
         return f"pid {pid}, which /proc does not show ({e.strerror})"
     expected = helper_argv(home)
-    # This interpreter by any of its names in the same directory (a venv's python and
-    # python3: a hook's script runs one, a person or bench may start the helper with the
-    # other); another directory is another install of reflect.
-    same = bool(argv) and os.path.dirname(argv[0]) == os.path.dirname(sys.executable)
-    if exe == os.path.realpath(sys.executable) and same and argv[1:len(expected)] == expected[1:] \
+    if exe == os.path.realpath(sys.executable) and argv and this_interpreter(argv[0]) \
+            and argv[1:len(expected)] == expected[1:] \
             and len(expected) <= len(argv) <= len(expected) + 1:
         return ""
     return f"pid {pid} ({' '.join(argv)[:200] or exe})"

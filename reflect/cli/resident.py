@@ -42,6 +42,7 @@ from reflect.cli.client import (
     private,
     receive_all,
     sent,
+    this_interpreter,
 )
 from reflect.integrations import budget
 
@@ -232,7 +233,7 @@ def handle(conn: socket.socket, base: Mapping[str, str]) -> None:
         return
     if not isinstance(request, dict):
         return
-    if len(fds) != 1 or request.get("executable") != sys.executable:
+    if len(fds) != 1 or not this_interpreter(str(request.get("executable"))):
         return  # another interpreter's client: it answers itself
     budget.until = None
     env = {**{k: v for k, v in base.items() if not sent({k: v})}, **request["env"]}
