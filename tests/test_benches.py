@@ -26,6 +26,10 @@ SMALL = {
     "holdout": ["--runs", "60", "--seeds", "1"],
     "store_bound": ["--captures", "300", "--bound", "100"],
     "learn": ["--sessions", "4", "--small", "2"],
+    "capture_recall": ["--stored", "200", "--samples", "20", "--cold", "3"],
+    "hung_provider": ["--samples", "20", "--cold", "3", "--settle", "1"],
+    "recall": ["{data}", "--divide", "100", "--cold", "2"],
+    "search": ["--sizes", "10000", "--texts", "64"],
 }
 
 
