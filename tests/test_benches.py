@@ -9,6 +9,7 @@ team's runs on the test's PostgreSQL server (left out with the PostgreSQL tests)
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -44,6 +45,16 @@ SMALL = {
     "actionable": ["{data}"],
 }
 ON_POSTGRES = {"team"}  # benches that run against a PostgreSQL server
+DRIVER = "figures"  # bench/figures.py runs the others: `make figures`
+
+
+def test_every_bench_the_pages_quote_has_a_small_run():
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    quoted = {name for page in pages
+              for name in re.findall(r"\bbench/(\w+)\.py", page.read_text(encoding="utf-8"))}
+    assert {"replay", "hooks"} <= quoted  # the pattern still finds what the pages quote
+    assert sorted(quoted - {DRIVER} - set(SMALL)) == []
+    assert all((ROOT / "bench" / f"{name}.py").is_file() for name in quoted)
 
 
 @pytest.fixture
