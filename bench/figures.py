@@ -99,6 +99,7 @@ STEPS = (
     bench("team"),
     bench("silent_store"),
     bench("attacks"),
+    bench("hook_load"),
     tests("leaks", *LEAKS),
     tests("hostile", *HOSTILE),
     tests("faults", *FAULTS),

@@ -327,10 +327,21 @@ def test_a_run_is_told_each_item_once_unless_it_asks_again():
     first, again, recorded, after, whole, other = map(text, session(calls))
     assert first.startswith("HOUSE RULES") and "yaml" in first, first
     assert again.startswith("Nothing new: the 1 item(s)"), again
+    assert "a new chat" in again and "repeat=true" in again  # what a new conversation does
     assert "no such table" in recorded and "HOUSE RULES" not in recorded, recorded
     assert after.startswith("Nothing new"), after
     assert "HOUSE RULES" in whole and "no such table" in whole, whole
     assert other.startswith("HOUSE RULES"), other  # another run is told from the start
+
+
+def test_the_model_is_told_to_ask_for_the_whole_block_in_a_new_conversation():
+    """The server cannot see a new chat, /clear or a compaction (the client keeps it and
+    says nothing): the recall tool's description tells the model what to pass then."""
+    async def calls(s):
+        return (await s.list_tools()).tools
+
+    (recall,) = [t for t in session(calls) if t.name == "recall"]
+    assert "repeat=true at a conversation's first" in " ".join(recall.description.split())
 
 
 def test_a_block_comes_back_as_text_alone():

@@ -9,6 +9,7 @@ from test_real_codex import codex_session
 
 from reflect import Memory
 from reflect.api.learn import house_rules
+from reflect.api.memory import port
 
 
 def stored(mem):
@@ -18,7 +19,7 @@ def stored(mem):
 
 def rules(mem):
     """The house rules' texts, less the lesson ids each store draws for itself."""
-    return [re.sub(r"\[L-\w+\] ", "", item.text) for item in house_rules(mem)]
+    return [re.sub(r"\[L-\w+\] ", "", item.text) for item in house_rules(mem, port(mem))]
 
 
 def test_claude_code_sessions_learned_as_they_were_captured(tmp_path):

@@ -316,9 +316,11 @@ def test_a_removed_working_directory_costs_no_capture(own_store, helper, tmp_pat
     assert "pytest: command not found" in block(done) and stored(own_store) == 1
 
 
-def test_a_failure_the_budget_cuts_short_is_recorded_after_the_answer(own_store, caplog):
+@pytest.mark.parametrize("left", [0.001, 0.0], ids=["spent as it answers", "spent already"])
+def test_a_failure_the_budget_cuts_short_is_recorded_after_the_answer(own_store, caplog, left):
     """A machine too slow for the budget (50 hooks at once at load 40): the hook answers
-    in time, and its failure is recorded by a process of its own after the answer."""
+    in time, and its failure is recorded by a process of its own after the answer; so it
+    is when the budget was spent before the event was read."""
     import io
 
     from reflect.integrations import claude_code, hooks
@@ -328,7 +330,7 @@ def test_a_failure_the_budget_cuts_short_is_recorded_after_the_answer(own_store,
     out = io.StringIO()
     before = set(children(os.getpid()))
     with open(event) as stdin:  # a budget spent at once
-        assert hooks.run(claude_code.parse, stdin=stdin, stdout=out, left=lambda: 0.001) == 0
+        assert hooks.run(claude_code.parse, stdin=stdin, stdout=out, left=lambda: left) == 0
     assert json.loads(out.getvalue()) == {}
     assert "the event is recorded after the answer" in caplog.text
     [recorder] = set(children(os.getpid())) - before

@@ -8,12 +8,16 @@ from __future__ import annotations
 import sys
 
 
-def main() -> int:
+def main(seconds: float | None = None) -> int:
+    """``seconds``: a hook's budget from its process's start (``budget.SECONDS``)."""
     argv = sys.argv[1:]
-    from reflect.cli import client
     from reflect.integrations import budget
 
-    budget.until = budget.STARTED + budget.SECONDS  # a hook answers by then
+    budget.until = budget.STARTED + (budget.SECONDS if seconds is None else seconds)
+    if argv[:1] == ["hook"]:
+        budget.arm()  # before the rest loads: it answers by then, however long that takes
+    from reflect.cli import client
+
     if argv[:1] and argv[0] in client.HELPED and client.enabled():
         return client.run(argv)
     return client.cold(argv)

@@ -34,7 +34,7 @@ from reflect.integrations.rerun import OUTSIDE, before_command, programs, refusa
 from reflect.integrations.shown import unseen
 
 if TYPE_CHECKING:
-    from reflect import Memory, Recall
+    from reflect import ErrorEntry, Memory, Recall
     from reflect.capture.scrub import Scrubber
 
 MAX_CONTEXT = 10_000  # both clients cut longer strings
@@ -96,55 +96,72 @@ def run(parse: Callable[[dict[str, Any]], Event | None], stdin: IO[str] = sys.st
     (``left``: the seconds this process has left, ``budget.left``). ``client``: whose hook
     this is, recorded the first time one of its hooks runs (``reflect status``)."""
     def give_up(signum: int, frame: FrameType | None) -> None:
-        raise OutOfTime(f"no answer within {TIME_BUDGET:g} s")
+        raise OutOfTime(f"no answer within {budget.given():g} s")
 
-    previous = signal.signal(signal.SIGALRM, give_up)
-    seconds = left()
-    if seconds is not None:
-        signal.setitimer(signal.ITIMER_REAL, max(seconds, 0.001))
     raw: Any = None
     recorded: list[str] = []
+    previous = None
+    late: Callable[[], object] | None = None  # what is recorded after the answer
     try:
+        # Read and parsed under the alarm the ``reflect`` command set (``budget.arm``),
+        # if any: nothing here holds a store or a lock yet.
         raw = parsed(*read_event(stdin))
         if not isinstance(raw, dict):
             raise ValueError("the event on stdin is not a JSON object")
+        if budget.answered and raw.get("hook_event_name") not in RECORDED:
+            return 0  # answered already, and nothing to record
+        previous = signal.signal(signal.SIGALRM, give_up)
+        seconds = left()
+        if seconds is not None:
+            if seconds <= 0:
+                give_up(signal.SIGALRM, None)
+            signal.setitimer(signal.ITIMER_REAL, seconds)
         answer = respond(parse(raw), raw.get("cwd"), recorded, env, client)
+        signal.setitimer(signal.ITIMER_REAL, 0)  # a budget spent now is caught here, not later
     except (Exception, OutOfTime) as e:
         signal.setitimer(signal.ITIMER_REAL, 0)  # saying so must not be cut short in turn
         answer = {}
-        late = (isinstance(e, OutOfTime) and isinstance(raw, dict)  # a slow machine
-                and raw.get("hook_event_name") in RECORDED and not recorded)
-        config.warn(f"hook: {e}; {what_became(recorded, late)}")
-        if late:
+        if (isinstance(e, OutOfTime) and isinstance(raw, dict)  # a slow machine
+                and raw.get("hook_event_name") in RECORDED and not recorded):
             event = raw
-            detached(lambda: respond(parse(event), event.get("cwd"), recorded, env, client))
+            late = lambda: respond(parse(event), event.get("cwd"), recorded, env, client)  # noqa: E731
+        config.warn(f"hook: {e}; {what_became(recorded, late is not None)}")
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+        if previous is not None:
+            signal.signal(signal.SIGALRM, previous)
     stdout.write(json.dumps(answer, ensure_ascii=False) + "\n")
+    if late is not None:
+        stdout.flush()
+        detached(late)
     return 0
 
 
 def what_became(recorded: list[str], late: bool) -> str:
     """What a hook that could not answer says of its event: only what is true of it."""
-    if recorded:  # stored before the hook broke: the agent must not think it lost
-        return f"the {' and the '.join(recorded)} is recorded, the agent goes on"
+    if recorded:  # stored or kept before the hook broke: the agent must not think it lost
+        return f"{' and '.join(recorded)}, the agent goes on"
     if late:
         return "the event is recorded after the answer"
     return "nothing recorded, the agent goes on"
 
 
 def detached(work: Callable[[], object]) -> None:
-    """``work`` in a child process of its own, which outlives this one: the hook answers
-    within its budget, and the failure it was given is still recorded (everything the
-    timeout interrupted has been unwound: no store or file lock is held here)."""
-    if os.fork() != 0:
+    """``work`` in a child process of its own, which outlives this one, once the answer is
+    out: the hook answers within its budget, and the failure it was given is still
+    recorded (everything the timeout interrupted has been unwound: no store or file lock
+    is held here). The ``reflect`` command's hook (it has a budget) lets go of the
+    client's pipes and exits (``budget.let_go``); any other process goes on."""
+    if budget.until is not None:
+        budget.let_go()
+    elif os.fork() != 0:
         return
-    try:
+    else:
         os.setsid()
         devnull = os.open(os.devnull, os.O_RDWR)
         for fd in (0, 1, 2):  # the agent's pipes are the parent's alone
             os.dup2(devnull, fd)
+    try:
         work()
     finally:
         os._exit(0)
@@ -176,10 +193,11 @@ def parsed(text: str, cut: bool) -> Any:
 
 def respond(event: Event | None, cwd: str | None = None, recorded: list[str] | None = None,
             env: Mapping[str, str] = os.environ, client: str = "") -> dict[str, Any]:
-    """The answer to ``event``; ``recorded`` gets what it stored (a capture, an outcome)
-    as soon as it is stored. ``env``: the hook's environment, read here and by the run
-    context its ``Memory`` is made with, nowhere else. ``client``: whose hook it is ("":
-    none to record, as for the resident helper's warm-up)."""
+    """The answer to ``event``; ``recorded`` is told what became of what it stored (a
+    capture, an outcome: recorded, or kept aside) as soon as it is stored. ``env``: the
+    hook's environment, read here and by the run context its ``Memory`` is made with,
+    nowhere else. ``client``: whose hook it is ("": none to record, as for the resident
+    helper's warm-up)."""
     if event is None or not config.enabled(env):
         return {}
     if not event.session:  # a client that names no session: the default run
@@ -261,7 +279,9 @@ def after_tool(event: Event, state: State, recorded: list[str], env: Mapping[str
                                 phase=event.tool.lower(), action=event.action,
                                 exit_code=event.exit_code, error_text=event.error_text,
                                 step=event.call)
-            recorded.append("capture")
+            became = stored_as(entry)
+            if became:
+                recorded.append(became)
             mem.ensure_worker()
             rec = mem.recall(run=event.session, goal=state.goal, phase=event.tool.lower())
             # Decided here, where the run context is made: a PreToolUse hook reads it from
@@ -284,7 +304,7 @@ def after_tool(event: Event, state: State, recorded: list[str], env: Mapping[str
         with memory(env) as mem:
             mem.outcome(run=event.session, iteration=number, success=True,
                         action=event.action, step=event.call)
-            recorded.append("outcome")
+            recorded.append("the outcome is recorded")
         resolved = True
     with state.changing():
         if number is not None:
@@ -297,6 +317,18 @@ def after_tool(event: Event, state: State, recorded: list[str], env: Mapping[str
             if resolved:
                 state.open = tool_calls.still_open(state.open, action)
     return ""
+
+
+def stored_as(entry: ErrorEntry | None) -> str:
+    """What became of a capture, as a hook cut short says it: stored (a place in the
+    store's order; a benign exit, its id), kept aside (a failure the store could not
+    take), or "" (none made; a benign exit not kept, which loses no failure)."""
+    if entry is None:
+        return ""
+    if entry.source == "benign":
+        return "the capture is recorded" if entry.failure_id else ""
+    return ("the capture is recorded" if entry.seq
+            else "the capture is kept aside until the store can take it")
 
 
 class State:

@@ -68,7 +68,9 @@ def server(mem: Memory) -> MCPServer:  # noqa: C901 - six small tools, closures 
                repeat: bool = False) -> str:
         """This run's recent failures with their hints, and lessons from earlier runs that
         fit the goal: the block to read before the next attempt. Items this run was shown
-        already are left out unless ``repeat``; ``action``: the command about to run."""
+        already are left out unless ``repeat``: pass repeat=true at a conversation's first
+        recall (a new chat, after /clear or a compaction), which holds none of them;
+        ``action``: the command about to run."""
         if repeat:
             shown.pop(mem.context.run_id(run or None), None)
         text, items = new_items(run, goal, phase, action)
@@ -77,7 +79,8 @@ def server(mem: Memory) -> MCPServer:  # noqa: C901 - six small tools, closures 
             return text
         if items:
             return (f"Nothing new: the {items} item(s) of this run's block were in an earlier"
-                    " reply (repeat=true shows them again).")
+                    " reply. If this conversation does not hold it (a new chat, /clear, a"
+                    " compaction), call recall with repeat=true to see them again.")
         note = mem.elsewhere()  # started outside the repository whose lessons are stored
         return f"Nothing to recall: {note}." if note else "Nothing to recall."
 
