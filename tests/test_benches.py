@@ -43,6 +43,7 @@ SMALL = {
     "action_signal": ["{data}"],
     "kin_signal": ["{data}"],
     "actionable": ["{data}"],
+    "hook_load": ["--hooks", "5", "--load", "1"],
 }
 ON_POSTGRES = {"team"}  # benches that run against a PostgreSQL server
 DRIVER = "figures"  # bench/figures.py runs the others: `make figures`
