@@ -7,12 +7,14 @@ Then the resident helper's cases and `reflect learn`'s, as real processes
 transcripts and the store directory (bench/capture_attacks.py), and a shared store's
 (bench/member_attacks.py).
 
-Run: .venv/bin/python bench/attacks.py [--show]   (--show names what got through)
+Run: .venv/bin/python bench/attacks.py [--show] [--hooks N] [--sessions N]   (--show names
+what got through; --hooks and --sessions: the hooks and the learns' sessions at once)
 Target: each 64 KB input built to make a backtracking regex blow up scrubbed in under 500 ms.
 """
 
 from __future__ import annotations
 
+import argparse
 import statistics
 import sys
 import time
@@ -39,7 +41,14 @@ from reflect.capture.scrub import Scrubber
 
 SCRUB = Scrubber()
 PATHOLOGICAL_MS = 500  # a 64 KB input built to backtrack, scrubbed
-SHOW = "--show" in sys.argv
+parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+parser.add_argument("--show", action="store_true", help="name what got through")
+parser.add_argument("--hooks", type=int, default=50,
+                    help="hooks started at once, cold and through the helper (50)")
+parser.add_argument("--sessions", type=int, default=50,
+                    help="sessions four learns read at once (50)")
+args = parser.parse_args()
+SHOW = args.show
 
 
 def scrubbed(text: str) -> str:
@@ -98,8 +107,8 @@ print("scrub of 64 KB built to backtrack, ms: " + "  ".join(
 # linear, not backtracking: a backtracking regex takes seconds on these
 print(f"  slowest {max(worst.values()):.0f} ms (target < {PATHOLOGICAL_MS} ms): "
       + ("met" if max(worst.values()) < PATHOLOGICAL_MS else "MISSED"))
-helper = helper_cases()
-learned = learn_cases()
+helper = helper_cases(args.hooks)
+learned = learn_cases(args.sessions)
 captured = capture_cases()
 shared = member_cases()
 emit({"helper": helper, "learn": learned, "capture": captured, "shared_store": shared,

@@ -1,12 +1,13 @@
 """Capture and recency recall: in process with 10,000 stored failures, and as cold CLI processes.
 
-Run: make bench   (or .venv/bin/python bench/capture_recall.py)
+Run: make bench   (or .venv/bin/python bench/capture_recall.py [--stored N] [--cold N])
 Targets: in-process p50 under 2 ms; cold CLI median under 250 ms and peak RSS
 under 80 MB, printed beside `python -c pass` measured in the same run.
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 import statistics
 import subprocess
@@ -44,24 +45,24 @@ def percentiles(samples: list[float]) -> str:
     return f"p50 {q['p50']:7.3f} ms   p95 {q['p95']:7.3f} ms"
 
 
-def in_process(home: Path) -> dict:
+def in_process(home: Path, stored: int, samples: int) -> dict:
     errors = [traceback_4kb(i) for i in range(200)]
     with Memory(home) as mem:
-        for i in range(STORED):
+        for i in range(stored):
             mem.capture(run=f"run-{i % RUNS}", exit_code=1, error_text=errors[i % 200])
         capture, recall = [], []
-        for i in range(SAMPLES):
+        for i in range(samples):
             start = time.perf_counter()
             mem.capture(run="run-7", exit_code=1, error_text=errors[i % 200])
             capture.append((time.perf_counter() - start) * 1000)
             start = time.perf_counter()
             rec = mem.recall(run="run-7", goal="fix the handler", sections=("recent",))
             recall.append((time.perf_counter() - start) * 1000)
-    print(f"in process, {STORED:,} stored failures, 4 KB traceback:")
+    print(f"in process, {stored:,} stored failures, 4 KB traceback:")
     print(f"  capture          {percentiles(capture)}")
     print(f"  recency recall   {percentiles(recall)}   "
           f"({len(rec.items)} items, {rec.tokens} tokens)")
-    return {"stored": STORED, "capture_ms": p50_p95(capture), "recall_ms": p50_p95(recall)}
+    return {"stored": stored, "capture_ms": p50_p95(capture), "recall_ms": p50_p95(recall)}
 
 
 # Peak RSS survives exec on Linux, so a child forked from this process would
@@ -97,7 +98,7 @@ def cold(argv: list[str], env: dict, stdin: bytes = b"") -> tuple[float, float]:
     return float(ms), float(rss)
 
 
-def cold_cli(home: Path) -> dict:
+def cold_cli(home: Path, runs: int) -> dict:
     env = {**os.environ, "REFLECT_HOME": str(home), "REFLECT_RUN": "run-7"}
     script = str(Path(sys.executable).parent / "reflect")
     commands = {
@@ -106,12 +107,12 @@ def cold_cli(home: Path) -> dict:
                             traceback_4kb(3).encode()),
         "reflect recall": ([script, "recall", "--goal", "fix the handler"], b""),
     }
-    print(f"cold processes, median of {COLD} (same store):")
+    print(f"cold processes, median of {runs} (same store):")
     baseline, figures = None, {}
     for name, (argv, stdin) in commands.items():
-        runs = [cold(argv, env, stdin) for _ in range(COLD)]
-        ms = statistics.median(r[0] for r in runs)
-        rss = max(r[1] for r in runs)
+        measured = [cold(argv, env, stdin) for _ in range(runs)]
+        ms = statistics.median(r[0] for r in measured)
+        rss = max(r[1] for r in measured)
         baseline = baseline or ms
         figures[name] = {"ms": ms, "rss_mb": rss}
         print(f"  {name:<16} {ms:7.1f} ms  ({ms / baseline:4.1f}x python -c pass)   "
@@ -120,10 +121,16 @@ def cold_cli(home: Path) -> dict:
 
 
 def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--stored", type=int, default=STORED, help=f"failures stored ({STORED:,})")
+    p.add_argument("--samples", type=int, default=SAMPLES,
+                   help=f"timed captures and recalls ({SAMPLES})")
+    p.add_argument("--cold", type=int, default=COLD, help=f"runs of each cold process ({COLD})")
+    args = p.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp) / "store"
-        figures = in_process(home)
-        figures["cold"] = cold_cli(home)
+        figures = in_process(home, args.stored, args.samples)
+        figures["cold"] = cold_cli(home, args.cold)
     emit(figures)
 
 

@@ -1,17 +1,18 @@
 """What the background embedding costs a machine: a worker's first embedding (the worker
 that `reflect capture` or a hook starts: `reflect worker`, here with `--once`) with the
 bundled model, its peak RSS, CPU time and wall time, beside the same worker with the
-hashing embedder and `python -c pass`, measured in one run; then STORES stores with
+hashing embedder and `python -c pass`, measured in one run; then 3 stores (--stores) with
 embedding jobs at once, a worker each started together (`--idle-exit 1`), sampled every
 50 ms: the most RSS they held together and the most that had a model loaded at the same
 time, with the user's model lock (reflect/reflection/model_lock.py) and with its folder open to
 others, where it is not used (each worker loads its own model, as before the lock).
 
-Run: .venv/bin/python bench/embedding_worker.py
+Run: .venv/bin/python bench/embedding_worker.py [--stores N]
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 import subprocess
 import sys
@@ -61,9 +62,9 @@ def rss_kb(pid: int) -> int:
     return 0
 
 
-def together(root: Path, env: dict[str, str]) -> dict[str, float]:
-    """STORES workers started at once, one a store, sampled until all have exited."""
-    homes = [root / f"store{i}" for i in range(STORES)]
+def together(root: Path, env: dict[str, str], stores: int) -> dict[str, float]:
+    """``stores`` workers started at once, one a store, sampled until all have exited."""
+    homes = [root / f"store{i}" for i in range(stores)]
     for home in homes:
         store(home)
     began = time.perf_counter()
@@ -92,6 +93,10 @@ def together(root: Path, env: dict[str, str]) -> dict[str, float]:
 
 
 def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--stores", type=int, default=STORES,
+                   help=f"stores with a worker each, started at once ({STORES})")
+    stores = p.parse_args().stores
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         runtime = root / "run"
@@ -111,16 +116,16 @@ def main() -> None:
         shared = root / "shared"
         (shared / "reflect").mkdir(parents=True)
         (shared / "reflect").chmod(0o777)  # the lock's folder, others may write: not used
-        many = {"with the user's lock": together(root / "locked", env),
+        many = {"with the user's lock": together(root / "locked", env, stores),
                 "lock not used": together(root / "unlocked",
-                                          {**env, "XDG_RUNTIME_DIR": str(shared)})}
-        print(f"{STORES} stores, a worker each, started at once (bundled model)")
+                                          {**env, "XDG_RUNTIME_DIR": str(shared)}, stores)}
+        print(f"{stores} stores, a worker each, started at once (bundled model)")
         for name, f in many.items():
             print(f"  {name:22} peak RSS together {f['peak_rss_mb']:6.0f} MB, at most "
                   f"{f['most_models_loaded']} model(s) loaded at once, CPU {f['cpu_s']:5.1f} s, "
                   f"all done in {f['wall_s']:5.1f} s")
     print(f"load average {os.getloadavg()[0]:.2f}")
-    emit({"first_embedding": one, "stores": STORES, "together": many,
+    emit({"first_embedding": one, "stores": stores, "together": many,
           "load": os.getloadavg()[0]})
 
 

@@ -214,7 +214,8 @@ def at_once(tmp: Path, name: str, helper: bool, n: int = 50) -> dict:
             "slowest_s": max(t for t, _ in results)}
 
 
-def main() -> dict:
+def main(hooks: int = 50) -> dict:
+    """The cases; ``hooks``: how many hooks start at once, cold and through the helper."""
     rows: dict[str, dict] = {}
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
@@ -229,8 +230,8 @@ def main() -> dict:
             rows["other user's socket"] = other_users_socket(tmp)
             rows["other user's spare place"] = spare_place(tmp)
         rows["child slower than the budget"] = slow_child(tmp)
-        rows["50 hooks at once, cold"] = at_once(tmp, "cold50", helper=False)
-        rows["50 hooks at once, helper"] = at_once(tmp, "warm50", helper=True)
+        rows[f"{hooks} hooks at once, cold"] = at_once(tmp, "cold", helper=False, n=hooks)
+        rows[f"{hooks} hooks at once, helper"] = at_once(tmp, "warm", helper=True, n=hooks)
     print("resident helper cases (real processes; 0 is the target unless said):")
     for name, row in rows.items():
         print(f"  {name:32} " + "  ".join(f"{k} {v:.1f}" if isinstance(v, float) else f"{k} {v}"

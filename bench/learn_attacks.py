@@ -70,11 +70,12 @@ def learn_beside_hooks(tmp: Path, n_sessions: int = 5) -> dict:
     return {"steps": expected, "rows": kept, "doubled": kept - expected}
 
 
-def main() -> dict:
+def main(n_sessions: int = 50) -> dict:
+    """The cases; ``n_sessions``: the sessions the learns at once read."""
     found: dict[str, dict] = {}
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
-        found["4 learns of 50 sessions at once"] = learns_at_once(tmp)
+        found[f"4 learns of {n_sessions} sessions at once"] = learns_at_once(tmp, n_sessions)
         found["a learn beside the live hooks"] = learn_beside_hooks(tmp)
     print("reflect learn cases (real processes; doubled: 0 is the target):")
     for name, row in found.items():

@@ -1,7 +1,8 @@
 """Recall with lessons from earlier runs: in process at 100k lessons in 10k runs, and
 as a cold CLI at 10k lessons in 1k runs.
 
-Run: .venv/bin/python bench/recall.py   (make bench runs it too)
+Run: .venv/bin/python bench/recall.py [DATA_DIR] [--divide N] [--cold N]   (make bench runs
+it too; --divide: each store N times smaller)
 Targets: in-process recall p95 under 20 ms at 100,000 lessons and 10,000 runs with the
 goal's vector cached, using the real goals of ../shared/data/mini-swe-agent; a cold
 `reflect recall` printed beside `python -c "import numpy"` (no slower than before).
@@ -14,6 +15,7 @@ on what they say. The real goals' vectors come from the bundled model.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import random
@@ -26,8 +28,7 @@ from pathlib import Path
 
 import numpy as np
 from capture_recall import cold
-from figures import DATA as SHARED
-from figures import emit
+from figures import DATA, emit
 from reflect.index import to_blob
 
 from reflect import Memory
@@ -37,7 +38,8 @@ from reflect.base.text import text_key
 from reflect.capture.fingerprint import cause
 from reflect.store import SQLiteStore
 
-DATA = SHARED / "mini-swe-agent" / "trajs"
+STORES = ((10_000, 1_000), (100_000, 10_000))  # lessons, runs; the cold CLI on the first
+COLD = 15
 TEMPLATES = [
     ("ModuleNotFoundError", "No module named '{w}'", "Install `{w}` first: `pip install {w}`."),
     ("OperationalError", "no such table: {w}_{v}", "Run the migrations before querying `{w}_{v}`."),
@@ -52,9 +54,9 @@ TEMPLATES = [
 COMMON_WORD = "requests"
 
 
-def goals() -> list[str]:
+def goals(data: Path) -> list[str]:
     found = []
-    for path in sorted(DATA.glob("*.traj.json")):
+    for path in sorted((data / "mini-swe-agent" / "trajs").glob("*.traj.json")):
         messages = json.loads(path.read_text())["messages"]
         text = next(m["content"] for m in messages if m["role"] == "user")
         match = re.search(r"<pr_description>(.*?)</pr_description>", text, re.S)
@@ -136,13 +138,13 @@ def in_process(home: Path, texts: list[str]) -> dict:
     return {"goals": len(texts), "p50": statistics.median(samples), "p95": q[18]}
 
 
-def cold_cli(home: Path, goal: str) -> dict:
+def cold_cli(home: Path, goal: str, times: int) -> dict:
     """Interleaved, so both see the same machine load."""
     env = {**os.environ, "REFLECT_HOME": str(home), "REFLECT_RUN": "bench",
            "REFLECT_WORKER": "off"}
     script = str(Path(sys.executable).parent / "reflect")
     numpy, runs = [], []
-    for _ in range(15):
+    for _ in range(times):
         numpy.append(cold([sys.executable, "-c", "import numpy"], env))
         runs.append(cold([script, "recall", "--goal", goal], env))
     base_ms = statistics.median(r[0] for r in numpy)
@@ -156,11 +158,18 @@ def cold_cli(home: Path, goal: str) -> dict:
 def main() -> None:
     from reflect.index import load_embedder
 
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("data", nargs="?", type=Path, default=DATA,
+                   help="the data sets' directory (its mini-swe-agent's goals)")
+    p.add_argument("--divide", type=int, default=1,
+                   help="lessons and runs of each store divided by this (1)")
+    p.add_argument("--cold", type=int, default=COLD, help=f"runs of each cold process ({COLD})")
+    args = p.parse_args()
     embedder = load_embedder(None, print)
     assert embedder is not None  # None: embeddings off, which the bench does not ask
-    texts = goals()
+    texts = goals(args.data)
     figures: dict = {"stores": {}}
-    for size, runs in ((10_000, 1_000), (100_000, 10_000)):
+    for n, (size, runs) in enumerate((s // args.divide, r // args.divide) for s, r in STORES):
         with tempfile.TemporaryDirectory() as tmp:
             home = Path(tmp) / "store"
             start = time.perf_counter()
@@ -168,8 +177,8 @@ def main() -> None:
             print(f"{size:,} lessons in {runs:,} runs "
                   f"(filled in {time.perf_counter() - start:.0f} s):")
             figures["stores"][str(size)] = {"runs": runs, **in_process(home, texts)}
-            if size == 10_000:
-                figures["cold"] = cold_cli(home, texts[0])
+            if n == 0:
+                figures["cold"] = cold_cli(home, texts[0], args.cold)
     emit(figures)
 
 

@@ -2,7 +2,8 @@
 memory on, recency-only, off and the two baselines (last3: the run's last three failures;
 popular: the recent section and the lessons of the causes seen in the most earlier runs).
 
-Run: .venv/bin/python bench/replay.py [DATA_DIR]
+Run: .venv/bin/python bench/replay.py [DATA_DIR] [--charts DIR]   (the curves are drawn to
+docs/figures unless told another directory)
 Target: the `on` replay of mini-swe-agent-dev finishes in under two minutes. Prints, per
 data set, the conversion time, the wall time per mode, the figures side by side (the
 same table as `reflect eval compare`, with each mode's matched baselines in both readings,
@@ -17,6 +18,7 @@ Outputs go to a temporary directory. The predictor's tuning: bench/predictor.py.
 
 from __future__ import annotations
 
+import argparse
 import sys
 import tempfile
 import time
@@ -38,10 +40,10 @@ SETS = {"mini-swe-agent-dev": "mini-swe-agent", "debugbench": "debugbench"}  # f
 CURVES = Path(__file__).resolve().parents[1] / "docs" / "figures"
 
 
-def data_set(name: str) -> Path | None:
-    """A data set's folder: under $REFLECT_DATA (default ../shared/data), or the data
+def data_set(data: Path, name: str) -> Path | None:
+    """A data set's folder in ``data``: $REFLECT_DATA (default ../shared/data), or the data
     directory given as the argument."""
-    source = (Path(sys.argv[1]) if len(sys.argv) > 1 else DATA) / name
+    source = data / name
     if source.is_dir():
         return source
     print(no_data(source), file=sys.stderr)
@@ -49,10 +51,15 @@ def data_set(name: str) -> Path | None:
 
 
 def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("data", nargs="?", type=Path, default=DATA)
+    parser.add_argument("--charts", type=Path, default=CURVES,
+                        help="where the curves are drawn (docs/figures)")
+    args = parser.parse_args()
     slow = False
     figures: dict = {"sets": {}}
     for name, kind in SETS.items():
-        source = data_set(name)
+        source = data_set(args.data, name)
         if source is None:
             return 1
         with tempfile.TemporaryDirectory(prefix="reflect-bench-") as tmp:
@@ -82,8 +89,9 @@ def main() -> int:
             _, on = load(Path(tmp) / "on")
             print(curve_table(on))
             for key in ("group", "signature"):
-                if curve_chart(on, CURVES / f"curve-{name}-{key}.png", key):
-                    print(f"chart: {CURVES / f'curve-{name}-{key}.png'}")
+                chart = args.charts / f"curve-{name}-{key}.png"
+                if curve_chart(on, chart, key):
+                    print(f"chart: {chart}")
             print()
             figures["sets"][name] = {"runs": len({r.run for r in records}),
                                      "iterations": len(records), "failures": stats.failures,

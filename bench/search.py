@@ -1,6 +1,6 @@
 """Exact vector search against the memory-bandwidth bound, and embedding throughput.
 
-Run: .venv/bin/python bench/search.py
+Run: .venv/bin/python bench/search.py [--sizes N ...] [--texts N]
 Target: a top-10 search within 1.5x of the bound, the best of 5 `M.max()` over
 the same in-memory matrix measured in the same run (a search must read every
 byte of the matrix once, as max() does).
@@ -8,6 +8,7 @@ byte of the matrix once, as max() does).
 
 from __future__ import annotations
 
+import argparse
 import statistics
 import tempfile
 import time
@@ -21,6 +22,7 @@ DIM = 384
 SIZES = (10_000, 100_000, 1_000_000)
 K = 10
 QUERIES = 30
+TEXTS = 512
 
 
 def best_ms(*fns, repeat: int = 5) -> list[float]:
@@ -100,6 +102,11 @@ def embed_row(embedder, texts: list[str]) -> tuple[str, dict]:
 
 
 def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--sizes", type=int, nargs="+", default=SIZES,
+                   help="vectors of each index searched (" + " ".join(map(str, SIZES)) + ")")
+    p.add_argument("--texts", type=int, default=TEXTS, help=f"texts embedded ({TEXTS})")
+    args = p.parse_args()
     rng = np.random.default_rng(0)
     print(f"exact top-{K} search, dim {DIM}, float32 (bound: best of 5 M.max() on the matrix)")
     print(
@@ -108,12 +115,12 @@ def main() -> None:
     )
     figures: dict = {"dim": DIM, "k": K, "search": [], "embedding": {}}
     with tempfile.TemporaryDirectory() as tmp:
-        for n in SIZES:
+        for n in args.sizes:
             row, found = search_row(n, rng, Path(tmp))
             figures["search"].append(found)
             print(row, flush=True)
 
-    texts = sample_texts(512, rng)
+    texts = sample_texts(args.texts, rng)
     print(f"\nembedding, {len(texts)} texts of 8-40 words")
     print(f"{'model':<18} {'p50 1 text':>11}  {'batch 32':>15}  {'batch 64':>15}")
     start = time.perf_counter()

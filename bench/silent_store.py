@@ -2,7 +2,7 @@
 the SQLite file: `reflect capture`, `reflect recall` and a Claude Code hook, each a cold
 process as an agent runs it, with the warning lines each printed.
 
-Run: .venv/bin/python bench/silent_store.py
+Run: .venv/bin/python bench/silent_store.py [--runs N]
 The silent server is a loopback socket that accepts every connection and reads what it
 is sent, never answering (libpq waits for its reply to the first message). Each command
 must keep its failure aside (or recall what was kept aside) and exit 0.
@@ -10,6 +10,7 @@ must keep its failure aside (or recall what was kept aside) and exit 0.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import socket
@@ -60,6 +61,9 @@ def call(event: dict, cwd: str) -> bytes:
 
 
 def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--runs", type=int, default=RUNS, help=f"runs of each step ({RUNS})")
+    runs = p.parse_args().runs
     port = silent_server()
     event = json.loads(EVENT.read_text())
     rows: dict[str, dict] = {}
@@ -73,9 +77,9 @@ def main() -> None:
                      "hook (PostToolUseFailure)": ("hook", "claude-code")}
             rows[name] = {what: [step(env, *args, stdin=call(event, tmp) if "hook" in what
                                       else b"")
-                                 for _ in range(RUNS)] for what, args in steps.items()}
+                                 for _ in range(runs)] for what, args in steps.items()}
     names = list(rows)
-    print(f"| a cold process, median of {RUNS} | " + " | ".join(names) + " |")
+    print(f"| a cold process, median of {runs} | " + " | ".join(names) + " |")
     print("|---|" + "---|" * len(names))
     for what in rows[names[0]]:
         cells = []

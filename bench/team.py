@@ -1,7 +1,7 @@
 """A team on one store: 4 processes capturing and 4 workers reflecting at once, against
 PostgreSQL and, beside it in the same run, against one SQLite file.
 
-Run: .venv/bin/python bench/team.py [failures]
+Run: .venv/bin/python bench/team.py [failures] [--capturers N] [--workers N]
 The PostgreSQL server is $REFLECT_TEST_POSTGRES, else one started for the run by
 `.ci/postgres start` (loopback, a temporary directory). The provider is a loopback fake
 (tests/test_worker.py's FakeProvider) answering every call with a lesson. Each failure
@@ -12,6 +12,7 @@ job done twice) and each fingerprint holds one model lesson.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import statistics
@@ -29,7 +30,7 @@ from test_worker import MODEL, FakeProvider  # noqa: E402  (the tests' loopback 
 
 CAPTURERS = 4
 WORKERS = 4
-FAILURES = int(sys.argv[1]) if len(sys.argv) > 1 else 400
+FAILURES = 400
 DRAIN_TIMEOUT = 300.0
 
 # One process's captures, each timed; the latencies go to stdout as JSON.
@@ -78,37 +79,38 @@ def postgres():
         subprocess.run([str(REPO / ".ci" / "postgres"), "stop", directory], check=False)
 
 
-def team(env: dict[str, str], provider: FakeProvider) -> dict:
-    each = FAILURES // CAPTURERS
-    workers = [subprocess.Popen([sys.executable, "-m", "reflect", "worker", "--idle-exit", "2"],
-                                env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-               for _ in range(WORKERS)]
+def team(env: dict[str, str], provider: FakeProvider, failures: int, capturers: int,
+         workers: int) -> dict:
+    each = failures // capturers
+    reflecting = [subprocess.Popen([sys.executable, "-m", "reflect", "worker", "--idle-exit", "2"],
+                                   env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                  for _ in range(workers)]
     start = time.perf_counter()
-    capturers = [subprocess.Popen([sys.executable, "-c", CAPTURE, f"c{k}", str(each)], env=env,
+    capturing = [subprocess.Popen([sys.executable, "-c", CAPTURE, f"c{k}", str(each)], env=env,
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-                 for k in range(CAPTURERS)]
+                 for k in range(capturers)]
     latencies: list[float] = []
-    for p in capturers:
+    for p in capturing:
         out, err = p.communicate(timeout=DRAIN_TIMEOUT)
         if p.returncode != 0:
             raise SystemExit(f"a capturing process failed:\n{err}")
         latencies += json.loads(out)
     captured = time.perf_counter() - start
-    for w in workers:
+    for w in reflecting:
         w.wait(timeout=DRAIN_TIMEOUT)
     drained = time.perf_counter() - start
-    counted = subprocess.run([sys.executable, "-c", COUNT, str(FAILURES * 2)], env=env,
+    counted = subprocess.run([sys.executable, "-c", COUNT, str(failures * 2)], env=env,
                              capture_output=True, text=True, check=True)
     stored, jobs, model_lessons = json.loads(counted.stdout)
     return {
-        "stored": stored, "expected": each * CAPTURERS,
+        "stored": stored, "expected": each * capturers,
         "jobs done": jobs.get("done", 0), "jobs not done": sum(
             n for state, n in jobs.items() if state != "done"),
         "provider calls": provider.requests,
         "model lessons": len(model_lessons),
         "fingerprints with 2+ model lessons": len(model_lessons)
         - len({lesson["fingerprint"] for lesson in model_lessons}),
-        "captures/s": each * CAPTURERS / captured,
+        "captures/s": each * capturers / captured,
         "capture p50 ms": statistics.median(latencies),
         "capture p95 ms": statistics.quantiles(latencies, n=20)[-1],
         "drained s": drained,
@@ -116,6 +118,14 @@ def team(env: dict[str, str], provider: FakeProvider) -> dict:
 
 
 def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("failures", nargs="?", type=int, default=FAILURES,
+                   help=f"failures captured in all ({FAILURES})")
+    p.add_argument("--capturers", type=int, default=CAPTURERS,
+                   help=f"processes capturing at once ({CAPTURERS})")
+    p.add_argument("--workers", type=int, default=WORKERS, help=f"workers at once ({WORKERS})")
+    args = p.parse_args()
+    failures = args.failures
     results = {}
     with postgres() as url, tempfile.TemporaryDirectory() as tmp:
         for name, store in (("postgresql", url), ("sqlite", None)):
@@ -125,12 +135,12 @@ def main() -> None:
                        "REFLECT_API_KEY": "bench-key", "REFLECT_EMBEDDINGS": "off",
                        "REFLECT_WORKER": "off", "TMPDIR": tmp,
                        # Every failure is reflected on: no run's cap on calls cuts it short.
-                       "REFLECT_MAX_CALLS_PER_RUN": str(FAILURES)}
+                       "REFLECT_MAX_CALLS_PER_RUN": str(failures)}
                 env.pop("REFLECT_STORE", None)
                 if store:
                     env["REFLECT_STORE"] = store
-                results[name] = team(env, provider)
-    print(f"{CAPTURERS} capturing processes and {WORKERS} workers, {FAILURES} failures"
+                results[name] = team(env, provider, failures, args.capturers, args.workers)
+    print(f"{args.capturers} capturing processes and {args.workers} workers, {failures} failures"
           " (one fingerprint each):")
     names = list(results)
     print(f"  {'':36}" + "".join(f"{n:>12}" for n in names))
@@ -142,7 +152,7 @@ def main() -> None:
              and r["provider calls"] == r["jobs done"] == r["model lessons"]
              and r["fingerprints with 2+ model lessons"] == 0 for r in results.values())
     print("  none lost, no job done twice:", "yes" if ok else "NO")
-    emit({"failures": FAILURES, "capturers": CAPTURERS, "workers": WORKERS, "ok": ok,
+    emit({"failures": failures, "capturers": args.capturers, "workers": args.workers, "ok": ok,
           "backends": results})
     if not ok:
         raise SystemExit(1)
