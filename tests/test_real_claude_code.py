@@ -102,6 +102,7 @@ def test_claude_code_connects_to_the_mcp_server_at_the_first_try(tmp_path):
     """Its server/discover probe and subscription answered before the SDK is imported,
     the server is connected once: started once, with no refused initialize (-32022) and
     no reconnection in the client's log of it."""
+    pytest.importorskip("mcp", reason="the mcp extra is not installed")
     project = tmp_path / "project"
     home = tmp_path / "home"
     project.mkdir()
