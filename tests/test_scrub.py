@@ -1,6 +1,8 @@
 """The scrubber: planted secrets go, look-alikes stay."""
 
 import re
+import subprocess
+import sys
 
 import pytest
 from secret_corpus import LOOK_ALIKES as PLANTED_LOOK_ALIKES
@@ -198,6 +200,26 @@ def test_scanning_with_the_gated_rules_finds_what_all_rules_find():
         # Fresh: the rules its gates open, as a new process compiles them for this text.
         gated = Scrubber(rules=Rules()).scrub(text)
         assert Scrubber(rules=Rules(gated=False)).scrub(text) == gated, text
+
+
+def test_rules_opened_at_once_compile_nothing_again_for_any_text():
+    """The resident helper opens every rule before it forks (``scrub.compile_all``): a
+    child that compiled what a text's gate opens would lose it at exit, on every hook."""
+    gated = Rules()
+    first = gated.pattern("")
+    assert any(gated.pattern(text) is not first for text in corpus())  # gates do open
+    rules = Rules()
+    rules.open_all()
+    compiled = rules.pattern("")
+    assert all(rules.pattern(text) is compiled for text in corpus())
+
+
+def test_the_helpers_warm_up_leaves_every_rule_compiled():
+    done = subprocess.run([sys.executable, "-c", (
+        "from reflect.cli.resident import warm_up; from reflect.capture import scrub, "
+        "scrub_rules; warm_up(); print(scrub._SHARED._compiled[0] == scrub_rules.ALL_RULES)")],
+        capture_output=True, text=True, timeout=120)
+    assert done.stdout.split() == ["True"], done.stderr[-2000:]
 
 
 # Units of 64 KB inputs built to make a backtracking regex blow up: bench/attacks.py

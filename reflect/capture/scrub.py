@@ -57,7 +57,7 @@ from reflect.capture.scrub_rules import (
 )
 from reflect.capture.scrub_views import View, Wraps, percent_decoded, unwrapped
 
-__all__ = ["Rules", "Scrubber", "Wraps", "scrub_text"]
+__all__ = ["Rules", "Scrubber", "Wraps", "compile_all", "scrub_text"]
 
 class Rules:
     """The built-in rules as one pattern. ``gated``: a rule with a gate (``GATES``) joins
@@ -82,8 +82,18 @@ class Rules:
             self._compiled = (names, pattern)
         return pattern
 
+    def open_all(self) -> None:
+        """Every rule in the pattern now, whatever the texts to come open."""
+        self._compiled = (ALL_RULES, re.compile(alternation(ALL_RULES)))
+
 
 _SHARED = Rules()  # every scrubber's, so a process compiles each rule once
+
+
+def compile_all() -> None:
+    """Every built-in rule compiled into the shared pattern: for the resident helper,
+    whose children would each compile what a text's gate opens, and lose it at exit."""
+    _SHARED.open_all()
 
 
 _PLACEHOLDER = lazy.compile(r"(\[(?:REDACTED(?::[a-z_]+)?|USER|REPO)\])")

@@ -129,6 +129,7 @@ def warm_up() -> None:
 
     import reflect.cli.main
     from reflect.base import lazy
+    from reflect.capture import scrub
     from reflect.integrations import claude_code, codex, hooks  # noqa: F401 (codex: imported)
 
     failed: dict[str, object] = {
@@ -147,6 +148,7 @@ def warm_up() -> None:
             for raw in events:
                 hooks.respond(claude_code.parse({"session_id": "warm-up", **raw}), env=env)
     lazy.compile_all()
+    scrub.compile_all()
     for command in ("hook", "capture", "recall", "outcome"):  # and what argparse loads
         reflect.cli.main.parser(command).format_usage()
 
