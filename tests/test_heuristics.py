@@ -100,6 +100,9 @@ CASES = [
       None), "syntax", "high", ["use '==' or ':=' instead of '='"]),
     (("SyntaxError", "invalid syntax", "", "test", None), "syntax", "high",
      ["bracket, quote, colon or operator"]),
+    # the script run may only import the broken module: its name is no place to look
+    (("SyntaxError", "invalid syntax", "python reproduce.py", "", 1), "syntax", "high",
+     ["bracket, quote, colon or operator"]),
     (("TS1005", "';' expected.", "npx tsc", "build", 2), "syntax", "high", []),
     (("CompileError", "main.c:12:5: error: expected ';' before '}' token", "make", "build", 2),
      "general", "medium", []),  # no rule knows a C compile error: no hint

@@ -91,6 +91,40 @@ def test_a_fix_that_edited_the_code_under_work_beside_a_script_of_its_own_is_the
     assert "NameError" in text, text
 
 
+def test_a_slip_s_fix_that_edited_the_code_under_work_is_not_told_its_hint_is():
+    # Each run broke a line of its own code and deleted it: "What worked in 3 of the 3
+    # runs: `sed -i '14d' lib/base.py`" would tell one run's line as the fix of all three.
+    # The slip is still a house rule, saying what to do about it in general.
+    syntax = ('  File "/repo/lib/base.py", line {n}\n    def f(:\n          ^\n'
+              "SyntaxError: invalid syntax")
+    with Memory() as mem:
+        for i, n in enumerate((12, 14, 40)):
+            run = f"r{i}"
+            mem.recall(run=run, goal="a task", iteration=1)
+            mem.capture(run=run, iteration=1, action="python check.py", exit_code=1,
+                        error_text=syntax.format(n=n))
+            mem.outcome(run=run, iteration=2, success=True, action=f"sed -i '{n}d' lib/base.py")
+            mem.outcome(run=run, iteration=3, success=True, action="python check.py")
+        (text,) = house(mem)
+    assert "SyntaxError" in text and "Hint: " in text, text
+    assert "What worked" not in text and "lib/base.py" not in text, text
+
+
+def test_a_fix_that_wrote_a_file_of_the_run_s_own_is_still_told():
+    # A module the run's script imports, made by the run: no code under work was edited.
+    with Memory() as mem:
+        for i in range(3):
+            run = f"r{i}"
+            mem.recall(run=run, goal="a task", iteration=1)
+            mem.capture(run=run, iteration=1, action="python check.py", exit_code=1,
+                        error_text=module("helpers"))
+            mem.outcome(run=run, iteration=2, success=True,
+                        action="mkdir helpers && touch helpers/__init__.py")
+            mem.outcome(run=run, iteration=3, success=True, action="python check.py")
+        (text,) = house(mem)
+    assert "What worked in 3 of the 3 runs that hit it: `mkdir" in text, text
+
+
 def test_a_test_red_on_the_code_under_repair_is_no_house_rule():
     with Memory() as mem:
         for i in range(4):

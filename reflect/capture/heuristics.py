@@ -177,11 +177,14 @@ _SYNTAX_CAUSES = tuple((lazy.compile(p), text) for p, text in (
 
 
 def _syntax(c: _Ctx) -> str:
-    path = _first(_SRC_PATH, c.message) or _first(_ACTION_FILE, c.action)
+    # The file is the message's, or the one an in-place edit changed: a script the command
+    # ran may only import the module that is broken (`python reproduce.py` after a `sed -i`
+    # of the library), so its name would send the agent to the wrong file.
+    tool = _first(_IN_PLACE, c.action)
+    path = _first(_SRC_PATH, c.message) or (_first(_ACTION_FILE, c.action) if tool else "")
     line = _first(_LINE, c.message)
     where = (_q(path, 60) if path else "the line reported") + (
         f" line {line}" if path and line else "")
-    tool = _first(_IN_PLACE, c.action)
     if tool:
         what = "indentation" if c.etype in ("IndentationError", "TabError") else "syntax"
         where = where if path else "the file"

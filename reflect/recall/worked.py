@@ -4,6 +4,9 @@ reproduction red on the code under repair until the fix) rather than one to avoi
 
 A house rule speaks at its family's level when its failures are of several causes: a fix is
 then told with each run's subject masked (``pip install <name>``), never one cause's values.
+A fix that edited the code under work in place (``sed -i '14d' lib/base.py`` after a run
+broke that line) is never told: its words are one run's file and lines, which no other run
+can follow, however many runs the same programs got past their mistake.
 """
 
 from __future__ import annotations
@@ -30,6 +33,10 @@ SLIPS = frozenset({"SyntaxError", "IndentationError", "TabError", "FileNotFound"
 # The programs of a step that edits files and does nothing else.
 EDITORS = frozenset({"sed", "perl", "patch", "git apply", "git checkout", "git restore", "Edit",
                      "MultiEdit", "Write", "NotebookEdit", "cat", "tee", "printf", "echo"})
+# The programs of a step that changes a file already there (a file written whole may be one
+# the run makes, its own script or module).
+IN_PLACE = frozenset({"sed", "perl", "patch", "git apply", "git checkout", "git restore", "Edit",
+                      "MultiEdit", "NotebookEdit"})
 # The programs of a step that installs: a fix with one changed the environment.
 INSTALLERS = frozenset({"pip", "pip3", "conda", "apt-get", "apt", "npm", "yarn", "uv", "poetry"})
 _STEP = lazy.compile(r"`([^`]+)`")
@@ -50,7 +57,8 @@ def what_worked(failures: Iterable[Record], family_level: bool,
                 members: int = 0) -> Worked | None:
     """The fix that got the most runs of ``failures`` past their mistake (fixes alike by
     the programs they ran), told by its latest run's words, masked at a family's level;
-    None when no fix worked in ``MIN_RUNS`` runs. In a scope of several members, the fix
+    None when no fix worked in ``MIN_RUNS`` runs. A fix that edited the code under work in
+    place is none (``edits_code``). In a scope of several members, the fix
     must have worked in runs of ``members`` of them, and so must the words it is told by
     (runs of no member count for none): one member's runs neither make a fix nor word it."""
     hit: set[str] = set()
@@ -61,7 +69,7 @@ def what_worked(failures: Iterable[Record], family_level: bool,
     for f in failures:  # newest first
         hit.add(f["run"])
         fix = shown_fix(f["resolution"] or "")
-        if not fix:
+        if not fix or edits_code(f):
             continue
         text = masked(fix, f["message"]) if family_level else fix
         programs = frozenset(commands.kind(step) for step in _STEP.findall(fix))
@@ -136,8 +144,22 @@ def is_work(failure: Record) -> bool:
     *changes, _rerun = _STEP.findall(fix)
     if any(commands.kind(step) in INSTALLERS for step in changes):
         return False  # what the install changed, not the edit, may have got it past
+    return _edits(failure["action"], changes, EDITORS)
+
+
+def edits_code(failure: Record) -> bool:
+    """Whether ``failure``'s fix edited the code under work in place: a file already there,
+    other than the one its failed command ran (``sed -i``, a patch, a checkout)."""
+    *changes, _rerun = _STEP.findall(shown_fix(failure["resolution"] or "")) or [""]
+    return _edits(failure["action"], changes, IN_PLACE)
+
+
+def _edits(action: str, changes: Sequence[str], programs: frozenset[str]) -> bool:
+    """Whether a step of ``changes`` edits a file other than the one ``action`` ran (a test
+    runner's run: any file) by one of ``programs``."""
+    kind, _ = purpose(action)
     script = kind if kind != TESTS else ""
-    return any(commands.kind(step) in EDITORS and not commands.inspects(step)
+    return any(commands.kind(step) in programs and not commands.inspects(step)
                and not (script and step.endswith(script)) for step in changes)
 
 
