@@ -6,9 +6,11 @@ Run: .venv/bin/python bench/house_rules.py [DATA_DIR]   (about 2 minutes a grid 
 For mini-swe-agent-dev and DebugBench from the shared data, each point of a small grid of
 `Predictor` values (the window of latest runs the base rate starts from; what followed a
 family this run hit, off or on; the weight of what the latest runs' commands of the kind
-about to run failed with, off or on) replays the trace in task order through the
-product's own `replay` (mode `on`, no embeddings, each recall told the step's command as
-a PreToolUse hook tells it; the value is passed in, nothing is patched). The runs are
+about to run failed with, off or on; what a lesson that saves a failed step is worth, in
+tokens, which decides how likely a rule must be to pay for its own) replays the trace in
+task order through the product's own `replay` (mode `on`, no embeddings, each recall told
+the step's command as a PreToolUse hook tells it; the value is passed in, nothing is
+patched). The runs are
 split into folds of repositories (`reflect.eval._matched.fold_groups`: SWE-bench's
 repository, DebugBench's kind of bug). For each fold in turn the point that held the
 most readings on the other folds (coverage and precision at least the best popularity
@@ -39,7 +41,8 @@ SETS = {"mini-swe-agent-dev": "mini-swe-agent", "debugbench": "debugbench"}
 # The simplest first: on a tie the earlier point is chosen. Every point is told the command
 # about to run (as a PreToolUse hook tells it); only a point with an action weight uses it.
 GRID = [*(replace(Predictor(), window=w, follow=f) for f in (0.0, 0.5) for w in (25, 10, 50)),
-        *(replace(Predictor(), action=a) for a in (1.0, 3.0))]
+        *(replace(Predictor(), action=a) for a in (1.0, 3.0)),
+        *(replace(Predictor(), step_tokens=s) for s in (600, 1200))]
 
 
 def margin(fold: dict[str, Any]) -> int:
@@ -73,7 +76,8 @@ def lists_held(folds: list[dict[str, Any]]) -> dict[str, int]:
 
 
 def label(point: Predictor) -> str:
-    return f"window {point.window}, follow {point.follow}, action {point.action}"
+    return (f"window {point.window}, follow {point.follow}, action {point.action},"
+            f" step {point.step_tokens}")
 
 
 def cross_validate(name: str, kind: str, data: Path) -> dict[str, Any]:

@@ -85,9 +85,12 @@ class Predictor:
     window: int = 25  # the latest runs whose rate the base rate starts from
     recent_prior: float = 10.0  # the weight, in runs, of the longer window's rate in it
     long_window: int = 250  # the latest runs in scope the longer rate is of
-    # tokens of a failed step (its command, output and the reply to it: a mean of 606 on
-    # mini-swe-agent-dev), which a lesson shown may save: what it is worth
-    step_tokens: int = 600
+    # what a lesson shown is worth, in tokens, when it saves a failed step: a step's own
+    # command, output and reply are a mean of 606 on mini-swe-agent-dev, and getting past
+    # a failure costs more; chosen by cross-validation over repositories
+    # (bench/house_rules.py, docs/evaluation.md): 800 held the most fold readings of both
+    # data sets, 600 left out rules the popularity lists' places covered repeats with
+    step_tokens: int = 800
     candidates: int = 20  # the most widespread families, which always get an estimate
     # weight of an earlier run whose command of the kind about to run failed (0: off)
     action: float = 0.0
