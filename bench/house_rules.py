@@ -40,8 +40,8 @@ from reflect.recall.predict import Predictor
 SETS = {"mini-swe-agent-dev": "mini-swe-agent", "debugbench": "debugbench"}
 # The simplest first: on a tie the earlier point is chosen. Every point is told the command
 # about to run (as a PreToolUse hook tells it); only a point with an action weight uses it.
-GRID = [*(replace(Predictor(), window=w, follow=f) for f in (0.0, 0.5) for w in (25, 10, 50)),
-        *(replace(Predictor(), action=a) for a in (1.0, 3.0)),
+GRID = [Predictor(), *(replace(Predictor(), window=w) for w in (25, 10)),
+        replace(Predictor(), follow=0.5), replace(Predictor(), action=3.0),
         *(replace(Predictor(), step_tokens=s) for s in (600, 1200))]
 
 

@@ -11,6 +11,7 @@ from conftest import store_dump, store_held
 
 from reflect import Memory
 from reflect.api.context import RunContext
+from reflect.recall.predict import Predictor
 from reflect.recall.render import HOUSE_HEADER
 from reflect.store import DB_NAME
 
@@ -86,8 +87,10 @@ def test_forty_made_up_runs_of_one_member_neither_make_a_rule_nor_crowd_out_the_
         rules = team.house()
     assert not any("toolchain" in text for text in rules), rules
     (rule,) = [t for t in rules if "pytest" in t]
-    # No member's runs fill more than half of the latest runs counted.
-    assert "of the last 25 runs, by 4 members" in rule, rule
+    # No member's runs fill more than half of the latest runs counted: the 20 honest runs
+    # and as many of the 40 as half the window holds.
+    counted = 20 + Predictor().window // 2
+    assert f"of the last {counted} runs, by 4 members" in rule, rule
 
 
 def test_a_fix_one_member_told_in_many_runs_is_not_the_team_s_fix():

@@ -82,14 +82,16 @@ class Predictor:
     threshold: float = 0.0  # p a family needs besides paying for its tokens
     min_runs: int = 2  # of the latest runs in scope, unless a similar run had it
     max_items: int = 6
-    window: int = 25  # the latest runs whose rate the base rate starts from
+    # the latest runs whose rate the base rate starts from (50: with ``step_tokens``, the
+    # point bench/house_rules.py's cross-validation chose; 25 held fewer fold readings)
+    window: int = 50
     recent_prior: float = 10.0  # the weight, in runs, of the longer window's rate in it
     long_window: int = 250  # the latest runs in scope the longer rate is of
     # what a lesson shown is worth, in tokens, when it saves a failed step: a step's own
     # command, output and reply are a mean of 606 on mini-swe-agent-dev, and getting past
     # a failure costs more; chosen by cross-validation over repositories
-    # (bench/house_rules.py, docs/evaluation.md): 800 held the most fold readings of both
-    # data sets, 600 left out rules the popularity lists' places covered repeats with
+    # (bench/house_rules.py, docs/evaluation.md): at 600, likely rules whose items are long
+    # were left out, and the popularity lists covered repeats in their places
     step_tokens: int = 800
     candidates: int = 20  # the most widespread families, which always get an estimate
     # weight of an earlier run whose command of the kind about to run failed (0: off)
