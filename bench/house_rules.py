@@ -10,15 +10,15 @@ about to run failed with, off or on; what a lesson that saves a failed step is w
 tokens, which decides how likely a rule must be to pay for its own) replays the trace in
 task order through the product's own `replay` (mode `on`, no embeddings, each recall told
 the step's command as a PreToolUse hook tells it; the value is passed in, nothing is
-patched). The runs are
-split into folds of repositories (`reflect.eval._matched.fold_groups`: SWE-bench's
-repository, DebugBench's kind of bug). For each fold in turn the point that held the
-most readings on the other folds (coverage and precision at least the best popularity
-list's, both keys, both readings), then with the largest margin over that list, is
-chosen, and judged on the held-out fold: its cross-run coverage and precision beside the
-best list's, by signature and by group, in the block before the step and anywhere
-earlier in the run. A signal belongs in the default only if the point with it holds on
-every fold of both sets; the simplest point that holds ships. Beside each point, each
+patched). The runs are split into folds of repositories
+(`reflect.eval._matched.fold_groups`: SWE-bench's repository, DebugBench's kind of bug).
+For each fold in turn the point that held the most readings on the other folds (coverage
+and precision at least the best popularity list's, both keys, both readings), then with
+the largest margin over that list, is chosen, and judged on the held-out fold: its
+cross-run coverage and precision beside the best list's, by signature and by group, in
+the block before the step and anywhere earlier in the run. A signal belongs in the
+default only if the point with it holds more readings of both sets than the point
+without it; the default is the point that held the most. Beside each point, each
 popularity list is judged as the house rules are (against the best of the lists, at the
 house rules' items): how many readings it held says what holding every fold asks.
 """
