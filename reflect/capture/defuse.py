@@ -10,6 +10,7 @@ instruction-like text is replaced by ``NEUTRALIZED``.
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 
@@ -106,7 +107,17 @@ def _spans(text: str) -> list[tuple[int, int]]:
 
 
 def neutralize(text: str) -> str:
+    # A block renders the same stored lines at every recall, and reading them takes
+    # three passes of a long pattern: a short text's answer is kept.
+    return _neutralized(text) if len(text) <= CACHED_CHARS else _neutralize(text)
+
+
+def _neutralize(text: str) -> str:
     text = clean(text)
     for start, end in reversed(_spans(text)):
         text = text[:start] + NEUTRALIZED + text[end:]
     return text
+
+
+CACHED_CHARS = 2000
+_neutralized = functools.lru_cache(maxsize=1024)(_neutralize)
