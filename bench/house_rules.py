@@ -38,7 +38,7 @@ from reflect.eval._replay import replay
 from reflect.recall.predict import Predictor
 
 SETS = {"mini-swe-agent-dev": "mini-swe-agent", "debugbench": "debugbench"}
-# The simplest first: on a tie the earlier point is chosen. Every point is told the command
+# The default first: on a tie the earlier point is chosen. Every point is told the command
 # about to run (as a PreToolUse hook tells it); only a point with an action weight uses it.
 GRID = [Predictor(), *(replace(Predictor(), window=w) for w in (25, 10)),
         replace(Predictor(), follow=0.5), replace(Predictor(), action=3.0),

@@ -59,6 +59,9 @@ _INSTRUCTION_LIKE = lazy.compile(
     r"\u0438\u043d\u0441\u0442\u0440\u0443\u043a\u0446\u0438",
     re.IGNORECASE | re.MULTILINE,
 )
+# Texts up to this long are neutralized once and remembered (a tool's longer output is
+# rarely read twice).
+CACHED_CHARS = 2000
 # Leetspeak read as letters, for matching only (one for one, so offsets hold).
 _LEET = str.maketrans("013457@$", "oieastas")
 # Letters spaced out one by one ("i g n o r e  a l l"): read closed up, words kept apart.
@@ -107,9 +110,14 @@ def _spans(text: str) -> list[tuple[int, int]]:
 
 
 def neutralize(text: str) -> str:
-    # A block renders the same stored lines at every recall, and reading them takes
-    # three passes of a long pattern: a short text's answer is kept.
-    return _neutralized(text) if len(text) <= CACHED_CHARS else _neutralize(text)
+    return _neutralize_short(text) if len(text) <= CACHED_CHARS else _neutralize(text)
+
+
+# A block renders the same stored lines at every recall, and each reading takes three
+# passes of a long pattern: a short text's answer is kept.
+@functools.lru_cache(maxsize=1024)
+def _neutralize_short(text: str) -> str:
+    return _neutralize(text)
 
 
 def _neutralize(text: str) -> str:
@@ -117,7 +125,3 @@ def _neutralize(text: str) -> str:
     for start, end in reversed(_spans(text)):
         text = text[:start] + NEUTRALIZED + text[end:]
     return text
-
-
-CACHED_CHARS = 2000
-_neutralized = functools.lru_cache(maxsize=1024)(_neutralize)
