@@ -58,6 +58,8 @@ def test_brief_leaves_out_comment_lines():
     ("sed -i 's/a/b/' a.py", False), ("/bin/sed --in-place=.bak 's/a/b/' a.py", False),
     ("cat <<'EOF' > a.py\nprint(1)\nEOF", False), ("echo x >> notes.txt", False),
     ("find . -name '*.pyc' -delete", False), ("python x.py", False), ("", False),
+    ("pytest --version", True), ("python -m pytest -h", True), ("python3 -V", True),
+    ("pytest -x --version", False),  # a flag of its own: it may run the tests
 ])
 def test_a_line_that_only_looks_changes_nothing(action, looks):
     assert commands.inspects(action) is looks

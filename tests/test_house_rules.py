@@ -150,6 +150,42 @@ def test_a_family_s_fix_is_told_at_the_family_s_level_with_its_count():
     assert not any(name in text for name in ("yaml", "six", "toml")), text
 
 
+def test_a_family_s_fix_is_never_a_rerun_of_one_cause_s_module():
+    # Two runs got past "No module named 'pytest'" by `python3 -m pytest` alone: masked, that
+    # read "`python3 -m <name> tests/test_a.py` passed", for a family of other modules too.
+    with Memory() as mem:
+        for i, name in enumerate(("pytest", "pytest", "yaml", "six")):
+            run = f"r{i}"
+            mem.recall(run=run, goal="a task", iteration=1)
+            mem.capture(run=run, iteration=1, action="python -m pytest tests/test_a.py",
+                        exit_code=1, error_text=module(name))
+            if name == "pytest":
+                mem.outcome(run=run, iteration=2, success=True,
+                            action="python3 -m pytest tests/test_a.py")
+        text = "\n".join(house(mem))
+    assert "<name> tests" not in text and "What worked" not in text, text
+
+
+def test_a_fix_that_only_rewrote_its_script_comes_after_the_hint():
+    # "What worked: `cat <<'EOF' > repro.py`, then `python repro.py` passed": the body that
+    # changed is never shown, so the hint says what it may have done.
+    with Memory() as mem:
+        for i in range(3):
+            run = f"r{i}"
+            mem.recall(run=run, goal="a task", iteration=1)
+            mem.capture(run=run, iteration=1, action="python repro.py", exit_code=1,
+                        error_text="django.db.utils.OperationalError: no such table: auth_user")
+            mem.outcome(run=run, iteration=2, success=True,
+                        action="cat <<'EOF' > repro.py\ncall_command('migrate')\nEOF\n"
+                               "python repro.py")
+        (text,) = house(mem)
+    hint, worked = text.splitlines()[1:]
+    assert hint.strip().startswith("Hint: Table `auth_user` does not exist yet: run the"
+                                   " migrations first"), text
+    assert worked.strip() == ("What worked in 3 of the 3 runs that hit it:"
+                              " `cat <<'EOF' > repro.py ; python repro.py` passed"), text
+
+
 def test_a_fix_that_worked_in_more_than_one_run_is_shown_with_its_count():
     with Memory() as mem:
         runs(mem, [NO_PYTEST] * 3, fix="pip install pytest")

@@ -209,12 +209,33 @@ def test_the_same_tests_run_another_way_get_past_the_failure(mem):
     assert mem.failure(other.failure_id).resolution == ""
 
 
+def test_asking_a_program_its_version_gets_past_nothing(mem):
+    """`pytest --version` passing runs no test: the tests run later, after the install that
+    got them running, are what worked, and the question is no step of it."""
+    a = mem.capture(run="r", iteration=1, action="python -m pytest tests/test_a.py",
+                    exit_code=1, error_text="/usr/bin/python: No module named pytest")
+    assert mem.outcome(run="r", iteration=2, success=True, action="pip install pytest") == []
+    assert mem.outcome(run="r", iteration=3, success=True, action="pytest --version") == []
+    assert mem.outcome(run="r", iteration=4, success=True, action="pytest tests/test_a.py") == [
+        a.failure_id]
+    assert mem.failure(a.failure_id).resolution == (
+        "`pip install pytest`, then `pytest tests/test_a.py` passed")
+
+
 def test_a_plain_rerun_that_passes_says_nothing_changed(mem):
     a = mem.capture(run="r", iteration=1, action="curl -sf http://localhost:8000/health",
                     exit_code=7, error_text="curl: (7) Failed to connect")
     mem.outcome(run="r", iteration=2, success=True, action="curl -sf http://localhost:8000/health")
     assert mem.failure(a.failure_id).resolution == (
         "`curl -sf http://localhost:8000/health` passed when rerun unchanged")
+
+
+def test_another_interpreter_is_no_rerun_unchanged(mem):
+    # shown, `/usr/bin/python3` is `python3`: the same line, but not the same command
+    a = mem.capture(run="r", iteration=1, action="/usr/bin/python3 -m pytest tests/test_a.py",
+                    exit_code=1, error_text="/usr/bin/python3: No module named pytest")
+    mem.outcome(run="r", iteration=2, success=True, action="python3 -m pytest tests/test_a.py")
+    assert mem.failure(a.failure_id).resolution == "`python3 -m pytest tests/test_a.py` passed"
 
 
 def test_what_worked_never_carries_a_heredoc_body(mem):

@@ -30,6 +30,8 @@ _READERS = {"cat", "nl", "head", "tail", "less", "more", "grep", "egrep", "fgrep
             "sort", "uniq", "cut", "printf"}
 _REDIRECT = lazy.compile(r">(?!\s*&|\s*/dev/null)")  # `2>&1` and `>/dev/null` write nothing
 _EDITS = {"sed": ("-i", "--in-place"), "find": ("-delete", "-exec", "-execdir")}
+# Flags that ask a program about itself: `pytest --version` runs no test, whatever it says.
+_ASKS = {"--version", "-V", "--help", "-h"}
 
 
 def without_heredocs(action: str) -> str:
@@ -120,11 +122,19 @@ def kind(action: str) -> str:
 
 def inspects(action: str) -> bool:
     """Whether the line only looks: every command a reader (``cat``, ``grep``, ``sed -n``,
-    ``git diff``) or a prelude, and nothing written (no ``>``, no ``sed -i``)."""
+    ``git diff``), a prelude or a question to a program about itself (``asks``), and
+    nothing written (no ``>``, no ``sed -i``)."""
     commands = simple_commands(action)
     return bool(commands) and not _REDIRECT.search(without_heredocs(action)) and all(
-        c[0] in _PRELUDE or (program(c) in _READERS and not any(
+        c[0] in _PRELUDE or asks(c) or (program(c) in _READERS and not any(
             w.startswith(_EDITS.get(program(c), ())) for w in c[1:])) for c in commands)
+
+
+def asks(words: list[str]) -> bool:
+    """Whether a simple command only asks its program about itself (``pytest --version``,
+    ``python -V``): it looks, and does not do what the program is for."""
+    _, args = program_and_args(words)
+    return bool(args) and all(w in _ASKS for w in args)
 
 
 def main_command(action: str) -> list[str]:

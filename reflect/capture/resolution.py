@@ -35,9 +35,10 @@ _FILE = lazy.compile(r"[\w.~-]*[/.][\w./~-]*")  # a path, bare
 
 def purpose(action: str) -> tuple[str, frozenset[str]]:
     """What the line's main command is for: the tests (of its targets, as dotted names),
-    a script by its name, else its program and first argument; ("", ...) for none."""
+    a script by its name, else its program and first argument; ("", ...) for none, and for
+    a question to the program about itself (``pytest --version`` runs no test)."""
     words = commands.main_command(action)
-    if not words:
+    if not words or commands.asks(words):
         return "", frozenset()
     name, rest = commands.program_and_args(words)
     run = words[0].removeprefix("./")
@@ -145,7 +146,7 @@ def what_changed(failed_action: str, between: list[str], action: str) -> str:
         named = "; ".join(f"`{c}`" for c in changes[-SHOWN_STEPS:])
         before = f"{more} more step{'s' if more > 1 else ''}, then " if more > 0 else ""
         return f"{before}{named}, then `{rerun}` passed"
-    if commands.brief(failed_action) == commands.brief(action):
+    if failed_action.split() == action.split():  # not as shown: `/usr/bin/python3` is `python3`
         return f"`{rerun}` passed when rerun unchanged"
     return f"`{rerun}` passed"
 

@@ -22,7 +22,7 @@ from reflect.capture.fingerprint import family_template
 from reflect.capture.heuristics import heuristic_lesson
 from reflect.capture.resolution import shown_fix
 from reflect.recall.predict import by
-from reflect.recall.worked import Record, masked, told, what_worked
+from reflect.recall.worked import Record, masked, rewrote_its_script, told, what_worked
 
 RECENT_HEADER = "PAST FAILURES TO AVOID:"
 LESSONS_HEADER = "LESSONS FROM EARLIER RUNS:"
@@ -31,6 +31,7 @@ FIXED = "Fixed later by: "  # a recent item's line once a later step fixed its f
 MASKED = {"<x>": "…", "<n>": "N", "<path>": "PATH", "<str>": "…"}
 RECENT_ITEM_TOKENS = 80  # a crowded item (an escalation, a fix) keeps its hint's command
 LESSON_ITEM_TOKENS = 80
+HINT_TOKENS = 35  # more for a house rule that tells a hint beside its fix
 ACTION_CHARS = 50  # of the failed command, in an item's first line
 MESSAGE_CHARS = 70
 # A crowded item's first line: its error text shortened first, then its command.
@@ -158,8 +159,9 @@ def house_item_text(lesson: LessonRow, failure: FailureRow, failures: list[Failu
     `assert 5 == 4`) it speaks at the family's level: its error with the subject masked.
     It says what to do: the fix that got most of this project's runs past it, with how
     many (``worked.what_worked``; in a scope of several members, a fix of ``members`` of
-    them, and by how many), else the hint most of its failures give; "" when it has
-    neither: nothing to say is no house rule. With the text, the failure whose fix it tells
+    them, and by how many), else the hint most of its failures give, and both, the hint
+    first, when the fix only rewrote the script it ran; "" when it has neither: nothing to
+    say is no house rule. With the text, the failure whose fix it tells
     ("" for none), which its provenance must hold."""
     if lesson["kind"] != "heuristic":
         return lesson_item_text(lesson, failure, why), ""
@@ -172,15 +174,19 @@ def house_item_text(lesson: LessonRow, failure: FailureRow, failures: list[Failu
     cause = [r for r in record if r["cause"] == failure.get("cause")]
     worked = ((None if family_level else what_worked(cause, False, members))
               or what_worked(record, True, members))
+    text = _family_hint(lesson, [failure, *failures]) if family_level else hint(lesson, failure)
+    lines = [f"Hint: {neutralize(text)}"] if text else []
     if worked is not None:
-        lines = [f"What worked in {worked.runs} of the {worked.hit} runs that hit it"
-                 f"{by(worked.members if members else 0)}: "
-                 f"{neutralize(told(worked.text, FIX_CHARS))}"]
-    elif text := _family_hint(lesson, [failure, *failures]):
-        lines = [f"Hint: {neutralize(text)}"]
-    else:
+        fix = (f"What worked in {worked.runs} of the {worked.hit} runs that hit it"
+               f"{by(worked.members if members else 0)}: "
+               f"{neutralize(told(worked.text, FIX_CHARS))}")
+        # The fix in place of the hint, unless all it did was rewrite the script it ran:
+        # the hint, first, then says what the body no rule shows may have changed.
+        lines = [*lines, fix] if rewrote_its_script(worked.text) else [fix]
+    if not lines:
         return "", ""
-    return bounded(firsts, lines, LESSON_ITEM_TOKENS), worked.source if worked else ""
+    return (bounded(firsts, lines, LESSON_ITEM_TOKENS + (len(lines) - 1) * HINT_TOKENS),
+            worked.source if worked else "")
 
 
 def _family_hint(lesson: LessonRow, failures: list[FailureRow]) -> str:

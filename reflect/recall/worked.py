@@ -72,6 +72,8 @@ def what_worked(failures: Iterable[Record], family_level: bool,
         if not fix or edits_code(f):
             continue
         text = masked(fix, f["message"]) if family_level else fix
+        if family_level and _runs_subject(text):
+            continue  # `python -m <name> tests/x.py` passed: one cause's own, no family's fix
         programs = frozenset(commands.kind(step) for step in _STEP.findall(fix))
         said = words.setdefault(programs, {}).setdefault(text, (f["id"], set()))
         said[1].add(f.get("member") or "")
@@ -86,6 +88,24 @@ def what_worked(failures: Iterable[Record], family_level: bool,
         if n >= MIN_RUNS and len(by) >= members and told_by:
             found.append(Worked(*told_by[0], n, len(hit), len(by)))
     return max(found, key=lambda w: w.runs, default=None)
+
+
+def _runs_subject(fix: str) -> bool:
+    """Whether a family's masked ``fix`` is only a run of the masked subject itself (the
+    module a ``No module named`` cause named, run as ``python -m pytest``): nothing changed
+    that another cause of the family could do."""
+    steps = _STEP.findall(fix)
+    return len(steps) == 1 and commands.kind(steps[0]) == SUBJECT
+
+
+def rewrote_its_script(fix: str) -> bool:
+    """Whether ``fix`` only rewrote the script it then ran (`cat <<'EOF' > repro.py`, then
+    `python repro.py` passed): what changed is the script's body, which is never shown."""
+    # each command of each step (a step's lines are shown joined by " ; ")
+    *changes, rerun = [part for step in _STEP.findall(fix) for part in step.split(" ; ")] or [""]
+    script = commands.kind(rerun)
+    return bool(changes) and script.endswith(".py") and all(
+        part.split()[0] in EDITORS and part.endswith(script) for part in changes)
 
 
 def told(fix: str, limit: int) -> str:
