@@ -174,15 +174,16 @@ def house_item_text(lesson: LessonRow, failure: FailureRow, failures: list[Failu
     cause = [r for r in record if r["cause"] == failure.get("cause")]
     worked = ((None if family_level else what_worked(cause, False, members))
               or what_worked(record, True, members))
-    text = _family_hint(lesson, [failure, *failures]) if family_level else hint(lesson, failure)
-    lines = [f"Hint: {neutralize(text)}"] if text else []
-    if worked is not None:
-        fix = (f"What worked in {worked.runs} of the {worked.hit} runs that hit it"
-               f"{by(worked.members if members else 0)}: "
-               f"{neutralize(told(worked.text, FIX_CHARS))}")
-        # The fix in place of the hint, unless all it did was rewrite the script it ran:
-        # the hint, first, then says what the body no rule shows may have changed.
-        lines = [*lines, fix] if rewrote_its_script(worked.text) else [fix]
+    fix = [] if worked is None else [
+        f"What worked in {worked.runs} of the {worked.hit} runs that hit it"
+        f"{by(worked.members if members else 0)}: {neutralize(told(worked.text, FIX_CHARS))}"]
+    # The fix in place of the hint, unless all it did was rewrite the script it ran: the
+    # hint, first, then says what the body no rule shows may have changed.
+    if worked is not None and not rewrote_its_script(worked.text):
+        lines = fix
+    else:
+        text = _family_hint(lesson, [failure, *failures]) if family_level else hint(lesson, failure)
+        lines = [*([f"Hint: {neutralize(text)}"] if text else []), *fix]
     if not lines:
         return "", ""
     return (bounded(firsts, lines, LESSON_ITEM_TOKENS + (len(lines) - 1) * HINT_TOKENS),

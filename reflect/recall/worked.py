@@ -11,6 +11,7 @@ can follow, however many runs the same programs got past their mistake.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
@@ -123,6 +124,7 @@ def told(fix: str, limit: int) -> str:
     return f"...; `{changes[-1]}`, then `{rerun}` passed"
 
 
+@functools.lru_cache(maxsize=1024)  # every recall masks the same family's fixes and hints
 def masked(text: str, message: str) -> str:
     """``text`` with the subjects of ``message`` (what its family masks) as ``SUBJECT``."""
     for subject in subjects(message):
