@@ -8,6 +8,7 @@ breaks the agent loop.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import sys
 from collections.abc import Iterable, Mapping
@@ -56,6 +57,7 @@ def main(argv: list[str] | None = None, env: Mapping[str, str] | None = None) ->
         return 1
 
 
+@functools.cache  # built once: a helper's children inherit the parsers its warm-up built
 def parser(command: str | None = None) -> argparse.ArgumentParser:
     """The command line. Given the ``command`` about to run, only its part is built: a
     hook starts a process per tool call, and the ~40 parsers of all commands cost it

@@ -151,6 +151,7 @@ def warm_up() -> None:
     scrub.compile_all()
     for command in ("hook", "capture", "recall", "outcome"):  # and what argparse loads
         reflect.cli.main.parser(command).format_usage()
+    reflect.cli.main.parser("hook").parse_args(["hook", "claude-code"])  # its patterns
 
 
 Sources = dict[str, tuple[tuple[int, int, int, int], bytes]]
