@@ -35,7 +35,7 @@ if TYPE_CHECKING:  # what the client's path never loads
 
 SOCKET_NAME = "helper.sock"
 READY_SECONDS = 0.5  # a child that has not said it is there by then: the hook goes cold
-ANSWER_SECONDS = 6.0  # the most of the hook's budget a child is waited for; the rest is
+ANSWER_SECONDS = 4.0  # the most of the hook's budget a child is waited for; the rest is
 # the cold answer's, should the child not answer
 MAX_REPLY = 4 * 2**20  # bytes: a hook's answer is at most ~10k characters, a block a few k
 MAX_SOCKET_PATH = 100  # sun_path holds 108 bytes
