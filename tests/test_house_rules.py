@@ -6,9 +6,12 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from reflect import Memory, Settings
 from reflect.recall.predict import Predictor
 from reflect.recall.render import HOUSE_HEADER
+from reflect.recall.worked import rewrote_its_script
 
 NO_PYTEST = "ModuleNotFoundError: No module named 'pytest'"
 FIX = "pip install -e ."  # what each run did before its failed command passed
@@ -184,6 +187,19 @@ def test_a_fix_that_only_rewrote_its_script_comes_after_the_hint():
                                    " migrations first"), text
     assert worked.strip() == ("What worked in 3 of the 3 runs that hit it:"
                               " `cat <<'EOF' > repro.py ; python repro.py` passed"), text
+
+
+@pytest.mark.parametrize(("fix", "rewrote"), [
+    ("`cat <<'EOF' > repro.py`, then `python repro.py` passed", True),
+    ("`cat <<'EOF' > repro.py ; python3 repro.py` passed", True),
+    ("`sed -i 's/a/b/' repro.py`, then `python repro.py` passed", True),
+    ("`pip install six`; `cat <<'EOF' > repro.py`, then `python repro.py` passed", False),
+    ("`cat <<'EOF' > other.py`, then `python repro.py` passed", False),
+    ("`python repro.py` passed", False),
+    ("` `, then `python repro.py` passed", False),
+])
+def test_a_fix_that_only_rewrote_its_script_is_told_apart(fix, rewrote):
+    assert rewrote_its_script(fix) is rewrote
 
 
 def test_a_fix_that_worked_in_more_than_one_run_is_shown_with_its_count():

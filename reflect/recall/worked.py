@@ -103,7 +103,8 @@ def rewrote_its_script(fix: str) -> bool:
     """Whether ``fix`` only rewrote the script it then ran (`cat <<'EOF' > repro.py`, then
     `python repro.py` passed): what changed is the script's body, which is never shown."""
     # each command of each step (a step's lines are shown joined by " ; ")
-    *changes, rerun = [part for step in _STEP.findall(fix) for part in step.split(" ; ")] or [""]
+    parts = [part for step in _STEP.findall(fix) for part in step.split(" ; ") if part.strip()]
+    *changes, rerun = parts or [""]
     script = commands.kind(rerun)
     return bool(changes) and script.endswith(".py") and all(
         part.split()[0] in EDITORS and part.endswith(script) for part in changes)
