@@ -26,16 +26,18 @@ def undefined(name: str) -> str:
             f"NameError: name '{name}' is not defined")
 
 
-def runs(mem: Memory, errors: list[str], prefix: str = "r", fix: str = "") -> None:
-    """One run per error, each failing once (and passing ``fix`` next, when given)."""
+def runs(mem: Memory, errors: list[str], prefix: str = "r", fix: str = "",
+         action: str = "python check.py", rerun: str = "") -> None:
+    """One run per error, each failing ``action`` once; then, when given, ``fix`` and
+    ``action`` again passing, or ``rerun`` passing."""
     for i, error in enumerate(errors):
         run = f"{prefix}{i}"
         mem.recall(run=run, goal="a task", iteration=1)
-        mem.capture(run=run, iteration=1, action="python check.py", exit_code=1,
-                    error_text=error)
-        if fix:  # the fix, then the failed command passes
+        mem.capture(run=run, iteration=1, action=action, exit_code=1, error_text=error)
+        if fix:
             mem.outcome(run=run, iteration=2, success=True, action=fix.format(i=i))
-            mem.outcome(run=run, iteration=3, success=True, action="python check.py")
+        if fix or rerun:
+            mem.outcome(run=run, iteration=3, success=True, action=rerun or action)
 
 
 def house(mem: Memory, run: str = "new") -> list[str]:
@@ -116,14 +118,7 @@ def test_a_slip_s_fix_that_edited_the_code_under_work_is_not_told_its_hint_is():
 def test_a_fix_that_wrote_a_file_of_the_run_s_own_is_still_told():
     # A module the run's script imports, made by the run: no code under work was edited.
     with Memory() as mem:
-        for i in range(3):
-            run = f"r{i}"
-            mem.recall(run=run, goal="a task", iteration=1)
-            mem.capture(run=run, iteration=1, action="python check.py", exit_code=1,
-                        error_text=module("helpers"))
-            mem.outcome(run=run, iteration=2, success=True,
-                        action="mkdir helpers && touch helpers/__init__.py")
-            mem.outcome(run=run, iteration=3, success=True, action="python check.py")
+        runs(mem, [module("helpers")] * 3, fix="mkdir helpers && touch helpers/__init__.py")
         (text,) = house(mem)
     assert "What worked in 3 of the 3 runs that hit it: `mkdir" in text, text
 
@@ -157,14 +152,9 @@ def test_a_family_s_fix_is_never_a_rerun_of_one_cause_s_module():
     # Two runs got past "No module named 'pytest'" by `python3 -m pytest` alone: masked, that
     # read "`python3 -m <name> tests/test_a.py` passed", for a family of other modules too.
     with Memory() as mem:
-        for i, name in enumerate(("pytest", "pytest", "yaml", "six")):
-            run = f"r{i}"
-            mem.recall(run=run, goal="a task", iteration=1)
-            mem.capture(run=run, iteration=1, action="python -m pytest tests/test_a.py",
-                        exit_code=1, error_text=module(name))
-            if name == "pytest":
-                mem.outcome(run=run, iteration=2, success=True,
-                            action="python3 -m pytest tests/test_a.py")
+        tests = "python -m pytest tests/test_a.py"
+        runs(mem, [module("pytest")] * 2, action=tests, rerun="python3 -m pytest tests/test_a.py")
+        runs(mem, [module("yaml"), module("six")], prefix="u", action=tests)
         text = "\n".join(house(mem))
     assert "<name> tests" not in text and "What worked" not in text, text
 
@@ -173,14 +163,9 @@ def test_a_fix_that_only_rewrote_its_script_comes_after_the_hint():
     # "What worked: `cat <<'EOF' > repro.py`, then `python repro.py` passed": the body that
     # changed is never shown, so the hint says what it may have done.
     with Memory() as mem:
-        for i in range(3):
-            run = f"r{i}"
-            mem.recall(run=run, goal="a task", iteration=1)
-            mem.capture(run=run, iteration=1, action="python repro.py", exit_code=1,
-                        error_text="django.db.utils.OperationalError: no such table: auth_user")
-            mem.outcome(run=run, iteration=2, success=True,
-                        action="cat <<'EOF' > repro.py\ncall_command('migrate')\nEOF\n"
-                               "python repro.py")
+        runs(mem, ["django.db.utils.OperationalError: no such table: auth_user"] * 3,
+             action="python repro.py",
+             rerun="cat <<'EOF' > repro.py\ncall_command('migrate')\nEOF\npython repro.py")
         (text,) = house(mem)
     hint, worked = text.splitlines()[1:]
     assert hint.strip().startswith("Hint: Table `auth_user` does not exist yet: run the"

@@ -102,12 +102,11 @@ def _runs_subject(fix: str) -> bool:
 def rewrote_its_script(fix: str) -> bool:
     """Whether ``fix`` only rewrote the script it then ran (`cat <<'EOF' > repro.py`, then
     `python repro.py` passed): what changed is the script's body, which is never shown."""
-    # each command of each step (a step's lines are shown joined by " ; ")
-    parts = [part for step in _STEP.findall(fix) for part in step.split(" ; ") if part.strip()]
-    *changes, rerun = parts or [""]
-    script = commands.kind(rerun)
+    steps = _STEP.findall(fix)
+    script = commands.kind(steps[-1]) if steps else ""  # a heredoc's step aside
+    *changes, _rerun = [c for step in steps for c in commands.simple_commands(step)] or [[]]
     return bool(changes) and script.endswith(".py") and all(
-        part.split()[0] in EDITORS and part.endswith(script) for part in changes)
+        c[0] in EDITORS and c[-1].endswith(script) for c in changes)
 
 
 def told(fix: str, limit: int) -> str:
