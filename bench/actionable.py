@@ -1,8 +1,11 @@
 """Whether the house rules say what to do, and whether what they say is what the runs did:
 the product as it is, read through its own replay.
 
-Run: .venv/bin/python bench/actionable.py [DATA_DIR] [--quick]   (about 6 minutes; --quick,
-a quarter of mini-swe-agent-dev's runs and all of DebugBench, about 2)
+Run: .venv/bin/python bench/actionable.py [DATA_DIR] [--quick] [--scope-by-project]
+(about 6 minutes; --quick, a quarter of mini-swe-agent-dev's runs and all of DebugBench,
+about 2; --scope-by-project, each repository its own scope as the product gives a
+project by default: no lesson crosses repositories, and the counting baseline counts
+the same repository's earlier runs)
 
 mini-swe-agent-dev and DebugBench from the shared data are replayed in task order through
 ``reflect.eval._replay.replay`` (mode ``on``, no embeddings, the product's defaults), and
@@ -549,6 +552,13 @@ def runs_of(records: Sequence[TraceRecord], rows: Sequence[dict[str, Any]],
     return dict(out)
 
 
+def projects_of(rows: Sequence[dict[str, Any]]) -> dict[str, str]:
+    """Each run's project, as ``reflect.eval._matched`` names it (the trace's, else the
+    run's name before its first ``/``)."""
+    return {row["run"]: str(row.get("project") or row["run"].split("/", 1)[0])
+            for row in reversed(rows)}
+
+
 def folds_of(rows: Sequence[dict[str, Any]], folds: int = FOLDS) -> dict[str, int]:
     """Each run's fold, as ``reflect.eval._matched`` makes them (repositories, largest
     first, each to the fold with the fewest runs)."""
@@ -557,8 +567,7 @@ def folds_of(rows: Sequence[dict[str, Any]], folds: int = FOLDS) -> dict[str, in
         by_run[row["run"]].append(index)
     names = fold_groups(rows, by_run, folds)
     fold = {name: n for n, group in enumerate(names) for name in group}
-    return {run: fold[str(rows[indexes[0]].get("project") or run.split("/", 1)[0])]
-            for run, indexes in by_run.items()}
+    return {run: fold[project] for run, project in projects_of(rows).items()}
 
 
 def house_rules(step: Step) -> list[dict[str, Any]]:
@@ -664,12 +673,20 @@ def _ranked(evidence: list[tuple[str, str, int]]) -> list[str]:
     return sorted(runs, key=lambda p: (len(runs[p]), last[p], p), reverse=True)
 
 
-def repeats(runs: dict[str, list[Step]], fold: dict[str, int]) -> list[Repeat]:
+# (scope, key, the key's value) -> (run, the program it ran next, its row), for each failure
+Evidence = dict[tuple[str, str, str | None], list[tuple[str, str, int]]]
+
+
+def repeats(runs: dict[str, list[Step]], fold: dict[str, int],
+            scope: dict[str, str] | None = None) -> list[Repeat]:
     """Every cross-run repeat by signature (a signature an earlier run failed with, first
-    in its run), with what the rules and the earlier runs said about it, in replay order."""
-    evidence: dict[tuple[str, str | None], list[tuple[str, str, int]]] = defaultdict(list)
+    in its run), with what the rules and the earlier runs said about it, in replay order;
+    ``scope``: each run's scope, whose earlier runs alone the baseline counts (None: one
+    scope for all)."""
+    evidence: Evidence = defaultdict(list)
     out: list[Repeat] = []
     for run, steps in runs.items():
+        where = scope[run] if scope else ""
         own: set[str] = set()
         shown: dict[str, str] = {}  # signature -> the latest rule text covering it
         for i, step in enumerate(steps):
@@ -679,25 +696,24 @@ def repeats(runs: dict[str, list[Step]], fold: dict[str, int]) -> list[Repeat]:
             if step.ok is not False or sig is None or sig in own:
                 continue
             own.add(sig)
-            if not evidence[("s", sig)]:
+            if not evidence[(where, "s", sig)]:
                 continue
             text = shown.get(sig, "")
             out.append(Repeat(fold[run], _truth(steps, i), purpose(step.action).program,
                               bool(text), named_programs(text), {
-                                  name: _baseline(evidence, keys, step)
+                                  name: _baseline(evidence, keys, step, where)
                                   for name, keys in KEYS.items()}, text))
         for i, step in enumerate(steps):
             if step.ok is False and step.signature is not None:
                 after = _next_program(steps, i)
                 for key in (("s", step.signature), ("g", step.group)):
-                    evidence[key].append((run, after, step.row))
+                    evidence[(where, *key)].append((run, after, step.row))
     return out
 
 
-def _baseline(evidence: dict[tuple[str, str | None], list[tuple[str, str, int]]],
-              keys: tuple[str, ...], step: Step) -> list[str]:
+def _baseline(evidence: Evidence, keys: tuple[str, ...], step: Step, where: str) -> list[str]:
     for key in keys:
-        found = evidence.get((key, step.signature if key == "s" else step.group))
+        found = evidence.get((where, key, step.signature if key == "s" else step.group))
         if found:
             return _ranked(found)
     return []
@@ -732,11 +748,12 @@ def agreement(found: Iterable[Repeat], key: str) -> Counter[str]:
 # -- the bench -------------------------------------------------------------------------------
 
 def measure(records: Sequence[TraceRecord], rows: Sequence[dict[str, Any]], benign: set[str],
-            folds: int = FOLDS, shell: bool = True) -> dict[str, Any]:
+            folds: int = FOLDS, shell: bool = True, by_project: bool = False) -> dict[str, Any]:
     """Figures 1-3 from a replay's records and rows (``benign``: the failure ids the store
     kept as benign exits), fold by fold and pooled. ``shell``: whether the trace's
     actions are commands (DebugBench's are the model's words about its fix: no program is
-    named there, and agreement is not measured)."""
+    named there, and agreement is not measured). ``by_project``: the baseline counts
+    each run's project's earlier runs alone, as a replay scoped by project does."""
     runs = runs_of(records, rows, benign)
     fold = folds_of(rows, folds)
     n = max(fold.values(), default=-1) + 1
@@ -745,7 +762,7 @@ def measure(records: Sequence[TraceRecord], rows: Sequence[dict[str, Any]], beni
             for i, why in the_work(steps).items()} if shell else {}  # each over its own run
     for run, steps in runs.items():
         rules_shown(steps, work, tallies[fold[run]])
-    found = repeats(runs, fold) if shell else []
+    found = repeats(runs, fold, projects_of(rows) if by_project else None) if shell else []
     chosen = choose_keys(found, n)
     per_fold = [{"rules": dict(t.counts), "key": chosen[k],
                  "agreement": dict(agreement((r for r in found if r.fold == k), chosen[k]))}
@@ -780,11 +797,13 @@ def coverage(matched: dict[str, Any]) -> list[dict[str, Any]]:
     return [*matched["folds"], pooled]
 
 
-def replayed(records: Sequence[TraceRecord], tmp: Path) -> tuple[dict[str, Any],
-                                                                  list[dict[str, Any]], set[str]]:
-    """The product's replay (mode on, no embeddings): its summary, its rows, and the ids of
-    the failures its store kept as benign exits."""
-    summary = replay(records, "on", tmp / "out", store=tmp / "store", embeddings="off")
+def replayed(records: Sequence[TraceRecord], tmp: Path, by_project: bool = False
+             ) -> tuple[dict[str, Any], list[dict[str, Any]], set[str]]:
+    """The product's replay (mode on, no embeddings; ``by_project``: each project a scope
+    of its own): its summary, its rows, and the ids of the failures its store kept as
+    benign exits."""
+    summary = replay(records, "on", tmp / "out", store=tmp / "store", embeddings="off",
+                     scope_by_project=by_project)
     lines = (tmp / "out" / ITERATIONS_FILE).read_text(encoding="utf-8").splitlines()
     rows = [json.loads(line) for line in lines]
     ids = [r["failure_id"] for r in rows if r["failure_id"]]
@@ -837,18 +856,20 @@ def print_fold(label: str, figures: dict[str, Any], fold: dict[str, Any]) -> Non
         for reading, f in by_reading.items()))
 
 
-def bench_set(name: str, kind: str, data: Path, quick: bool) -> dict[str, Any]:
+def bench_set(name: str, kind: str, data: Path, quick: bool,
+              by_project: bool = False) -> dict[str, Any]:
     records = convert(kind, [data / name])
     if quick and kind == "mini-swe-agent":
         keep = sorted({r.run for r in records})[::QUICK_EVERY]
         records = [r for r in records if r.run in set(keep)]
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="reflect-actionable-") as tmp:
-        summary, rows, benign = replayed(records, Path(tmp))
-    figures = measure(records, rows, benign, shell=SHELL[kind])
+        summary, rows, benign = replayed(records, Path(tmp), by_project)
+    figures = measure(records, rows, benign, shell=SHELL[kind], by_project=by_project)
     folds = coverage(summary["matched"])
     print(f"== {name}: {len({r.run for r in records})} runs, {len(records)} iterations,"
-          f" replay --mode on --embeddings off {time.perf_counter() - start:.0f} s")
+          f" replay --mode on --embeddings off{' --scope-by-project' if by_project else ''}"
+          f" {time.perf_counter() - start:.0f} s")
     for n, (mine, fold) in enumerate(zip(figures["folds"], folds, strict=False), 1):
         print_fold(f"fold {n} ({fold['runs']} runs: {', '.join(fold['groups'])})", mine, fold)
     print_fold("pooled", figures["pooled"], folds[-1])
@@ -868,13 +889,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("data", nargs="?", type=Path, default=DATA)
     parser.add_argument("--quick", action="store_true",
                         help=f"every {QUICK_EVERY}th run of mini-swe-agent-dev")
+    parser.add_argument("--scope-by-project", action="store_true",
+                        help="each repository a scope of its own, the baseline's too")
     args = parser.parse_args(argv)
-    figures: dict[str, Any] = {"quick": args.quick, "sets": {}}
+    figures: dict[str, Any] = {"quick": args.quick, "scope_by_project": args.scope_by_project,
+                               "sets": {}}
     for name, kind in SETS.items():
         if not (args.data / name).is_dir():
             print(no_data(args.data / name), file=sys.stderr)
             return 1
-        figures["sets"][name] = bench_set(name, kind, args.data, args.quick)
+        figures["sets"][name] = bench_set(name, kind, args.data, args.quick,
+                                          args.scope_by_project)
     emit(figures)
     return 0
 

@@ -89,3 +89,13 @@ def test_the_bench_on_a_synthetic_replay(bench, tmp_path):
     assert all(isinstance(bench.holds(f), bool) for f in folds)
     for fold, mine in zip(folds, [*figures["folds"], figures["pooled"]], strict=True):
         bench.print_fold("fold", mine, fold)  # every line of the report renders
+
+
+def test_the_bench_scoped_by_project_counts_each_project_s_runs_alone(bench, tmp_path):
+    # Scoped by project, b-1's failures repeat none of project a's, and no rule of a's two
+    # runs is shown to b: a-2 alone repeats a-1's, where the baseline has a-1 to count.
+    summary, rows, benign = bench.replayed(TRACE, tmp_path, by_project=True)
+    assert summary["scope_by_project"]
+    agreement = bench.measure(TRACE, rows, benign, by_project=True)["pooled"]["agreement"]
+    assert agreement["repeats"] == 2 and agreement["base_all"] == 2
+    assert bench.projects_of(rows) == {"a-1": "a", "b-1": "b", "a-2": "a"}
