@@ -354,6 +354,15 @@ def test_a_module_the_run_made_is_not_a_package_to_install(mem):
     assert other.category == "import" and "`pip install reproduce_app`" in text
 
 
+def test_a_module_made_before_the_run_first_failed_is_not_a_package_to_install(mem):
+    """The run's script defined its app before anything failed or was shown (a fresh
+    store): that step is kept all the same, and the app is the run's own."""
+    assert mem.outcome(run="r", iteration=1, success=True, action=DJANGO_SCRIPT) == []
+    entry = mem.capture(run="r", iteration=2, action="python repro.py", exit_code=1,
+                        error_text="ModuleNotFoundError: No module named 'repro_app'")
+    assert "the run's own code" in entry.hint and "pip install" not in entry.hint
+
+
 def test_a_module_in_the_working_directory_is_not_a_package_to_install(mem, tmp_path):
     (tmp_path / "tools").mkdir()  # the test runs in tmp_path, as a harness in its repository
     (tmp_path / "helpers.py").write_text("")

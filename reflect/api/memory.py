@@ -471,11 +471,16 @@ class Memory:
         run, iteration = self._run_id(run), numbers.iteration(iteration)
         if not self.enabled or not success:
             return []  # a failed iteration is credited when it is captured
-        if not self._store.has_run(run) and not self._store.injections(run, 1):
-            return []  # nothing failed: the usual success, not worth a warning
+        quiet = not self._store.has_run(run) and not self._store.injections(run, 1)
         if iteration is None:
             iteration = self._store.next_iteration(run)
         action = scrubbed(self._scrubber, action)[0]
+        now, reflect, key = self.clock(), self.model is not None, step_key(run, step)
+        if quiet:  # nothing failed nor was shown: the usual success, not worth a warning,
+            # but kept: a later failure of the run may miss what it made (``_own_module``)
+            with contextlib.suppress(StoreUnavailable, Rejected, OSError):
+                self._store.resolve(run, iteration, action, {}, now, step=key)
+            return []
         found, refused = resolution.resolutions(
             self._store.open_failures(run, iteration), action,
             lambda after: self._store.successes_between(run, after, iteration), fix_reason)
@@ -483,7 +488,6 @@ class Memory:
             config.warn(f"what worked in run {run} was kept out of memory: it {reason};"
                         " it is never shown or counted")
         # With a model, the worker revises the lessons of what this fixed.
-        now, reflect, key = self.clock(), self.model is not None, step_key(run, step)
         try:
             self._store.resolve(run, iteration, action, found, now, reflect=reflect,
                                credit_outcome=self.settings.credit, step=key)

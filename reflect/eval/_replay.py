@@ -72,7 +72,6 @@ class Injector:
                               "unset it to evaluate")
         self.mem, self.mode, self.max_tokens = mem, mode, max_tokens
         self.signatures: dict[str, str | None] = {}
-        self.failed_runs: set[str] = set()
 
     def recall(self, run: str, goal: str, phase: str, iteration: int, action: str = ""
                ) -> tuple[Recall, dict[str, Any]]:
@@ -113,8 +112,9 @@ class Injector:
                exit_code: int | None, error_text: str, success: bool) -> dict[str, Any]:
         """Capture a failure or report a success; returns the row's outcome fields."""
         if success:
-            if run in self.failed_runs:  # a harness reports each success once a run failed
-                self.mem.outcome(run=run, iteration=iteration, success=True, action=action)
+            # every success, as the mini-swe-agent integration reports them: a step before
+            # the run's first failure may have made the module a later one misses
+            self.mem.outcome(run=run, iteration=iteration, success=True, action=action)
             return {"signature": None, "group": None, "failure_id": None, "capture_ms": None}
         start = time.perf_counter()
         entry = self.mem.capture(run=run, iteration=iteration, goal=goal, phase=phase,
@@ -125,8 +125,6 @@ class Injector:
         if entry is None:
             raise ReplayError("capture recorded nothing; is REFLECT_FAILURE_MEMORY=0 set?")
         self.signatures[entry.failure_id] = sig
-        if entry.source != "benign":
-            self.failed_runs.add(run)
         return {"signature": sig, "group": group(sig), "failure_id": entry.failure_id,
                 "capture_ms": round(elapsed, 3)}
 
