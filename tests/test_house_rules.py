@@ -148,6 +148,27 @@ def test_a_family_s_fix_is_told_at_the_family_s_level_with_its_count():
     assert not any(name in text for name in ("yaml", "six", "toml")), text
 
 
+def test_a_family_s_fix_is_one_for_the_kind_of_failure_it_shows():
+    # Three runs made the app their script named (the run's own module); then two missed
+    # pytest and installed it. "No module named ..." is one family, but a missing package
+    # is no module to make: "`mkdir <name> && touch <name>/__init__.py`" was told for it.
+    with Memory() as mem:
+        for i in range(3):
+            run = f"app{i}"
+            mem.recall(run=run, goal="a task", iteration=1)
+            mem.outcome(run=run, iteration=1, success=True,
+                        action="cat <<'EOF' > repro.py\napp_label = 'repro_app'\nEOF")
+            mem.capture(run=run, iteration=2, action="python repro.py", exit_code=1,
+                        error_text=module("repro_app"))
+            mem.outcome(run=run, iteration=3, success=True,
+                        action="mkdir repro_app && touch repro_app/__init__.py")
+            mem.outcome(run=run, iteration=4, success=True, action="python repro.py")
+        runs(mem, [module("pytest")] * 2, prefix="p", fix="pip install pytest")
+        (text,) = house(mem)
+    assert "What worked in 2 of the 2 runs that hit it: `pip install <name>`" in text, text
+    assert "mkdir" not in text, text
+
+
 def test_a_family_s_fix_is_never_a_rerun_of_one_cause_s_module():
     # Two runs got past "No module named 'pytest'" by `python3 -m pytest` alone: masked, that
     # read "`python3 -m <name> tests/test_a.py` passed", for a family of other modules too.

@@ -12,7 +12,8 @@ from __future__ import annotations
 import functools
 import json
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any, TypeVar
 
 from reflect.base.records import FailureRow, LessonRow, Recall, RecallItem
 from reflect.base.text import clip, one_line
@@ -38,6 +39,7 @@ MESSAGE_CHARS = 70
 SQUEEZES = ((ACTION_CHARS, MESSAGE_CHARS), (ACTION_CHARS, 35), (25, 20))
 MIN_LINE = 40  # a line is never cut shorter than this to fit its item
 FIX_CHARS = 170  # of a house rule's fix: its latest steps, never a command cut
+_Row = TypeVar("_Row", bound=Mapping[str, Any])
 
 def estimate_tokens(text: str) -> int:
     """About four characters a token: close enough for a budget, and needs no tokenizer."""
@@ -159,7 +161,8 @@ def house_item_text(lesson: LessonRow, failure: FailureRow, failures: list[Failu
     `assert 5 == 4`) it speaks at the family's level: its error with the subject masked.
     It says what to do: the fix that got most of this project's runs past it, with how
     many (``worked.what_worked``; in a scope of several members, a fix of ``members`` of
-    them, and by how many), else the hint most of its failures give, and both, the hint
+    them, and by how many), else the hint most of its failures give, either of its
+    failures of ``failure``'s kind, and both, the hint
     first, when the fix only rewrote the script it ran; "" when it has neither: nothing to
     say is no house rule. With the text, the failure whose fix it tells
     ("" for none), which its provenance must hold."""
@@ -173,7 +176,7 @@ def house_item_text(lesson: LessonRow, failure: FailureRow, failures: list[Failu
         firsts = [f"- [{lesson['id']}] {why}: {trigger_line(failure, m)}" for _, m in SQUEEZES]
     cause = [r for r in record if r["cause"] == failure.get("cause")]
     worked = ((None if family_level else what_worked(cause, False, members))
-              or what_worked(record, True, members))
+              or what_worked(_of_kind(record, failure), True, members))
     fix = [] if worked is None else [
         f"What worked in {worked.runs} of the {worked.hit} runs that hit it"
         f"{by(worked.members if members else 0)}: {neutralize(told(worked.text, FIX_CHARS))}"]
@@ -182,12 +185,20 @@ def house_item_text(lesson: LessonRow, failure: FailureRow, failures: list[Failu
     if worked is not None and not rewrote_its_script(worked.text):
         lines = fix
     else:
-        text = _family_hint(lesson, [failure, *failures]) if family_level else hint(lesson, failure)
+        text = (_family_hint(lesson, _of_kind([failure, *failures], failure)) if family_level
+                else hint(lesson, failure))
         lines = [*([f"Hint: {neutralize(text)}"] if text else []), *fix]
     if not lines:
         return "", ""
     return (bounded(firsts, lines, LESSON_ITEM_TOKENS + (len(lines) - 1) * HINT_TOKENS),
             worked.source if worked else "")
+
+
+def _of_kind(rows: Sequence[_Row], failure: FailureRow) -> list[_Row]:
+    """The failures of ``rows`` of ``failure``'s kind (its category), whose fix and hint a
+    family's rule tells: a module the run makes is no package to install (`mkdir <name>`
+    told for a missing `pytest`), however alike their errors read."""
+    return [r for r in rows if r["category"] == failure["category"]]
 
 
 def _family_hint(lesson: LessonRow, failures: list[FailureRow]) -> str:

@@ -194,11 +194,13 @@ class RunQueries(Backend):
 
     def family_record(self, family: str, scope: str, limit: int) -> list[Row]:
         """The latest ``limit`` failures of a family in runs of ``scope`` (or global), newest
-        first, with what their runs did about them: a house rule's fix and its count."""
+        first, with their kind (``category``) and what their runs did about them: a house
+        rule's fix and its count."""
         return [dict(r) for r in self._rows(
-            "SELECT f.id, f.run, f.cause, f.error_type, f.message, f.action, f.resolution,"
-            " r.member FROM failures f JOIN runs r ON r.run = f.run WHERE f.family = ?"
-            " AND r.scope IN (?, 'global') ORDER BY f.seq DESC LIMIT ?", (family, scope, limit))]
+            "SELECT f.id, f.run, f.cause, f.category, f.error_type, f.message, f.action,"
+            " f.resolution, r.member FROM failures f JOIN runs r ON r.run = f.run"
+            " WHERE f.family = ? AND r.scope IN (?, 'global') ORDER BY f.seq DESC LIMIT ?",
+            (family, scope, limit))]
 
     def taught_and_imported_lessons(self, scope: str) -> list[LessonRow]:
         """Active taught and imported lessons in ``scope`` (or global)."""
