@@ -6,7 +6,6 @@ import importlib.util
 import json
 import os
 import re
-import signal
 import socket
 import stat
 import subprocess
@@ -68,16 +67,6 @@ def wait_for(condition, seconds: float = 20.0) -> None:
         time.sleep(0.05)
 
 
-def children(pid: int) -> list[int]:
-    return [int(n) for n in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
-
-
-def waiting_child(helper: int) -> int:
-    """The child of ``helper`` that waits for the next request, once no other is left."""
-    wait_for(lambda: len(children(helper)) == 1)
-    return children(helper)[0]
-
-
 def listening(path: Path) -> bool:
     with socket.socket(socket.AF_UNIX) as probe:
         try:
@@ -94,7 +83,7 @@ def helper(own_store):
     home.mkdir(mode=0o700, parents=True, exist_ok=True)
     process = subprocess.Popen([sys.executable, "-m", "reflect.cli.resident",
                                 str(home), "60"], env={**os.environ, **HELPER_ON})
-    waiting_child(process.pid)  # forked once it listens (a probe would be a request)
+    wait_for(lambda: listening(home / client.SOCKET_NAME))
     yield process
     process.terminate()
     process.wait(10)
@@ -347,23 +336,6 @@ def test_a_cold_hook_imports_what_its_event_needs(own_store):
     failed = hook({"REFLECT_HELPER": "off"}, importtime=True)
     assert "pytest: command not found" in block(failed)
     assert "reflect.api.memory" in imported(failed) and "numpy" not in imported(failed)
-
-
-def test_a_request_is_handed_to_a_child_forked_before_it_came(own_store, helper):
-    """The fork is not on a request's way: a child waits for the next one. One killed while
-    it waits costs no request (a child is forked for it), and it leaves with the helper."""
-    first = waiting_child(helper.pid)
-    assert {m for m in imported(hook(importtime=True)) if m.startswith("reflect")} == THIN_CLIENT
-    second = waiting_child(helper.pid)
-    assert second != first  # the first answered, and another waits
-    os.kill(second, signal.SIGKILL)
-    wait_for(lambda: second not in children(helper.pid))
-    assert {m for m in imported(hook(importtime=True)) if m.startswith("reflect")} == THIN_CLIENT
-    assert stored(own_store) == 2
-    last = waiting_child(helper.pid)
-    helper.terminate()
-    helper.wait(10)
-    wait_for(lambda: not Path(f"/proc/{last}").exists())
 
 
 # The ``reflect`` command, in a process whose exit handlers and teardown each say so.

@@ -50,7 +50,6 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     import socket
     from collections.abc import Mapping
-    from typing import IO
 
 LOCK_NAME = "helper.lock"
 IDLE_SECONDS = 300.0  # a helper nobody asked for this long exits
@@ -89,7 +88,6 @@ def serve(home: Path, idle: float = IDLE_SECONDS) -> None:
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children reap themselves
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # the socket goes with it
     environ = dict(os.environ)  # what a child's command runs with, less what the client sends
-    waiting = child(environ, (listener, lock))
     waited = 0.0
     try:
         while waited < idle:
@@ -106,45 +104,20 @@ def serve(home: Path, idle: float = IDLE_SECONDS) -> None:
             if peer_credentials(conn)[1] != os.getuid():
                 conn.close()
                 continue
-            try:
-                socket.send_fds(waiting, [b"C"], [conn.fileno()])
-            except OSError:  # the waiting child is gone (killed): one forked for this request
-                child(environ, (listener, lock, waiting), conn).close()
-            waiting.close()
+            if os.fork() == 0:
+                listener.close()
+                lock.close()
+                signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+                signal.signal(signal.SIGTERM, signal.SIG_DFL)
+                try:
+                    handle(conn, environ)
+                finally:
+                    os._exit(0)
             conn.close()
-            waiting = child(environ, (listener, lock))  # the next request's, forked meanwhile
     finally:
         listener.close()
         if ours(path, own):
             path.unlink(missing_ok=True)
-
-
-def child(environ: Mapping[str, str], inherited: tuple[socket.socket | IO[str], ...],
-          conn: socket.socket | None = None) -> socket.socket:
-    """A child forked to answer ``conn``, or, with none, the next connection the helper
-    accepts, handed to it on the socket returned: forked before its request comes, so the
-    fork is not on the request's way. It closes what it ``inherited`` of the helper's (the
-    listener, the lock), and exits unasked once the helper is gone (its socket closes)."""
-    import signal
-    import socket
-
-    helper_end, child_end = socket.socketpair()
-    if os.fork() == 0:
-        for held in (*inherited, helper_end):
-            held.close()
-        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        try:
-            if conn is None:
-                _, fds, _, _ = socket.recv_fds(child_end, 1, 1)
-                conn = socket.socket(fileno=fds[0]) if fds else None
-            child_end.close()
-            if conn is not None:
-                handle(conn, environ)
-        finally:
-            os._exit(0)
-    child_end.close()
-    return helper_end
 
 
 def warm_up() -> None:
