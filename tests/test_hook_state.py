@@ -64,3 +64,19 @@ def test_sessions_never_share_a_file_nor_take_the_project_s(own_store):
     assert State(own_store, "team:alice").open == ["pytest team:alice"]
     assert State(own_store, "missing").open == ["pytest missing"]
     assert State(own_store, "anyone").missing == {"nosuchtool"}
+
+
+def test_a_change_that_leaves_the_missing_programs_alone_does_not_rewrite_their_file(
+        own_store):
+    hooks = own_store / "hooks"
+    hooks.mkdir(mode=0o700, parents=True)
+    (hooks / "missing.json").write_text('{"programs":["nosuchtool"]}\n')  # not as _write puts it
+    for session in ("a", "b"):
+        state_of = State(own_store, session)
+        with state_of.changing():
+            state_of.open.append("pytest")
+            state_of.missing.discard("pytest")
+    assert (hooks / "missing.json").read_text() == '{"programs":["nosuchtool"]}\n'
+    with state_of.changing():
+        state_of.missing.add("tool2")
+    assert json.loads((hooks / "missing.json").read_text()) == {"programs": ["nosuchtool", "tool2"]}

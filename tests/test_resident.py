@@ -267,9 +267,9 @@ def capture(importtime: bool = False, watch: bool = False) -> subprocess.Complet
 
 
 # The entry point, then the modules loaded by the end, on stderr: all a command imported.
-MODULES_PROBE = ("import sys; from reflect.cli.launch import main; code = main(); "
-                 "print('reflect-test: modules', *sorted(sys.modules), file=sys.stderr); "
-                 "sys.exit(code)")
+MODULES_PROBE = ("import atexit, sys; atexit.register(lambda: print("
+                 "'reflect-test: modules', *sorted(sys.modules), file=sys.stderr)); "
+                 "from reflect.cli.launch import main; sys.exit(main())")
 # What a capture never needs: recall's predictor and block, the vectors' numpy, a model's
 # client, the embedding model, the hook clients' registry.
 NOT_FOR_A_CAPTURE = ("numpy", "litellm", "torch", "sentence_transformers",
@@ -336,3 +336,25 @@ def test_a_cold_hook_imports_what_its_event_needs(own_store):
     failed = hook({"REFLECT_HELPER": "off"}, importtime=True)
     assert "pytest: command not found" in block(failed)
     assert "reflect.api.memory" in imported(failed) and "numpy" not in imported(failed)
+
+
+# The ``reflect`` command, in a process whose exit handlers and teardown each say so.
+LEAVING = ("import atexit, os, sys\n"
+           "atexit.register(os.write, 2, b'exit handlers ran\\n')\n"
+           "class Kept:\n"
+           "    def __del__(self): os.write(2, b'torn down\\n')\n"
+           "kept = Kept()\n"
+           "from reflect.cli.launch import main\n"
+           "sys.argv[1:] = ['hook', 'claude-code']\n"
+           "sys.exit(main())\n")
+
+
+def test_a_hook_leaves_once_answered_without_the_interpreter_s_teardown(own_store, helper):
+    """Through the helper or cold: the exit handlers run, the teardown (~3 ms of a hook the
+    helper answers) is skipped."""
+    for env in (HELPER_ON, {"REFLECT_HELPER": "off"}):
+        done = subprocess.run([sys.executable, "-c", LEAVING], input=failed_event(),
+                              capture_output=True, timeout=60, env={**os.environ, **env})
+        assert done.returncode == 0 and "pytest: command not found" in block(done)
+        assert b"exit handlers ran" in done.stderr and b"torn down" not in done.stderr
+    assert stored(own_store) == 2

@@ -18,6 +18,8 @@ def main(seconds: float | None = None) -> int:
         budget.arm()  # before the rest loads: it answers by then, however long that takes
     from reflect.cli import client
 
-    if argv[:1] and argv[0] in client.HELPED and client.enabled():
-        return client.run(argv)
+    if argv[:1] and argv[0] in client.HELPED:
+        # A step's command: its process leaves once it has answered, as the client waits
+        # for it to end.
+        budget.leave(client.run(argv) if client.enabled() else client.cold(argv))
     return client.cold(argv)

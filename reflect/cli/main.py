@@ -302,12 +302,12 @@ def cmd_mcp(args: argparse.Namespace) -> int:
         print("reflect: error: `reflect mcp` needs the MCP SDK, which is not installed; "
               "install it with `pip install 'reflect-memory[mcp]'`", file=sys.stderr)
         return 1
-    from reflect.integrations import mcp_start
+    from reflect.integrations import budget, mcp_start
 
     stdin = mcp_start.start()  # the client's handshake answered, and its lists, without the SDK
     from reflect.integrations import mcp  # the SDK: the rest of the start
 
-    mcp_start.leave(mcp.serve(stdin))
+    budget.leave(mcp.serve(stdin))  # the SDK's teardown is ~0.2 s of the client's wait
 
 
 def cmd_run(args: argparse.Namespace) -> int:

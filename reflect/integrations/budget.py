@@ -3,8 +3,14 @@ helper or not (``reflect install`` gives a hook 10 s): what a hook process has l
 
 from __future__ import annotations
 
+import atexit
 import os
+import sys
 import time
+
+TYPE_CHECKING = False  # typing's flag (mypy knows it): a hook's thin client loads no typing
+if TYPE_CHECKING:
+    from typing import NoReturn
 
 _signal = __import__("_signal")  # the C module: signal's enums cost a hook ~2 ms to import
 
@@ -30,6 +36,17 @@ STDIN_SECONDS = 3.0  # of it, reading an event whose client neither writes nor c
 # None in a library's process, and in a helper's child, whose client answers in time and
 # leaves the child to finish what it was given.
 until: float | None = None
+
+
+def leave(code: int) -> NoReturn:
+    """Exit with ``code`` once the answer is out (and the store closed): the exit handlers
+    run, the interpreter's teardown of the modules loaded is skipped, which the client,
+    waiting for the process to end, would wait for (~3 ms of a hook the helper answered,
+    ~9 ms of one answered cold; ~0.2 s of an MCP server, the SDK's)."""
+    atexit._run_exitfuncs()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 def left() -> float | None:

@@ -417,11 +417,13 @@ class State:
         with open(self.dir / LOCK_FILE, "a") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             self.load()
+            missing = set(self.missing)
             yield
             _write(self.path, {"goal": self.goal, "last": self.last,
                                "open": self.open[-tool_calls.KEEP_OPEN:], "shown": self.shown,
                                "steps": self.steps})
-            _write(self.dir / MISSING_FILE, {"programs": sorted(self.missing)})
+            if self.missing != missing:  # the project's file: most calls leave it as it was
+                _write(self.dir / MISSING_FILE, {"programs": sorted(self.missing)})
 
 
 def session_file(session: str) -> str:

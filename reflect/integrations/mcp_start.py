@@ -27,18 +27,16 @@ SDK would, goes to the SDK untouched, and so does all that follows it.
 
 from __future__ import annotations
 
-import atexit
 import functools
 import importlib.util
 import io
 import json
-import os
 import queue
 import sys
 import threading
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 NAME = "reflect"
 INSTRUCTIONS = (
@@ -82,16 +80,6 @@ def start() -> Inbox:
 def send(message: dict[str, Any]) -> None:
     sys.stdout.buffer.write(json.dumps(message, separators=(",", ":")).encode() + b"\n")
     sys.stdout.flush()
-
-
-def leave(code: int) -> NoReturn:
-    """Exit once served and the store closed. What is left then is the interpreter's
-    teardown of the SDK's modules, ~0.2 s here, which a client waits for: the exit
-    handlers run, the teardown is skipped."""
-    atexit._run_exitfuncs()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
 
 
 def answer(line: str, opened_by: str | None = None) -> dict[str, Any] | None:
