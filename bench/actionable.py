@@ -762,7 +762,9 @@ def measure(records: Sequence[TraceRecord], rows: Sequence[dict[str, Any]], beni
             for i, why in the_work(steps).items()} if shell else {}  # each over its own run
     for run, steps in runs.items():
         rules_shown(steps, work, tallies[fold[run]])
-    found = repeats(runs, fold, projects_of(rows) if by_project else None) if shell else []
+    # scoped as the replay scopes them: a run of no project in the one global scope
+    scope = {row["run"]: str(row.get("project") or "") for row in rows} if by_project else None
+    found = repeats(runs, fold, scope) if shell else []
     chosen = choose_keys(found, n)
     per_fold = [{"rules": dict(t.counts), "key": chosen[k],
                  "agreement": dict(agreement((r for r in found if r.fold == k), chosen[k]))}

@@ -98,4 +98,4 @@ def test_the_bench_scoped_by_project_counts_each_project_s_runs_alone(bench, tmp
     assert summary["scope_by_project"]
     agreement = bench.measure(TRACE, rows, benign, by_project=True)["pooled"]["agreement"]
     assert agreement["repeats"] == 2 and agreement["base_all"] == 2
-    assert bench.projects_of(rows) == {"a-1": "a", "b-1": "b", "a-2": "a"}
+    assert bench.projects_of(rows) == {"a-1": "a", "b-1": "b", "a-2": "a"}  # their folds

@@ -39,7 +39,8 @@ MESSAGE_CHARS = 70
 SQUEEZES = ((ACTION_CHARS, MESSAGE_CHARS), (ACTION_CHARS, 35), (25, 20))
 MIN_LINE = 40  # a line is never cut shorter than this to fit its item
 FIX_CHARS = 170  # of a house rule's fix: its latest steps, never a command cut
-_Row = TypeVar("_Row", bound=Mapping[str, Any])
+_Row = TypeVar("_Row", bound=Mapping[str, Any])  # a failure, as the store gives one
+
 
 def estimate_tokens(text: str) -> int:
     """About four characters a token: close enough for a budget, and needs no tokenizer."""
@@ -161,8 +162,8 @@ def house_item_text(lesson: LessonRow, failure: FailureRow, failures: list[Failu
     `assert 5 == 4`) it speaks at the family's level: its error with the subject masked.
     It says what to do: the fix that got most of this project's runs past it, with how
     many (``worked.what_worked``; in a scope of several members, a fix of ``members`` of
-    them, and by how many), else the hint most of its failures give, either of its
-    failures of ``failure``'s kind, and both, the hint
+    them, and by how many), else the hint most of its failures give (a family's fix and
+    hint: those of its failures of ``failure``'s kind, ``_of_kind``), and both, the hint
     first, when the fix only rewrote the script it ran; "" when it has neither: nothing to
     say is no house rule. With the text, the failure whose fix it tells
     ("" for none), which its provenance must hold."""
