@@ -282,8 +282,6 @@ def ask(client: _socket.socket, argv: list[str], stdin: int, until: float | None
         client.shutdown(_socket.SHUT_WR)
     except OSError:
         return None
-    if argv[0] == "hook":  # ``answers`` reads the reply with it: loaded while the child works
-        import json  # noqa: F401
     try:
         reply = receive_all(client, until, MAX_REPLY)
     except TimeoutError:
