@@ -107,6 +107,60 @@ def test_the_helper_answers_as_the_cold_process_does(own_store, helper):
                                               "iteration 2, phase bash, failed 2x:")
 
 
+def children(pid: int) -> list[int]:
+    return [int(n) for n in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+
+
+def serving(pid: int) -> list[int]:
+    """The children of helper ``pid`` that answer a request: each reads its client's
+    standard input, where the spare (forked ahead of the next request) has the helper's."""
+    own = os.readlink(f"/proc/{pid}/fd/0")
+    return [child for child in children(pid) if seen(f"/proc/{child}/fd/0", own) is False]
+
+
+def spares(pid: int) -> list[int]:
+    """Helper ``pid``'s spare children that have rehearsed: each waits on its line to the
+    helper (the kernel names where a process sleeps)."""
+    own = os.readlink(f"/proc/{pid}/fd/0")
+    return [child for child in children(pid) if seen(f"/proc/{child}/fd/0", own)
+            and seen(f"/proc/{child}/wchan", "unix_stream_read_generic")]
+
+
+def seen(path: str, expected: str) -> bool | None:
+    """Whether ``path`` of /proc (a link, or a file) says ``expected``; None: the process
+    has left."""
+    try:
+        said = os.readlink(path) if path.split("/")[-2] == "fd" else Path(path).read_text()
+    except OSError:
+        return None
+    return said == expected
+
+
+def test_the_spare_child_answers_the_next_hook_and_leaves_with_the_helper(own_store, helper):
+    """A pause in the requests, and the helper forks a spare that rehearses one on a
+    throwaway store of its own; the next hook is answered by it (it is gone once it has
+    answered) as a child forked for it would, into the user's store alone; the helper's
+    leaving takes the spare and its store with it."""
+    home = own_store
+    wait_for(lambda: len(spares(helper.pid)) == 1)
+    [spare] = spares(helper.pid)
+    [rehearsals] = Path(os.environ["TMPDIR"]).glob("reflect-warm-up-*")
+    assert (rehearsals / "reflect.db").exists()
+    first = hook()
+    assert "pytest: command not found" in block(first)
+    assert spare not in children(helper.pid)  # it answered, and left
+    assert stored(home) == 1
+    wait_for(lambda: len(spares(helper.pid)) == 1)  # the next one, after the pause
+    [after] = spares(helper.pid)
+    second = hook()
+    assert block(second) == block(first).replace("iteration 1, phase bash:",
+                                                 "iteration 2, phase bash, failed 2x:")
+    helper.terminate()
+    helper.wait(10)
+    wait_for(lambda: not Path(f"/proc/{after}").exists())
+    assert not rehearsals.exists()
+
+
 def test_a_recall_through_the_helper_says_and_exits_as_it_would_cold(helper, tmp_path,
                                                                      monkeypatch):
     """At a terminal, an empty recall's note on where it looked; into a pipe whose reader

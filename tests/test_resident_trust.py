@@ -26,10 +26,12 @@ from test_resident import (
     COVERAGE,
     HELPER_ON,
     block,
+    children,
     failed_event,
     helper,  # noqa: F401 (a fixture)
     imported,
     listening,
+    serving,
     stored,
     wait_for,
 )
@@ -251,10 +253,6 @@ def test_the_warm_up_touches_no_real_store(own_store):
     assert came == []
 
 
-def children(pid: int) -> list[int]:
-    return [int(n) for n in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
-
-
 @contextmanager
 def patterns_held(home: Path) -> Iterator[None]:
     """A slow disk, for whatever reads the store's extra scrub patterns (a helper's child
@@ -286,7 +284,7 @@ def test_a_child_slower_than_the_budget_records_its_capture_once(own_store, help
         out = running.stdout.read()  # until the hook exits
         running.wait(30)
         assert json.loads(out) == {} and running.returncode == 0  # answered, the child held
-        [child] = children(helper.pid)  # still holding the event
+        [child] = serving(helper.pid)  # still holding the event
     wait_for(lambda: child not in children(helper.pid))
     with Memory(own_store) as mem:
         assert len(mem.failures(run="slow")) == 1

@@ -214,10 +214,11 @@ def test_rules_opened_at_once_compile_nothing_again_for_any_text():
     assert all(rules.pattern(text) is compiled for text in corpus())
 
 
-def test_the_helpers_warm_up_leaves_every_rule_compiled():
+def test_the_helpers_warm_up_leaves_every_rule_compiled(tmp_path):
     done = subprocess.run([sys.executable, "-c", (
-        "from reflect.cli.resident import warm_up; from reflect.capture import scrub, "
-        "scrub_rules; warm_up(); print(scrub._SHARED._compiled[0] == scrub_rules.ALL_RULES)")],
+        "import sys, pathlib; from reflect.cli.resident import warm_up; "
+        "from reflect.capture import scrub, scrub_rules; warm_up(pathlib.Path(sys.argv[1])); "
+        "print(scrub._SHARED._compiled[0] == scrub_rules.ALL_RULES)"), str(tmp_path)],
         capture_output=True, text=True, timeout=120)
     assert done.stdout.split() == ["True"], done.stderr[-2000:]
 

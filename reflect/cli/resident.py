@@ -49,11 +49,16 @@ from reflect.integrations import budget
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import socket
-    from collections.abc import Mapping
+    from collections.abc import Iterable, Mapping
+    from typing import IO, Protocol
+
+    class Closable(Protocol):
+        def close(self) -> None: ...
 
 LOCK_NAME = "helper.lock"
 IDLE_SECONDS = 300.0  # a helper nobody asked for this long exits
 CHECK_SECONDS = 5.0  # how often an idle helper checks its socket is still its own
+SPARE_SECONDS = 0.05  # a pause in the requests this long, and a spare child is forked
 
 
 # -- the helper ---------------------------------------------------------------------------
@@ -61,9 +66,8 @@ CHECK_SECONDS = 5.0  # how often an idle helper checks its socket is still its o
 def serve(home: Path, idle: float = IDLE_SECONDS) -> None:
     """Listen on ``home``'s socket until idle for ``idle`` seconds; one helper a store."""
     import fcntl
-    import select
-    import signal
-    import socket
+    import shutil
+    import tempfile
 
     os.umask(0o077)
     if not private(home):
@@ -73,8 +77,21 @@ def serve(home: Path, idle: float = IDLE_SECONDS) -> None:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
         return  # another helper serves this store
-    warm_up()
+    place = Path(tempfile.mkdtemp(prefix="reflect-warm-up-"))  # the rehearsals' store
+    try:
+        warm_up(place)
+        listen(home, lock, place, idle)
+    finally:
+        shutil.rmtree(place, ignore_errors=True)
+
+
+def listen(home: Path, lock: IO[str], place: Path, idle: float) -> None:
+    """Answer each request on ``home``'s socket in a child of its own: the spare, when it
+    is ready, else one forked for it; ``place``: the warm-up's store."""
     import gc
+    import select
+    import signal
+    import socket
 
     gc.freeze()  # what the warm-up made is never scanned again: no copy-on-write for it
     loaded = sources()
@@ -88,13 +105,18 @@ def serve(home: Path, idle: float = IDLE_SECONDS) -> None:
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children reap themselves
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # the socket goes with it
     environ = dict(os.environ)  # what a child's command runs with, less what the client sends
+    spare: Spare | None = None
     waited = 0.0
     try:
         while waited < idle:
-            if not select.select([listener], [], [], min(CHECK_SECONDS, idle))[0]:
-                waited += min(CHECK_SECONDS, idle)
+            # A new spare once the requests pause: its rehearsal then takes no processor
+            # from a request's child still at work.
+            wait = min(CHECK_SECONDS if spare else SPARE_SECONDS, idle)
+            if not select.select([listener], [], [], wait)[0]:
+                waited += wait
                 if not ours(path, own):
                     return
+                spare = spare or Spare(environ, place, (listener, lock))
                 continue
             waited = 0.0
             conn, _ = listener.accept()
@@ -104,54 +126,142 @@ def serve(home: Path, idle: float = IDLE_SECONDS) -> None:
             if peer_credentials(conn)[1] != os.getuid():
                 conn.close()
                 continue
-            if os.fork() == 0:
-                listener.close()
-                lock.close()
-                signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-                signal.signal(signal.SIGTERM, signal.SIG_DFL)
-                try:
-                    handle(conn, environ)
-                finally:
-                    os._exit(0)
-            conn.close()
+            spare = answer(conn, spare, environ, (listener, lock))
     finally:
         listener.close()
+        if spare is not None:
+            spare.line.close()  # the spare, waiting, leaves
         if ours(path, own):
             path.unlink(missing_ok=True)
 
 
-def warm_up() -> None:
-    """Run a session's hooks on a throwaway store (twice: a failure seen again renders
-    more), so that a child starts with the library imported and its patterns compiled.
-    None of reflect's settings of the hook that started the helper reaches it: a
-    ``REFLECT_STORE`` would have it write into a real store."""
-    import tempfile
+def answer(conn: socket.socket, spare: Spare | None, environ: Mapping[str, str],
+           helpers: tuple[Closable, ...]) -> Spare | None:
+    """Hand ``conn`` to the spare when there is one ready, else to a child forked for it;
+    the spare still waiting, or None when it took the request or is gone."""
+    taken = spare.take(conn) if spare else None
+    if taken:
+        conn.close()
+        return None
+    if spare and taken is False:
+        fork(conn, environ, (*helpers, spare.line))
+        return spare
+    fork(conn, environ, helpers)
+    return None
 
+
+def fork(conn: socket.socket, environ: Mapping[str, str], helpers: Iterable[Closable]) -> None:
+    """Answer ``conn`` in a child forked for it."""
+    if os.fork() == 0:
+        child(helpers)
+        try:
+            handle(conn, environ)
+        finally:
+            os._exit(0)
+    conn.close()
+
+
+def child(helpers: Iterable[Closable]) -> None:
+    """A child's start: it holds none of the helper's ``helpers`` (its listener, lock and
+    spare's line), and takes signals as any process does."""
+    import signal
+
+    for f in helpers:
+        f.close()
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+class Spare:
+    """A child forked ahead of the next request. A forked child copies each page of the
+    helper's memory it first writes (Python writes an object's count as it reads it):
+    some 1,200 pages, 4 ms, for a ``PostToolUseFailure``. The spare pays that before any
+    request comes, by rehearsing one on the warm-up's store, then says it is ready and
+    waits for a request's connection."""
+
+    def __init__(self, environ: Mapping[str, str], place: Path,
+                 helpers: Iterable[Closable]) -> None:
+        import socket
+
+        self.line, theirs = socket.socketpair()
+        self.ready = False
+        if os.fork():
+            theirs.close()
+            return
+        child((*helpers, self.line))
+        try:
+            rehearse(place, REHEARSAL)
+            theirs.sendall(READY)
+            _, fds, _, _ = socket.recv_fds(theirs, 1, 1)
+            if fds:  # none: the helper has left
+                handle(socket.socket(fileno=fds[0]), environ)
+        finally:
+            os._exit(0)
+
+    def take(self, conn: socket.socket) -> bool | None:
+        """Hand ``conn`` to the spare: True when it took it, False when it is not ready
+        yet, None when it is gone."""
+        import socket
+
+        try:
+            if not self.ready:
+                said = self.line.recv(len(READY), socket.MSG_DONTWAIT)
+                if said != READY:
+                    raise ConnectionError("the spare left")
+                self.ready = True
+            socket.send_fds(self.line, [b"."], [conn.fileno()])
+        except BlockingIOError:
+            return False
+        except OSError:
+            self.line.close()
+            return None
+        self.line.close()
+        return True
+
+
+# A session's hooks, as the warm-up runs them; a spare rehearses the one that does most.
+FAILED: dict[str, object] = {
+    "tool_name": "Bash", "tool_input": {"command": "python -m pytest tests/"},
+    "error": "Exit code 1\nTraceback (most recent call last):\n  File \"/srv/app/report.py\","
+             " line 3, in <module>\nModuleNotFoundError: No module named 'yaml'"}
+EVENTS: tuple[dict[str, object], ...] = (
+    {"hook_event_name": "SessionStart"},
+    {"hook_event_name": "UserPromptSubmit", "prompt": "make the tests pass"},
+    {"hook_event_name": "PreToolUse", **FAILED},
+    {"hook_event_name": "PostToolUseFailure", **FAILED},
+    {"hook_event_name": "PostToolUse", **FAILED})
+# A call's id: each rehearsal is the same step, stored once, so the store does not grow.
+REHEARSAL = {**EVENTS[3], "tool_use_id": "toolu_rehearsal"}
+
+
+def warm_up(place: Path) -> None:
+    """Run a session's hooks on ``place``, a throwaway store (twice: a failure seen again
+    renders more), so that a child starts with the library imported and its patterns
+    compiled. None of reflect's settings of the hook that started the helper reaches
+    it: a ``REFLECT_STORE`` would have it write into a real store."""
     import reflect.cli.main
     from reflect.base import lazy
     from reflect.capture import scrub
-    from reflect.integrations import claude_code, codex, hooks  # noqa: F401 (codex: imported)
+    from reflect.integrations import codex  # noqa: F401 (imported, as a hook of Codex would)
 
-    failed: dict[str, object] = {
-        "tool_name": "Bash", "tool_input": {"command": "python -m pytest tests/"},
-        "error": "Exit code 1\nTraceback (most recent call last):\n  File \"/srv/app/report.py\","
-                 " line 3, in <module>\nModuleNotFoundError: No module named 'yaml'"}
-    events: list[dict[str, object]] = [{"hook_event_name": "SessionStart"},
-              {"hook_event_name": "UserPromptSubmit", "prompt": "make the tests pass"},
-              {"hook_event_name": "PreToolUse", **failed},
-              {"hook_event_name": "PostToolUseFailure", **failed},
-              {"hook_event_name": "PostToolUse", **failed}]
-    with tempfile.TemporaryDirectory(prefix="reflect-warm-up-") as tmp:
-        env = {**{k: v for k, v in os.environ.items() if not k.startswith("REFLECT_")},
-               "REFLECT_HOME": tmp, "REFLECT_WORKER": "off", "REFLECT_HELPER": "off"}
-        for _ in range(2):
-            for raw in events:
-                hooks.respond(claude_code.parse({"session_id": "warm-up", **raw}), env=env)
+    for _ in range(2):
+        for raw in EVENTS:
+            rehearse(place, raw)
     lazy.compile_all()
     scrub.compile_all()
     for command in ("hook", "capture", "recall", "outcome"):  # and what argparse loads
         reflect.cli.main.parser(command).format_usage()
+
+
+def rehearse(place: Path, raw: Mapping[str, object]) -> None:
+    """Answer the hook event ``raw`` on the store in ``place``, as a hook's command would."""
+    import reflect.cli.main
+    from reflect.integrations import claude_code, hooks
+
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("REFLECT_")},
+           "REFLECT_HOME": str(place), "REFLECT_WORKER": "off", "REFLECT_HELPER": "off"}
     reflect.cli.main.parser("hook").parse_args(["hook", "claude-code"])  # its patterns
+    hooks.respond(claude_code.parse({"session_id": "warm-up", **raw}), env=env)
 
 
 Sources = dict[str, tuple[tuple[int, int, int, int], bytes]]
