@@ -114,7 +114,7 @@ def main() -> None:
         medians = {name: statistics.median(t) for name, t in times.items()}
         bare, numpy = medians["python -c pass"], medians['python -c "import numpy"']
         for name, ms in medians.items():
-            print(f"  {name:<26} {ms:7.1f} ms   {ms / bare:4.1f}x python -c pass   "
+            print(f"  {name:<26} {ms:7.1f} ms   {ms / bare:5.2f}x python -c pass   "
                   f"{ms / numpy:4.2f}x import numpy")
     print(f"load average {' / '.join(f'{x:.2f}' for x in os.getloadavg())} (1, 5, 15 min), "
           f"{os.cpu_count()} cores")

@@ -6,6 +6,7 @@ import importlib.util
 import json
 import os
 import re
+import shutil
 import socket
 import stat
 import subprocess
@@ -120,9 +121,10 @@ def serving(pid: int) -> list[int]:
 
 def spares(pid: int) -> list[int]:
     """Helper ``pid``'s spare children that have rehearsed: each waits on its line to the
-    helper (the kernel names where a process sleeps)."""
+    helper (the kernel names where a process sleeps). The keeper of the store's file waits
+    too: forked first, it is listed first."""
     own = os.readlink(f"/proc/{pid}/fd/0")
-    return [child for child in children(pid) if seen(f"/proc/{child}/fd/0", own)
+    return [child for child in children(pid)[1:] if seen(f"/proc/{child}/fd/0", own)
             and seen(f"/proc/{child}/wchan", "unix_stream_read_generic")]
 
 
@@ -159,6 +161,38 @@ def test_the_spare_child_answers_the_next_hook_and_leaves_with_the_helper(own_st
     helper.wait(10)
     wait_for(lambda: not Path(f"/proc/{after}").exists())
     assert not rehearsals.exists()
+
+
+def test_the_keeper_holds_the_store_s_log_and_checkpoints_it_at_a_pause(own_store, helper):
+    """A step's child leaves the WAL to the keeper, which writes it into the store's file
+    once the requests pause, and removes it when the helper leaves."""
+    home = own_store
+    hook()  # the store made: the keeper opens it at the pause
+    wait_for(lambda: any(link == str(home / "reflect.db") for link in links(keeper(helper.pid))))
+    hook()
+    assert (home / "reflect.db-wal").exists()  # the child's close was not the last
+    alone = home.parent / "alone"
+
+    def in_the_file() -> int:  # what the store's file holds without its log
+        alone.mkdir(exist_ok=True)
+        shutil.copyfile(home / "reflect.db", alone / "reflect.db")
+        return stored(alone)
+
+    wait_for(lambda: in_the_file() == 2)
+    helper.terminate()
+    helper.wait(10)
+    wait_for(lambda: not (home / "reflect.db-wal").exists())
+    assert stored(home) == 2
+
+
+def keeper(pid: int) -> int:
+    """Helper ``pid``'s keeper of the store's file: its first child."""
+    return children(pid)[0]
+
+
+def links(pid: int) -> list[str]:
+    """What process ``pid``'s descriptors are open on."""
+    return [os.readlink(fd) for fd in Path(f"/proc/{pid}/fd").iterdir()]
 
 
 def test_a_recall_through_the_helper_says_and_exits_as_it_would_cold(helper, tmp_path,

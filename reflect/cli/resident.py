@@ -58,7 +58,7 @@ if TYPE_CHECKING:
 LOCK_NAME = "helper.lock"
 IDLE_SECONDS = 300.0  # a helper nobody asked for this long exits
 CHECK_SECONDS = 5.0  # how often an idle helper checks its socket is still its own
-SPARE_SECONDS = 0.05  # a pause in the requests this long, and a spare child is forked
+PAUSE_SECONDS = 0.05  # no request for this long is a pause (``Children``)
 
 
 # -- the helper ---------------------------------------------------------------------------
@@ -86,8 +86,8 @@ def serve(home: Path, idle: float = IDLE_SECONDS) -> None:
 
 
 def listen(home: Path, lock: IO[str], place: Path, idle: float) -> None:
-    """Answer each request on ``home``'s socket in a child of its own: the spare, when it
-    is ready, else one forked for it; ``place``: the warm-up's store."""
+    """Answer each request on ``home``'s socket in a child of its own (``Children``);
+    ``place``: the warm-up's store."""
     import gc
     import select
     import signal
@@ -104,19 +104,16 @@ def listen(home: Path, lock: IO[str], place: Path, idle: float) -> None:
     own = os.stat(path).st_ino
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children reap themselves
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # the socket goes with it
-    environ = dict(os.environ)  # what a child's command runs with, less what the client sends
-    spare: Spare | None = None
+    children = Children(home, place, (listener, lock))
     waited = 0.0
     try:
         while waited < idle:
-            # A new spare once the requests pause: its rehearsal then takes no processor
-            # from a request's child still at work.
-            wait = min(CHECK_SECONDS if spare else SPARE_SECONDS, idle)
+            wait = min(CHECK_SECONDS if children.spare else PAUSE_SECONDS, idle)
             if not select.select([listener], [], [], wait)[0]:
                 waited += wait
                 if not ours(path, own):
                     return
-                spare = spare or Spare(environ, place, (listener, lock))
+                children.pause()
                 continue
             waited = 0.0
             conn, _ = listener.accept()
@@ -126,47 +123,73 @@ def listen(home: Path, lock: IO[str], place: Path, idle: float) -> None:
             if peer_credentials(conn)[1] != os.getuid():
                 conn.close()
                 continue
-            spare = answer(conn, spare, environ, (listener, lock))
+            children.answer(conn)
     finally:
         listener.close()
-        if spare is not None:
-            spare.line.close()  # the spare, waiting, leaves
+        children.close()
         if ours(path, own):
             path.unlink(missing_ok=True)
 
 
-def answer(conn: socket.socket, spare: Spare | None, environ: Mapping[str, str],
-           helpers: tuple[Closable, ...]) -> Spare | None:
-    """Hand ``conn`` to the spare when there is one ready, else to a child forked for it;
-    the spare still waiting, or None when it took the request or is gone."""
-    taken = spare.take(conn) if spare else None
-    if taken:
+class Children:
+    """The helper's children: the keeper of the store's file, the spare, and a child forked
+    for each request the spare was not there for. A pause in the requests, and the keeper
+    checkpoints what they wrote and a new spare is forked (its rehearsal then takes no
+    processor from a request's child still at work)."""
+
+    def __init__(self, home: Path, place: Path, helpers: tuple[Closable, ...]) -> None:
+        from reflect.store import DB_NAME
+
+        self.environ = dict(os.environ)  # a command's, less what its client sends
+        self.place = place
+        self.helpers = helpers
+        self.keeper = Keeper(home / DB_NAME, helpers)
+        self.spare: Spare | None = None
+        self.written = False  # a request was answered since the last checkpoint
+
+    def pause(self) -> None:
+        if self.written:
+            self.keeper.checkpoint()
+            self.written = False
+        if self.spare is None:
+            self.spare = Spare(self.environ, self.place, self.held())
+
+    def answer(self, conn: socket.socket) -> None:
+        """Hand ``conn`` to the spare when it is ready, else to a child forked for it."""
+        self.written = True
+        taken = self.spare.take(conn) if self.spare else None
+        if taken is not False:
+            self.spare = None  # it took the request, or it is gone
+        if not taken:
+            fork(conn, self.environ, self.held())
         conn.close()
-        return None
-    if spare and taken is False:
-        fork(conn, environ, (*helpers, spare.line))
-        return spare
-    fork(conn, environ, helpers)
-    return None
+
+    def held(self) -> tuple[Closable, ...]:
+        """What of the helper's a child closes: its listener, lock and lines."""
+        return (*self.helpers, self.keeper.line, *([self.spare.line] if self.spare else []))
+
+    def close(self) -> None:
+        """The spare, waiting, leaves; the keeper closes the store's file last."""
+        for line in (self.keeper.line, *([self.spare.line] if self.spare else [])):
+            line.close()
 
 
-def fork(conn: socket.socket, environ: Mapping[str, str], helpers: Iterable[Closable]) -> None:
+def fork(conn: socket.socket, environ: Mapping[str, str], held: Iterable[Closable]) -> None:
     """Answer ``conn`` in a child forked for it."""
     if os.fork() == 0:
-        child(helpers)
+        child(held)
         try:
             handle(conn, environ)
         finally:
             os._exit(0)
-    conn.close()
 
 
-def child(helpers: Iterable[Closable]) -> None:
-    """A child's start: it holds none of the helper's ``helpers`` (its listener, lock and
-    spare's line), and takes signals as any process does."""
+def child(held: Iterable[Closable]) -> None:
+    """A child's start: it holds none of the helper's ``held`` (its listener, lock and
+    lines to its other children), and takes signals as any process does."""
     import signal
 
-    for f in helpers:
+    for f in held:
         f.close()
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
@@ -180,7 +203,7 @@ class Spare:
     waits for a request's connection."""
 
     def __init__(self, environ: Mapping[str, str], place: Path,
-                 helpers: Iterable[Closable]) -> None:
+                 held: Iterable[Closable]) -> None:
         import socket
 
         self.line, theirs = socket.socketpair()
@@ -188,7 +211,7 @@ class Spare:
         if os.fork():
             theirs.close()
             return
-        child((*helpers, self.line))
+        child((*held, self.line))
         try:
             rehearse(place, REHEARSAL)
             theirs.sendall(READY)
@@ -217,6 +240,60 @@ class Spare:
             return None
         self.line.close()
         return True
+
+
+class Keeper:
+    """A child that keeps the store's SQLite file open while the helper lives. The last
+    connection to a file in WAL mode checkpoints the log into it and removes it as it
+    closes, and the next to open makes it again: two ``fdatasync`` calls and ~2 ms of each
+    step's child. With the keeper's connection open, a child's close leaves the log as it
+    is; the keeper checkpoints it when the helper says the requests paused (passively:
+    it waits for no one), so what a step wrote reaches the disk a pause later at most, and
+    its close, when the helper leaves, is the last. No file there (a team's PostgreSQL
+    store, a store not made yet): it tries again at the next pause."""
+
+    def __init__(self, db: Path, held: Iterable[Closable]) -> None:
+        import socket
+
+        self.line, theirs = socket.socketpair()
+        if os.fork():
+            theirs.close()
+            return
+        child((*held, self.line))
+        try:
+            keep(db, theirs)
+        finally:
+            os._exit(0)
+
+    def checkpoint(self) -> None:
+        import contextlib
+
+        with contextlib.suppress(OSError):  # the keeper is gone: the children checkpoint
+            self.line.send(b".")
+
+
+def keep(db: Path, line: socket.socket) -> None:
+    """Hold ``db`` open, checkpointing its log at each word on ``line``, until it closes."""
+    import contextlib
+    import sqlite3
+    import urllib.parse
+
+    conn = None
+    try:
+        while True:
+            if conn is None:
+                with contextlib.suppress(sqlite3.Error):  # none there yet, or not a store
+                    conn = sqlite3.connect(f"file:{urllib.parse.quote(str(db))}?mode=rw",
+                                           uri=True, isolation_level=None)
+                    conn.execute("SELECT 1 FROM sqlite_master LIMIT 1")  # the log's index
+            else:
+                with contextlib.suppress(sqlite3.Error):
+                    conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+            if not line.recv(1):
+                return
+    finally:
+        if conn is not None:
+            conn.close()
 
 
 # A session's hooks, as the warm-up runs them; a spare rehearses the one that does most.
