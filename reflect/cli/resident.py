@@ -138,12 +138,10 @@ class Children:
     processor from a request's child still at work)."""
 
     def __init__(self, home: Path, place: Path, helpers: tuple[Closable, ...]) -> None:
-        from reflect.store import DB_NAME
-
         self.environ = dict(os.environ)  # a command's, less what its client sends
         self.place = place
         self.helpers = helpers
-        self.keeper = Keeper(home / DB_NAME, helpers)
+        self.keeper = Keeper(home, helpers)
         self.spare: Spare | None = None
         self.written = False  # a request was answered since the last checkpoint
 
@@ -243,17 +241,17 @@ class Spare:
 
 
 class Keeper:
-    """A child that keeps the store's SQLite file open while the helper lives. The last
-    connection to a file in WAL mode checkpoints the log into it and removes it as it
-    closes, and the next to open makes it again: two ``fdatasync`` calls and ~2 ms of each
-    step's child. With the keeper's connection open, a child's close leaves the log as it
-    is; the keeper checkpoints it when the helper says the requests paused (passively:
-    it waits for no one), so what a step wrote reaches the disk a pause later at most, and
-    its close, when the helper leaves, is the last. No file there (a team's PostgreSQL
-    store, a store not made yet): it tries again at the next pause."""
+    """A child that keeps the store's SQLite file open while the helper lives
+    (``reflect.store.sqlite.hold``), so that a step's child no longer checkpoints and
+    removes the WAL as it closes, nor makes it again as it opens: two ``fdatasync`` calls
+    and ~2 ms a step. It checkpoints when the helper says the requests paused, so what a
+    step wrote reaches the disk a pause later at most; its own close, when the helper
+    leaves, is the last."""
 
-    def __init__(self, db: Path, held: Iterable[Closable]) -> None:
+    def __init__(self, home: Path, held: Iterable[Closable]) -> None:
         import socket
+
+        from reflect.store.sqlite import hold
 
         self.line, theirs = socket.socketpair()
         if os.fork():
@@ -261,7 +259,7 @@ class Keeper:
             return
         child((*held, self.line))
         try:
-            keep(db, theirs)
+            hold(home, lambda: bool(theirs.recv(1)))  # nothing: the helper has left
         finally:
             os._exit(0)
 
@@ -270,30 +268,6 @@ class Keeper:
 
         with contextlib.suppress(OSError):  # the keeper is gone: the children checkpoint
             self.line.send(b".")
-
-
-def keep(db: Path, line: socket.socket) -> None:
-    """Hold ``db`` open, checkpointing its log at each word on ``line``, until it closes."""
-    import contextlib
-    import sqlite3
-    import urllib.parse
-
-    conn = None
-    try:
-        while True:
-            if conn is None:
-                with contextlib.suppress(sqlite3.Error):  # none there yet, or not a store
-                    conn = sqlite3.connect(f"file:{urllib.parse.quote(str(db))}?mode=rw",
-                                           uri=True, isolation_level=None)
-                    conn.execute("SELECT 1 FROM sqlite_master LIMIT 1")  # the log's index
-            else:
-                with contextlib.suppress(sqlite3.Error):
-                    conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
-            if not line.recv(1):
-                return
-    finally:
-        if conn is not None:
-            conn.close()
 
 
 # A session's hooks, as the warm-up runs them; a spare rehearses the one that does most.

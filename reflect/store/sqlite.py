@@ -13,7 +13,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -89,6 +89,45 @@ def _say_if_lost(path: Path) -> None:
             from reflect.base import config
 
             config.warn(f"{path} is {EMPTY}; a new store starts in it")
+
+
+def hold(home: Path, wake: Callable[[], bool]) -> None:
+    """Keep the store's file in ``home`` open until ``wake()`` returns False, checkpointing
+    its WAL each time it returns True. The last connection to a file in WAL mode to close
+    checkpoints the log into it and removes it, and the next to open makes it again: an
+    open connection elsewhere spares the others both (the resident helper's keeper,
+    ``reflect.cli.resident``). It opens only a file that is there (it never makes a
+    store; none yet: it tries again at the next wake) and holds no transaction open."""
+    conn = None
+    try:
+        while True:
+            if conn is None:
+                conn = _opened(home / DB_NAME)
+            else:
+                with contextlib.suppress(sqlite3.Error):  # passive: it waits for no one
+                    conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+            if not wake():
+                return
+    finally:
+        if conn is not None:
+            conn.close()
+
+
+def _opened(path: Path) -> sqlite3.Connection | None:
+    """A connection to the store file at ``path`` that has read its log's index, or None."""
+    import urllib.parse
+
+    try:
+        conn = sqlite3.connect(f"file:{urllib.parse.quote(str(path))}?mode=rw", uri=True,
+                               isolation_level=None)
+    except sqlite3.Error:
+        return None
+    try:
+        conn.execute("SELECT 1 FROM sqlite_master LIMIT 1")
+    except sqlite3.Error:  # not a store
+        conn.close()
+        return None
+    return conn
 
 
 LOST_AFTER = 2.0  # seconds an empty store file may be a new store being created
