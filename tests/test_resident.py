@@ -98,7 +98,7 @@ def test_the_helper_answers_as_the_cold_process_does(own_store, helper):
     # the hook process imported the thin client and nothing else of reflect: the helper ran
     # the command (the bytes of the reply are printed as they come)
     assert {m for m in imported(warm) if m.startswith("reflect")} == THIN_CLIENT
-    assert not imported(warm) & {"numpy", "sqlite3", "typing", "litellm", "torch"}
+    assert not imported(warm) & {"json", "numpy", "sqlite3", "typing", "litellm", "torch"}
     assert "pytest: command not found" in block(warm)
     cold = hook({"REFLECT_HELPER": "off"}, importtime=True)
     assert "reflect.api.memory" in imported(cold)
