@@ -92,7 +92,9 @@ HOLDS: dict[str, str] = {
         "rules' marked section in AGENTS.md or CLAUDE.md; repeat_rates.py `reflect "
         "progress`; learn.py `reflect learn`: past sessions captured as the hooks would have"),
     "cli/": (
-        "the command: launch.py its entry point (and `python -m reflect`'s), client.py the "
+        "the command: reflect the script installed as `reflect` (an entry point's wrapper "
+        "would import re in every hook), launch.py its entry point (and `python -m "
+        "reflect`'s), client.py the "
         "thin client a step's process runs while the helper is up (the standard library "
         "only), resident.py the helper that answers those commands warm, main.py the "
         "command line (lessons.py: lessons and sharing; learn.py `reflect learn`; rules.py "

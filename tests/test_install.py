@@ -84,6 +84,10 @@ def test_a_regular_install_runs_capture_recall_hooks_and_the_library(kind, dists
     bindir = fresh_venv(tmp_path / "venv", dists[kind])
     where = run(bindir, tmp_path, "python", "-c", "import reflect; print(reflect.__file__)")
     assert str(tmp_path / "venv") in where.stdout, where.stderr
+    # the command is the package's own script, pointed at the venv's interpreter, not an
+    # entry point's wrapper, which imports re in every hook's process
+    script = (bindir / "reflect").read_text()
+    assert script.startswith(f"#!{bindir}/python") and "import re\n" not in script
 
     captured = run(bindir, tmp_path, "reflect", "capture", "--run", "r1", "--iteration", "1",
                    "--action", "python app.py", "--exit-code", "1", "--error-file", "-",
