@@ -8,6 +8,7 @@ initialize.
 
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -96,7 +97,13 @@ def test_a_regular_install_runs_capture_recall_hooks_and_the_library(kind, dists
     recalled = run(bindir, tmp_path, "reflect", "recall", "--run", "r1", "--iteration", "2")
     assert "No module named 'yaml'" in recalled.stdout, recalled.stderr
 
-    hook = run(bindir, tmp_path, "python", "-m", "reflect", "hook", "claude-code",
+    # the command a user's own settings get: this install's script, by its path
+    installed = run(bindir, tmp_path, "reflect", "install", "claude-code", "--user")
+    assert installed.returncode == 0, installed.stderr
+    settings = json.loads((tmp_path / ".claude" / "settings.json").read_text())
+    command = settings["hooks"]["SessionStart"][0]["hooks"][0]["command"]
+    assert command == f"{bindir.resolve() / 'reflect'} hook claude-code"
+    hook = run(bindir, tmp_path, *shlex.split(command),
                stdin=json.dumps({"hook_event_name": "SessionStart", "session_id": "s1",
                                  "cwd": str(tmp_path)}))
     assert hook.returncode == 0 and "Traceback" not in hook.stderr, hook.stderr

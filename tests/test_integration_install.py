@@ -6,6 +6,7 @@ import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from conftest import run_cli
@@ -69,12 +70,15 @@ def test_local_and_user_settings(repo, flag, where):
     assert not (repo / ".claude" / "settings.json").exists()
 
 
-def test_the_installed_command_answers_claude_code(repo):
-    install("claude-code")
-    settings = json.loads((repo / ".claude" / "settings.json").read_text())
+@pytest.mark.parametrize(("flag", "where", "path"), [
+    ("--project", ".claude/settings.json", reflect_path()),
+    ("--user", "home/.claude/settings.json", "/nonexistent")])  # whatever the PATH
+def test_the_installed_command_answers_claude_code(repo, flag, where, path):
+    install("claude-code", flag)
+    settings = json.loads((repo / where).read_text())
     command = ours(settings)["PostToolUseFailure"][0]["command"]
     done = subprocess.run(command, shell=True, capture_output=True, timeout=60,
-                          env={**os.environ, "PATH": reflect_path()},
+                          env={**os.environ, "PATH": path},
                           input=json.dumps(event("PostToolUseFailure")).encode())
     assert done.returncode == 0
     answer = json.loads(done.stdout)
@@ -139,7 +143,7 @@ def test_codex_install_says_what_trust_codex_needs(repo, monkeypatch):
     assert "trust" not in install("codex", "--uninstall")
 
 
-def test_a_committed_file_names_a_command_on_path_a_user_s_this_interpreter(repo, tmp_path):
+def test_a_committed_file_names_a_command_on_path_a_user_s_this_install_s(repo, tmp_path):
     install("claude-code")
     install("claude-code", "--user")
     install("codex", "--project")
@@ -152,9 +156,11 @@ def test_a_committed_file_names_a_command_on_path_a_user_s_this_interpreter(repo
                                                    else "claude-code").values()
                     for h in hooks}
         assert len(commands) == 1 and commands.pop().startswith("reflect hook ")
-        assert sys.executable not in path.read_text()
+        assert str(Path(sys.executable).parent) not in path.read_text()
+    # this install's script by its path (not `python -m reflect`, which loads runpy too)
     user = json.loads((repo / "home" / ".claude" / "settings.json").read_text())
-    assert ours(user)["PostToolUse"][0]["command"].startswith(sys.executable)
+    script = Path(sys.executable).parent.resolve() / "reflect"
+    assert ours(user)["PostToolUse"][0]["command"] == f"{script} hook claude-code"
 
 
 def test_post_tool_use_runs_only_for_tools_that_can_change_an_outcome(repo):
