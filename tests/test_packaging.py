@@ -58,7 +58,11 @@ def test_the_built_wheel_pins_nothing_exactly(tmp_path):
             for line in z.read(meta).decode().splitlines()
             if line.startswith("Requires-Dist:")
         ]
-        assert "reflect/py.typed" in z.namelist()
+        names = z.namelist()
+        assert {"reflect/py.typed", "reflect/integrations/mcp_listing.json"} <= set(names)
+        # the command: a script of its own, not also a file of the package
+        assert any(n.endswith(".data/scripts/reflect") for n in names)
+        assert "reflect/cli/reflect" not in names
     assert any(r.startswith("numpy") for r in requires)
     for line in requires:
         req = Requirement(line)
