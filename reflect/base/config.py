@@ -9,6 +9,7 @@ from typing import NamedTuple, TypeVar
 from reflect.base.home import default_home as default_home  # the store's location, named here too
 from reflect.base.home import repo_root as repo_root
 
+DISTRIBUTION = "reflect-memory"  # the name to install: `reflect` on the index is another project
 DEFAULT_RUN = "default"
 DEFAULT_MAX_TOKENS = 400  # the block's budget, four characters a token
 # Seconds a process of one agent step (`reflect capture`, a hook) waits for a store that

@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from reflect.base.config import repo_root
+from reflect.base.config import DISTRIBUTION, repo_root
 from reflect.index.atomic import write_atomically
 
 TIMEOUT = 10  # seconds the client waits; the hook answers within its own, shorter budget
@@ -50,7 +50,7 @@ def installed_script() -> Path | None:
     from importlib import metadata
 
     try:
-        files = metadata.distribution("reflect-memory").files or []
+        files = metadata.distribution(DISTRIBUTION).files or []
     except metadata.PackageNotFoundError:
         return None
     for file in files:

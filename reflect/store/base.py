@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, cast
 from urllib.parse import urlsplit
 
+from reflect.base.config import DISTRIBUTION
+
 if TYPE_CHECKING:
     from reflect.base.records import FailureRow, LessonRow
 
@@ -36,10 +38,7 @@ class NewerSchema(StoreUnavailable):
                  extra: str = "", elsewhere: str = "point REFLECT_HOME at another store"):
         super().__init__(
             f"{store} has schema version {version}, newer than this reflect knows ({known});"
-            f" upgrade reflect (pip install -U {UPGRADE}){extra}, or {elsewhere}")
-
-
-UPGRADE = "reflect-memory"  # the distribution's name: `reflect` on the index is another project
+            f" upgrade reflect (pip install -U {DISTRIBUTION}){extra}, or {elsewhere}")
 
 
 class Rejected(ValueError):
