@@ -28,6 +28,7 @@ from test_resident_trust import Listener, answer, patterns_held  # noqa: E402
 from reflect import Memory, StoreUnavailable  # noqa: E402
 from reflect.cli import client  # noqa: E402
 from reflect.integrations import budget  # noqa: E402
+from reflect.store.pending import PENDING_FILE  # noqa: E402
 
 EVENT = json.loads((TESTS / "fixtures" / "claude_code" / "PostToolUseFailure.json").read_text())
 OTHER_UID = 4242
@@ -63,14 +64,16 @@ def finish(running: subprocess.Popen) -> tuple[float, bool]:
 
 
 def stored(home: Path) -> int:
-    """The session's captures in the store, or kept aside when it refuses its directory
-    (in the hooks' TMPDIR, beside it)."""
+    """The session's captures in the store, and those kept aside, which the next capture
+    replays: beside the store while it was held past a step's wait, or in the hooks'
+    TMPDIR (beside it) when it refuses its directory."""
+    aside = sum(len(p.read_text().splitlines()) for p in
+                [*home.glob(PENDING_FILE), *home.parent.glob("reflect-*/pending-*.jsonl")])
     try:
         with Memory(home) as mem:
-            return len(mem.failures(run=SESSION, limit=1000))
+            return len(mem.failures(run=SESSION, limit=1000)) + aside
     except StoreUnavailable:
-        return sum(len(p.read_text().splitlines())
-                   for p in home.parent.glob("reflect-*/pending-*.jsonl"))
+        return aside
 
 
 def fresh(tmp: Path, name: str, mode: int = 0o700) -> Path:
