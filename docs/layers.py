@@ -96,9 +96,11 @@ HOLDS: dict[str, str] = {
         "would import re in every hook), launch.py its entry point (and `python -m "
         "reflect`'s), client.py the "
         "thin client a step's process runs while the helper is up (the standard library "
-        "only), resident.py the helper that answers those commands warm, main.py the "
+        "only), resident.py the helper that answers those commands warm, hook.py a hook's "
+        "command line as installed, answered without the parser, main.py the "
         "command line (lessons.py: lessons and sharing; learn.py `reflect learn`; rules.py "
-        "`reflect rules`), pipe.py a reader that closed its end, demo.py `make demo`"),
+        "`reflect rules`; arguments.py its types of numbers), pipe.py a reader that closed "
+        "its end, demo.py `make demo`"),
     "integrations/": (
         "Claude Code and Codex hooks (hooks.py shared, settings.py installs, clients.py the "
         "clients and their scopes' settings files, claude_code.py, codex.py, rerun.py what "

@@ -150,7 +150,7 @@ def test_the_spare_child_answers_the_next_hook_and_leaves_with_the_helper(own_st
     assert (rehearsals / "reflect.db").exists()
     first = hook()
     assert "pytest: command not found" in block(first)
-    assert spare not in children(helper.pid)  # it answered, and left
+    wait_for(lambda: spare not in children(helper.pid))  # it answered, and leaves
     assert stored(home) == 1
     wait_for(lambda: len(spares(helper.pid)) == 1)  # the next one, after the pause
     [after] = spares(helper.pid)
@@ -412,18 +412,20 @@ def test_hooks_at_once_each_get_a_child_of_their_own(own_store, helper):
 
 def test_a_cold_hook_imports_what_its_event_needs(own_store):
     """Cold, a PreToolUse reads its session's files and scrubs its command: no store, no
-    library, no dataclasses; a failure is captured and answered without numpy (no vector
-    is read for a hook's block)."""
+    library, no dataclasses, and no command line parser (argparse) for the command line
+    an install writes; a failure is captured and answered without numpy (no vector is
+    read for a hook's block) and without the parser."""
     event = json.loads((FIXTURES / "PreToolUse.json").read_text())
     before = run_hook({**event, "cwd": str(Path.cwd())}, python=["-X", "importtime"],
                       env={"REFLECT_HELPER": "off"}, unset=COVERAGE)
     assert json.loads(before.stdout) is not None
     assert {"reflect.integrations.hooks", "reflect.capture.scrub"} <= imported(before)
     assert not imported(before) & {"sqlite3", "numpy", "reflect.api.memory", "dataclasses",
-                                   "reflect.recall.predict"}
+                                   "reflect.recall.predict", "argparse", "reflect.cli.main"}
     failed = hook({"REFLECT_HELPER": "off"}, importtime=True)
     assert "pytest: command not found" in block(failed)
-    assert "reflect.api.memory" in imported(failed) and "numpy" not in imported(failed)
+    assert "reflect.api.memory" in imported(failed)
+    assert not imported(failed) & {"numpy", "argparse", "reflect.cli.main"}
 
 
 # The ``reflect`` command, in a process whose exit handlers and teardown each say so.

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 import re
-from argparse import ArgumentTypeError
 
 from reflect.base.config import warn
 
@@ -84,23 +83,6 @@ def bounded(value: object, what: str, low: int = INT64_MIN, high: int = INT64_MA
     if not low <= number <= high:
         warn(f"{what} {_shown(number)} is out of range; {clamp(number, low, high)} used")
     return clamp(number, low, high)
-
-
-def number(text: str) -> int:
-    """An argparse type: the whole number the text names, however large (the library
-    bounds it); text that names none is a misuse."""
-    value = whole_number(text)
-    if value is None:
-        raise ArgumentTypeError(f"{text!r} is not a whole number")
-    return value
-
-
-def count(text: str) -> int:
-    """An argparse type for limits: a whole number, at most what SQLite holds."""
-    number = whole_number(text)
-    if number is None or number < 0:
-        raise ArgumentTypeError(f"{text!r} is not a whole number of 0 or more")
-    return clamp(number, 0)
 
 
 def iteration(value: object) -> int | None:

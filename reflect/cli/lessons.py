@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from reflect.base.choices import EXPORT_FORMATS
 from reflect.base.output import emit, first_line, format_option, when
-from reflect.capture.numbers import count
+from reflect.cli.arguments import count
 
 if TYPE_CHECKING:
     from reflect.api.memory import Memory

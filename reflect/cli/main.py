@@ -20,7 +20,8 @@ from reflect.base.choices import SEMANTIC_MODES
 from reflect.base.config import DEFAULT_MAX_TOKENS
 from reflect.base.output import Handler, emit, first_line, format_option, when
 from reflect.base.text import format_error
-from reflect.capture.numbers import bounded, count, number
+from reflect.capture.numbers import bounded
+from reflect.cli.arguments import count, number
 from reflect.cli.learn import add_learn
 from reflect.cli.lessons import LESSON_COMMANDS, open_memory
 from reflect.cli.pipe import closed_pipe
@@ -282,9 +283,9 @@ def add_run(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def cmd_hook(args: argparse.Namespace) -> int:
-    from reflect.integrations import clients, hooks
+    from reflect.cli.hook import answer
 
-    return hooks.run(clients.client(args.client).parse, env=args.env, client=args.client)
+    return answer(args.client, args.env)
 
 
 def cmd_install(args: argparse.Namespace) -> int:

@@ -29,6 +29,7 @@ from reflect.base import config
 from reflect.base.text import clip, format_error
 from reflect.capture import tool_calls
 from reflect.capture.tool_calls import action_of
+from reflect.index.atomic import write_atomically
 from reflect.integrations import budget, event_json
 from reflect.integrations.rerun import OUTSIDE, before_command, programs, refusal, told
 from reflect.integrations.shown import unseen
@@ -444,6 +445,4 @@ def read_json(path: Path) -> dict[str, Any]:
 
 
 def _write(path: Path, data: dict[str, Any]) -> None:
-    from reflect.index.atomic import write_atomically  # tempfile: not for a hook that reads
-
     write_atomically(path, json.dumps(data, ensure_ascii=False))
