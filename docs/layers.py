@@ -46,8 +46,9 @@ HOLDS: dict[str, str] = {
         "text.py one way to bound text, make it one line and write an error "
         "(`Type: message`); config.py the kill switch, the model's and embeddings' settings "
         "read from the mapping it is given, the one warning line; home.py where the store "
-        "is; member.py who a run is by (a digest); lazy.py regular expressions compiled on "
-        "first use; choices.py the CLI's choices; output.py how a command prints; limits.py "
+        "is; member.py who a run is by (a digest); digest.py the digests, without OpenSSL; "
+        "lazy.py regular expressions compiled on first use; choices.py the CLI's choices; "
+        "output.py how a command prints; limits.py "
         "what a model call must pass (breaker, spend); confidence.py the credit an outcome "
         "earns; supersession.py how lessons replace and merge"),
     "index/": (

@@ -414,18 +414,20 @@ def test_a_cold_hook_imports_what_its_event_needs(own_store):
     """Cold, a PreToolUse reads its session's files and scrubs its command: no store, no
     library, no dataclasses, and no command line parser (argparse) for the command line
     an install writes; a failure is captured and answered without numpy (no vector is
-    read for a hook's block) and without the parser."""
+    read for a hook's block) and without the parser. Neither starts OpenSSL for its
+    digests."""
     event = json.loads((FIXTURES / "PreToolUse.json").read_text())
     before = run_hook({**event, "cwd": str(Path.cwd())}, python=["-X", "importtime"],
                       env={"REFLECT_HELPER": "off"}, unset=COVERAGE)
     assert json.loads(before.stdout) is not None
     assert {"reflect.integrations.hooks", "reflect.capture.scrub"} <= imported(before)
     assert not imported(before) & {"sqlite3", "numpy", "reflect.api.memory", "dataclasses",
-                                   "reflect.recall.predict", "argparse", "reflect.cli.main"}
+                                   "reflect.recall.predict", "argparse", "reflect.cli.main",
+                                   "_hashlib"}
     failed = hook({"REFLECT_HELPER": "off"}, importtime=True)
     assert "pytest: command not found" in block(failed)
     assert "reflect.api.memory" in imported(failed)
-    assert not imported(failed) & {"numpy", "argparse", "reflect.cli.main"}
+    assert not imported(failed) & {"numpy", "argparse", "reflect.cli.main", "_hashlib"}
 
 
 # The ``reflect`` command, in a process whose exit handlers and teardown each say so.

@@ -7,12 +7,12 @@ keyword index, the vectors and index files, and the WAL.
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from reflect.base.digest import sha256
 from reflect.base.records import Lesson, LessonRow, new_lesson
 from reflect.store.protocol import LessonStore
 
@@ -135,7 +135,7 @@ def teach(store: LessonStore, text: str, scope: str,
     texts, reason, _ = reviewed_texts(
         {"trigger": (trigger, TRIGGER_MAX), "guidance": (guidance, GUIDANCE_MAX)}, scrub)
     trigger, guidance = texts["trigger"], texts["guidance"]
-    fingerprint = "taught:" + hashlib.sha256(trigger.lower().encode()).hexdigest()[:16]
+    fingerprint = "taught:" + sha256(trigger.lower().encode()).hexdigest()[:16]
     lesson = new_lesson(
         fingerprint=fingerprint, trigger=trigger, guidance=guidance, kind="taught",
         confidence=TAUGHT_CONFIDENCE, prior=TAUGHT_CONFIDENCE, now=now, scope=scope,

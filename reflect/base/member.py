@@ -11,9 +11,10 @@ be guessed: it keeps the name out of sight, it does not make it secret."""
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
+
+from reflect.base.digest import sha256
 
 # A member as the store keeps it: the first 16 hex digits of its name's digest (64 bits:
 # no two of a team's members collide).
@@ -26,7 +27,7 @@ def member_id(name: str) -> str:
     context made again from its own variables names the same member."""
     if FORM.fullmatch(name):
         return name
-    return hashlib.sha256(_SALT + name.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+    return sha256(_SALT + name.encode("utf-8", "surrogateescape")).hexdigest()[:16]
 
 
 def this_user() -> str:

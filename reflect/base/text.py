@@ -4,6 +4,8 @@ and keying text."""
 
 from __future__ import annotations
 
+from reflect.base.digest import sha256
+
 
 def clip(text: str | None, limit: int, *, at_word: bool = False) -> str:
     """``text`` cut to at most ``limit`` characters, an ellipsis marking the cut;
@@ -62,6 +64,5 @@ def counted(n: int, noun: str) -> str:
 
 def text_key(text: str) -> str:
     """A short stable key for a text (cached vectors are looked up by it)."""
-    import hashlib  # here: a hook that only clips text spares loading OpenSSL
 
-    return hashlib.sha256(text.encode()).hexdigest()[:32]
+    return sha256(text.encode()).hexdigest()[:32]

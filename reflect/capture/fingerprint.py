@@ -43,11 +43,11 @@ literals are rewritten in single quotes.
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Sequence
 
 from reflect.base import lazy
+from reflect.base.digest import sha256
 
 _MAX_INPUT = 4000
 
@@ -107,7 +107,7 @@ def fingerprint(error_type: str, message: str, frames: Sequence[str] = ()) -> st
     kind = error_type.strip().rsplit(".", 1)[-1]  # the same error via another import path
     where = [] if message.startswith(_MISSING_MODULE) else list(frames)[-3:]
     parts = [kind, message_template(message), *where]
-    return hashlib.sha256("\x1f".join(parts).encode("utf-8", "replace")).hexdigest()[:16]
+    return sha256("\x1f".join(parts).encode("utf-8", "replace")).hexdigest()[:16]
 
 
 def joined(own: str, root: str, known: Sequence[str]) -> str:
@@ -135,7 +135,7 @@ def family(error_type: str, message: str) -> str:
     pooled across a family when each of its causes is too rare to predict alone."""
     kind = error_type.strip().rsplit(".", 1)[-1]
     subject = family_template(message)
-    return hashlib.sha256(f"family\x1f{kind}\x1f{subject}".encode("utf-8", "replace")
+    return sha256(f"family\x1f{kind}\x1f{subject}".encode("utf-8", "replace")
                           ).hexdigest()[:16]
 
 

@@ -11,6 +11,7 @@ import re
 from pathlib import Path
 
 from reflect.base import lazy
+from reflect.base.digest import sha256
 
 __all__ = ["repo_from_git_config"]
 
@@ -74,6 +75,5 @@ def _owner_name(url: str) -> tuple[str, str] | None:
 def project_scope(name: str) -> str:
     """The scope of a project's lessons, named by its repository (``owner/name``) or
     path: a hash, so a shared store does not list the projects it serves."""
-    import hashlib  # here: a hook that never names a scope does not load OpenSSL
 
-    return "project:" + hashlib.sha256(name.encode()).hexdigest()[:12]
+    return "project:" + sha256(name.encode()).hexdigest()[:12]

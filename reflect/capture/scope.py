@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Protocol
 
 from reflect.base.config import repo_root
+from reflect.base.digest import sha256
 from reflect.capture.gitconfig import project_scope, repo_from_git_config
 
 __all__ = ["UNCACHED", "ScopeCache", "elsewhere", "scope_of"]
@@ -40,9 +41,8 @@ def scope_of(cwd: Path, cache: ScopeCache) -> str:
     root = repo_root(cwd)
     if root is None:
         return GLOBAL
-    import hashlib  # here: outside a repository no OpenSSL is loaded
 
-    key = "scope:" + hashlib.sha256(str(root).encode()).hexdigest()[:16]
+    key = "scope:" + sha256(str(root).encode()).hexdigest()[:16]
     cached = cache.cached_scope(key)
     if cached is not None:
         return cached

@@ -4,11 +4,11 @@ which success is a failure's outcome. Light: a hook imports it."""
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Iterable
 from typing import Any
 
+from reflect.base.digest import sha256
 from reflect.capture import commands
 from reflect.capture.numbers import whole_number
 from reflect.capture.resolution import same_purpose
@@ -50,7 +50,7 @@ def step_key(run: str, call: str | None) -> str | None:
     as given. None for a step with no id: stored as it comes."""
     if not call:
         return None
-    return hashlib.sha256(f"{run}\0{call}".encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    return sha256(f"{run}\0{call}".encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
 def reported(open_failures: Iterable[str], command: str) -> bool:

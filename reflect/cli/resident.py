@@ -322,7 +322,7 @@ def sources() -> Sources:
     """The reflect modules this process loaded (this one runs as ``__main__``): each
     file's identity (inode, size, modification and change times) and a digest of its
     content."""
-    import hashlib
+    from reflect.base.digest import sha256
 
     package = os.path.dirname(os.path.dirname(__file__))
     found: Sources = {}
@@ -332,7 +332,7 @@ def sources() -> Sources:
             try:
                 with open(path, "rb") as f:
                     found[path] = (identity(os.fstat(f.fileno())),
-                                   hashlib.sha256(f.read()).digest())
+                                   sha256(f.read()).digest())
             except OSError:
                 found[path] = ((0, 0, 0, 0), b"")
     return found
@@ -352,11 +352,11 @@ def unchanged(loaded: Sources) -> bool:
                 continue
         except OSError:
             return False
-        import hashlib
+        from reflect.base.digest import sha256
 
         try:
             with open(path, "rb") as f:
-                if hashlib.sha256(f.read()).digest() != digest:
+                if sha256(f.read()).digest() != digest:
                     return False
         except OSError:
             return False

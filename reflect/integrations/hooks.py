@@ -12,7 +12,6 @@ read-modify-write under one lock. What they hold is scrubbed first, like the sto
 from __future__ import annotations
 
 import fcntl
-import hashlib
 import json
 import os
 import re
@@ -26,6 +25,7 @@ from types import FrameType
 from typing import IO, TYPE_CHECKING, Any, NamedTuple
 
 from reflect.base import config
+from reflect.base.digest import sha256
 from reflect.base.text import clip, format_error
 from reflect.capture import tool_calls
 from reflect.capture.tool_calls import action_of
@@ -431,7 +431,7 @@ def session_file(session: str) -> str:
     """A session's state file: its id made safe to read, and a digest of the id itself, so
     two sessions never share a file (``team/alice``, ``team:alice``) and none is the
     project's file of missing programs."""
-    digest = hashlib.sha256(session.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    digest = sha256(session.encode("utf-8", "surrogatepass")).hexdigest()[:16]
     readable = re.sub(r"[^\w.-]", "_", session)[:80]
     return f"session-{readable}-{digest}.json"
 

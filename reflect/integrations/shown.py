@@ -8,8 +8,9 @@ fix and read its result) is not. The digests are all a caller keeps.
 
 from __future__ import annotations
 
-import hashlib
 from typing import TYPE_CHECKING
+
+from reflect.base.digest import blake2b
 
 if TYPE_CHECKING:
     from reflect.base.records import Recall, RecallItem
@@ -43,4 +44,4 @@ def _header(text: str, lesson_id: str) -> str:
 
 
 def digest(text: str) -> str:
-    return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
+    return blake2b(text.encode(), digest_size=8).hexdigest()

@@ -20,11 +20,12 @@ withholding costs repeats only while it is in question. The rule is one value, `
 
 from __future__ import annotations
 
-import hashlib
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from reflect.base.digest import sha256
 
 if TYPE_CHECKING:
     from reflect.base.answers import Measured
@@ -49,7 +50,7 @@ class Holdout:
 def withheld(run: str, fingerprint: str, p: float) -> bool:
     """Whether ``run`` is in the withheld arm for the lesson of ``fingerprint``: the same
     every time."""
-    digest = hashlib.sha256(f"{run}\0{fingerprint}".encode()).digest()
+    digest = sha256(f"{run}\0{fingerprint}".encode()).digest()
     return int.from_bytes(digest[:8], "big") / 2.0**64 < p
 
 

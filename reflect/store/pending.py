@@ -22,7 +22,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
-import hashlib
 import json
 import os
 import stat
@@ -32,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from reflect.base import config
+from reflect.base.digest import sha256
 from reflect.base.member import FORM
 from reflect.base.records import FailureRow, LessonRow
 from reflect.store import Rejected, prepare_home
@@ -46,7 +46,7 @@ def places(home: Path, make: bool = False) -> list[Path]:
     """Where captures are kept for ``home``: beside it while no one else owns or can write
     it (``foreign_home``), and the spare place while it is private (``private``; with
     ``make``, made so when absent)."""
-    key = hashlib.sha256(str(home.resolve()).encode()).hexdigest()[:16]
+    key = sha256(str(home.resolve()).encode()).hexdigest()[:16]
     spare = Path(tempfile.gettempdir()) / f"reflect-{os.getuid()}"
     return [*([home / PENDING_FILE] if not foreign_home(home) else []),
             *([spare / f"pending-{key}.jsonl"] if private(spare, make) else [])]

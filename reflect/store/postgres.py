@@ -11,7 +11,6 @@ database cannot be reached.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import re
 from collections.abc import Iterator, Mapping, Sequence
@@ -27,6 +26,7 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import RowMaker
 from psycopg_pool import ConnectionPool, PoolTimeout
 
+from reflect.base.digest import blake2b
 from reflect.base.records import LessonRow
 from reflect.store._sql import SQLStore
 from reflect.store.base import Args, Cursor, Rejected, StoreUnavailable, lesson_row, marks, redacted
@@ -184,7 +184,7 @@ class _Tx:
 
 def _key(text: str) -> int:
     """A lock's key: 64 bits of the text's hash, as PostgreSQL's signed bigint."""
-    return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "big",
+    return int.from_bytes(blake2b(text.encode(), digest_size=8).digest(), "big",
                           signed=True)
 
 

@@ -230,14 +230,13 @@ def add_credit_and_controls(conn: sqlite3.Connection) -> None:
 def count_causes(conn: sqlite3.Connection) -> None:
     """Count recurrence by cause (the fingerprint without frames): a mistake repeated in
     another run sits in other code, so a fingerprint's own run count undercounts it."""
-    from reflect.store.frozen_cause import cause  # the rule as this migration shipped
-
     conn.execute("ALTER TABLE failures ADD COLUMN cause TEXT NOT NULL DEFAULT ''")
-    conn.executemany(
-        "UPDATE failures SET cause = ? WHERE seq = ?",
-        [(cause(r[1], r[2]), r[0])
-         for r in conn.execute("SELECT seq, error_type, message FROM failures").fetchall()],
-    )
+    rows = conn.execute("SELECT seq, error_type, message FROM failures").fetchall()
+    if rows:  # a new store has none: the rule's copy (and OpenSSL, its digests') stays unloaded
+        from reflect.store.frozen_cause import cause  # the rule as this migration shipped
+
+        conn.executemany("UPDATE failures SET cause = ? WHERE seq = ?",
+                         [(cause(r[1], r[2]), r[0]) for r in rows])
     _script(
         conn,
         """
