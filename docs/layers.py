@@ -47,6 +47,7 @@ HOLDS: dict[str, str] = {
         "(`Type: message`); config.py the kill switch, the model's and embeddings' settings "
         "read from the mapping it is given, the one warning line; home.py where the store "
         "is; member.py who a run is by (a digest); digest.py the digests, without OpenSSL; "
+        "named.py typing's NamedTuple, without typing; "
         "lazy.py regular expressions compiled on first use; choices.py the CLI's choices; "
         "output.py how a command prints; limits.py "
         "what a model call must pass (breaker, spend); confidence.py the credit an outcome "

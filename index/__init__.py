@@ -11,9 +11,11 @@ on first access, and torch is imported only when a real model is loaded.
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
 
+TYPE_CHECKING = False  # typing's flag (mypy knows it): a hook that writes a file loads no typing
 if TYPE_CHECKING:
+    from typing import Any
+
     from .embedders import (
         Embedder,
         HashingEmbedder,

@@ -43,3 +43,34 @@ def test_capture_and_recall_stay_off_heavy_imports_and_subprocesses():
     assert out.returncode == 0, out.stderr
     assert "PAST FAILURES TO AVOID:" in out.stdout
     assert "ATTEMPTED [] SPAWNED []" in out.stdout
+
+
+def test_a_named_tuple_without_typing_is_typing_s():
+    """``reflect.base.named.NamedTuple`` (a hook's process loads no typing) makes what
+    ``typing.NamedTuple`` makes of the same class statement."""
+    import typing
+
+    from reflect.base.named import NamedTuple
+
+    def made(base):
+        class Step(base):
+            """One step."""
+
+            action: str
+            exit_code: int | None = None
+            tool: str = "Bash"
+
+            def failed(self) -> bool:
+                return bool(self.exit_code)
+
+        return Step
+
+    ours, theirs = made(NamedTuple), made(typing.NamedTuple)
+    for step in (ours, theirs):
+        assert step("ls")._replace(exit_code=2) == ("ls", 2, "Bash")
+        assert step("ls", 2).failed() and not step("ls").failed()
+    for name in ("_fields", "_field_defaults", "__doc__", "__annotations__", "__module__",
+                 "__qualname__"):
+        assert getattr(ours, name) == getattr(theirs, name), name
+    assert repr(ours("ls")) == repr(theirs("ls"))
+    assert repr(ours("ls")) == "Step(action='ls', exit_code=None, tool='Bash')"

@@ -412,7 +412,7 @@ def test_hooks_at_once_each_get_a_child_of_their_own(own_store, helper):
 
 def test_a_cold_hook_imports_what_its_event_needs(own_store):
     """Cold, a PreToolUse reads its session's files and scrubs its command: no store, no
-    library, no dataclasses, and no command line parser (argparse) for the command line
+    library, no dataclasses nor typing, and no command line parser (argparse) for the command line
     an install writes; a failure is captured and answered without numpy (no vector is
     read for a hook's block) and without the parser. Neither starts OpenSSL for its
     digests."""
@@ -423,7 +423,7 @@ def test_a_cold_hook_imports_what_its_event_needs(own_store):
     assert {"reflect.integrations.hooks", "reflect.capture.scrub"} <= imported(before)
     assert not imported(before) & {"sqlite3", "numpy", "reflect.api.memory", "dataclasses",
                                    "reflect.recall.predict", "argparse", "reflect.cli.main",
-                                   "_hashlib"}
+                                   "_hashlib", "typing"}
     failed = hook({"REFLECT_HELPER": "off"}, importtime=True)
     assert "pytest: command not found" in block(failed)
     assert "reflect.api.memory" in imported(failed)

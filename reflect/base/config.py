@@ -4,10 +4,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from typing import NamedTuple, TypeVar
 
 from reflect.base.home import default_home as default_home  # the store's location, named here too
 from reflect.base.home import repo_root as repo_root
+from reflect.base.named import NamedTuple
+
+TYPE_CHECKING = False  # typing's flag (mypy knows it): a hook's process loads no typing
+if TYPE_CHECKING:
+    from typing import TypeVar
+
+    _N = TypeVar("_N", int, float)
+    _D = TypeVar("_D", int, float, None)
 
 DISTRIBUTION = "reflect-memory"  # the name to install: `reflect` on the index is another project
 DEFAULT_RUN = "default"
@@ -119,8 +126,6 @@ def model_environ(model: ModelSettings) -> dict[str, str]:
             for name, variable in MODEL_VARIABLES.items()}
 
 
-_N = TypeVar("_N", int, float)
-_D = TypeVar("_D", int, float, None)
 _RANGES: dict[str, Callable[[float], bool]] = {
     "above 0": lambda n: 0 < n < math.inf, "0 or more": lambda n: 0 <= n < math.inf}
 

@@ -11,7 +11,10 @@ out the compiled pattern's own methods.
 from __future__ import annotations
 
 import re
-from typing import Any, cast
+
+TYPE_CHECKING = False  # typing's flag (mypy knows it): a hook's process loads no typing
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class _Pattern:
@@ -42,4 +45,4 @@ def compile_all() -> None:
 
 def compile(pattern: str, flags: int = 0) -> re.Pattern[str]:
     """``re.compile(pattern, flags)``, done when the pattern is first used."""
-    return cast("re.Pattern[str]", _Pattern(pattern, flags))
+    return _Pattern(pattern, flags)  # type: ignore[return-value]  # it stands in for one

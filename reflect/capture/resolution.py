@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING
 
 from reflect.base import lazy
 from reflect.capture import commands
 
+TYPE_CHECKING = False  # typing's flag (mypy knows it): a hook's process loads no typing
 if TYPE_CHECKING:
     from reflect.base.records import FailureRow
 

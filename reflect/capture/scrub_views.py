@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import bisect
 import re
-from typing import NamedTuple
 
 from reflect.base import lazy
+from reflect.base.named import NamedTuple
+
+TYPE_CHECKING = False  # typing's flag (mypy knows it): a hook's process loads no typing
 
 # A terminal wraps a long line wherever its width ends, maybe inside a token; a tool may
 # lead the continuation with an indent, or end the line with a backslash. A full line that

@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from typing import Any
 
 from reflect.base.digest import sha256
 from reflect.capture import commands
 from reflect.capture.numbers import whole_number
 from reflect.capture.resolution import same_purpose
+
+TYPE_CHECKING = False  # typing's flag (mypy knows it): a hook's process loads no typing
+if TYPE_CHECKING:
+    from typing import Any
 
 TARGET_KEYS = ("file_path", "notebook_path", "path", "url", "pattern", "query")
 KEEP_OPEN = 20  # failed commands a session keeps for a rerun to resolve, newest

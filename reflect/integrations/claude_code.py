@@ -9,11 +9,14 @@ then the output) and ``is_interrupt``; a successful one as ``PostToolUse``.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from reflect.capture.tool_calls import CHANGING_TOOLS, failure_text
 from reflect.integrations.clients import scopes
 from reflect.integrations.hooks import Event, base_event
+
+TYPE_CHECKING = False  # typing's flag (mypy knows it): a hook's process loads no typing
+if TYPE_CHECKING:
+    from typing import Any
 
 CLIENT = "claude-code"
 # event -> tool matcher (None: every tool, or an event without tools)

@@ -9,10 +9,16 @@ import os
 from collections.abc import Mapping
 from importlib import import_module
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, cast
 
+from reflect.base.named import NamedTuple
+
+TYPE_CHECKING = False  # typing's flag (mypy knows it): a hook's process loads no typing
 if TYPE_CHECKING:
+    from typing import Any, Protocol
+
     from reflect.integrations.hooks import Event
+else:
+    Protocol = object  # at run time, ``Client`` only says what a client's module gives
 
 __all__ = ["CLIENTS", "DEFAULT_SCOPE", "Client", "Registered", "client", "scopes",
            "user_dir"]
@@ -55,7 +61,7 @@ CLIENTS: dict[str, Registered] = {
 
 def client(name: str) -> Client:
     """The integration of the client ``name`` (a key of ``CLIENTS``), imported now."""
-    return cast("Client", import_module(CLIENTS[name].module))
+    return import_module(CLIENTS[name].module)
 
 
 # client -> the variable that moves its directory of user files, as the client reads it

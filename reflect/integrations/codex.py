@@ -16,12 +16,15 @@ import json
 import os
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
 
 from reflect.capture.numbers import whole_number
 from reflect.capture.tool_calls import CHANGING_TOOLS, codex_exit_code
 from reflect.integrations.clients import scopes, user_dir
 from reflect.integrations.hooks import Event, base_event
+
+TYPE_CHECKING = False  # typing's flag (mypy knows it): a hook's process loads no typing
+if TYPE_CHECKING:
+    from typing import Any
 
 CLIENT = "codex"
 HOOKS = {

@@ -10,10 +10,13 @@ objects closed, a key left without its value given ``null``)."""
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from reflect.base import lazy
 from reflect.capture.numbers import whole_number
+
+TYPE_CHECKING = False  # typing's flag (mypy knows it): a hook's process loads no typing
+if TYPE_CHECKING:
+    from typing import Any
 
 MAX_DEPTH = 64  # no client's event nests deeper; json's own limit is near 1000
 # A whole string, a bracket, a run of anything else, or a string cut short (tried last).

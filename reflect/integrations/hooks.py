@@ -22,10 +22,10 @@ from collections.abc import Callable, Collection, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
-from typing import IO, TYPE_CHECKING, Any, NamedTuple
 
 from reflect.base import config
 from reflect.base.digest import sha256
+from reflect.base.named import NamedTuple
 from reflect.base.text import clip, format_error
 from reflect.capture import tool_calls
 from reflect.capture.tool_calls import action_of
@@ -34,7 +34,10 @@ from reflect.integrations import budget, event_json
 from reflect.integrations.rerun import OUTSIDE, before_command, programs, refusal, told
 from reflect.integrations.shown import unseen
 
+TYPE_CHECKING = False  # typing's flag (mypy knows it): a hook's process loads no typing
 if TYPE_CHECKING:
+    from typing import IO, Any
+
     from reflect import ErrorEntry, Memory, Recall
     from reflect.capture.scrub import Scrubber
 

@@ -8,10 +8,11 @@ command's result, Codex after the call."""
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, NamedTuple
 
+from reflect.base.named import NamedTuple
 from reflect.base.text import clip
 
+TYPE_CHECKING = False  # typing's flag (mypy knows it): a hook's process loads no typing
 if TYPE_CHECKING:
     from reflect.integrations.hooks import Event, State
 

@@ -8,10 +8,9 @@ fix and read its result) is not. The digests are all a caller keeps.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from reflect.base.digest import blake2b
 
+TYPE_CHECKING = False  # typing's flag (mypy knows it): a hook's process loads no typing
 if TYPE_CHECKING:
     from reflect.base.records import Recall, RecallItem
 
