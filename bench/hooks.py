@@ -48,6 +48,8 @@ def event(name: str, fixtures: Path = FIXTURES, **changes: object) -> bytes:
 
 
 EVENTS = ("PreToolUse", "PostToolUse", "PostToolUseFailure", "UserPromptSubmit", "SessionStart")
+# A Bash call that succeeded and reruns no failed command, as most do: nothing to store.
+SUCCEEDED = {"command": "ls src", "description": "List the sources"}
 
 
 def seed(home: Path) -> None:
@@ -100,6 +102,9 @@ def main() -> None:
             label = "PostToolUse (Bash)" if name == "PostToolUse" else name
             commands[f"hook {label}"] = (hook, event(name), env)
             commands[f"helper {label}"] = (hook, event(name), warm)
+        other = event("PostToolUse", tool_input=SUCCEEDED)
+        commands["hook PostToolUse (other)"] = (hook, other, env)
+        commands["helper PostToolUse (other)"] = (hook, other, warm)
         print(f"cold processes, median of {runs}, interleaved (one store, one session); "
               "helper: the hook answered by the resident helper:")
         times: dict[str, list[float]] = {name: [] for name in commands}
