@@ -24,7 +24,7 @@ def new_id(prefix: str) -> str:
     random bits a character, from os.urandom as secrets would take them (secrets loads
     hmac, and with it OpenSSL: ~3 ms of a hook's capture)."""
     bits = int.from_bytes(os.urandom(7), "big")
-    return f"{prefix}-{''.join(ID_ALPHABET[bits >> 5 * i & 31] for i in range(10))}"
+    return f"{prefix}-{''.join(ID_ALPHABET[(bits >> 5 * i) & 31] for i in range(10))}"
 
 
 class FailureRow(TypedDict):

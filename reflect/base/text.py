@@ -64,5 +64,4 @@ def counted(n: int, noun: str) -> str:
 
 def text_key(text: str) -> str:
     """A short stable key for a text (cached vectors are looked up by it)."""
-
     return sha256(text.encode()).hexdigest()[:32]

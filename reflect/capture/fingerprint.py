@@ -135,8 +135,7 @@ def family(error_type: str, message: str) -> str:
     pooled across a family when each of its causes is too rare to predict alone."""
     kind = error_type.strip().rsplit(".", 1)[-1]
     subject = family_template(message)
-    return sha256(f"family\x1f{kind}\x1f{subject}".encode("utf-8", "replace")
-                          ).hexdigest()[:16]
+    return sha256(f"family\x1f{kind}\x1f{subject}".encode("utf-8", "replace")).hexdigest()[:16]
 
 
 def family_template(message: str) -> str:

@@ -75,5 +75,4 @@ def _owner_name(url: str) -> tuple[str, str] | None:
 def project_scope(name: str) -> str:
     """The scope of a project's lessons, named by its repository (``owner/name``) or
     path: a hash, so a shared store does not list the projects it serves."""
-
     return "project:" + sha256(name.encode()).hexdigest()[:12]

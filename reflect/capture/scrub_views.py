@@ -14,8 +14,6 @@ import re
 from reflect.base import lazy
 from reflect.base.named import NamedTuple
 
-TYPE_CHECKING = False  # typing's flag (mypy knows it): a hook's process loads no typing
-
 # A terminal wraps a long line wherever its width ends, maybe inside a token; a tool may
 # lead the continuation with an indent, or end the line with a backslash. A full line that
 # runs straight into the next, no space either side, may hold half a secret (a URL's `&`

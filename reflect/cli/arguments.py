@@ -1,6 +1,6 @@
-"""The command line's types of numbers: a misuse when the text names none (the library
-bounds the rest, ``reflect.capture.numbers``). Apart from those, which a hook's capture
-loads without argparse."""
+"""The command line's argparse types of numbers: text that names none is a misuse (the
+library bounds the rest, ``reflect.capture.numbers``). Apart from the library's rules,
+which a hook's capture loads without argparse."""
 
 from __future__ import annotations
 
