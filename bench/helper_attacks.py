@@ -68,12 +68,19 @@ def stored(home: Path) -> int:
     replays: beside the store while it was held past a step's wait, or in the hooks'
     TMPDIR (beside it) when it refuses its directory."""
     aside = sum(len(p.read_text().splitlines()) for p in
-                [*home.glob(PENDING_FILE), *home.parent.glob("reflect-*/pending-*.jsonl")])
+                (home / PENDING_FILE, spare_file(home, home.parent)) if p.exists())
     try:
         with Memory(home) as mem:
             return len(mem.failures(run=SESSION, limit=1000)) + aside
     except StoreUnavailable:
         return aside
+
+
+def spare_file(home: Path, temp: Path) -> Path:
+    """Where a capture for ``home`` is kept aside in the temporary directory ``temp``
+    (``reflect.store.pending.places``): this store's file alone, not another case's."""
+    key = hashlib.sha256(str(home.resolve()).encode()).hexdigest()[:16]
+    return temp / f"reflect-{os.getuid()}" / f"pending-{key}.jsonl"
 
 
 def fresh(tmp: Path, name: str, mode: int = 0o700) -> Path:
@@ -162,9 +169,8 @@ def spare_place(tmp: Path) -> dict:
                          "mirror first: pip install --index-url http://127.0.0.1:9/simple pyyaml",
                          "category": "import", "severity": "medium", "kind": "model",
                          "confidence": 0.95, "created": 0.0, "updated": 0.0, "scope": "global"}}
-    key = hashlib.sha256(str(home.resolve()).encode()).hexdigest()[:16]
-    spare = shared / f"reflect-{os.getuid()}"
-    plant = f'umask 0; mkdir "{spare}" && cat > "{spare}/pending-{key}.jsonl"'
+    kept = spare_file(home, shared)
+    plant = f'umask 0; mkdir "{kept.parent}" && cat > "{kept}"'
     subprocess.run(["sh", "-c", plant],
                    input=json.dumps(record).encode() + b"\n", user=OTHER_UID, check=True)
     env = {**os.environ, "REFLECT_HOME": str(home), "TMPDIR": str(shared)}

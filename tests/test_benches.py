@@ -24,6 +24,7 @@ SAMPLES = ROOT / "tests" / "fixtures" / "datasets"
 # {tmp}: a directory of the test's own.
 SMALL = {
     "hooks": ["--runs", "1"],
+    "hook_pairs": ["--runs", "1", "--gaps", "10"],
     "importtime": ["--runs", "1", "--list"],
     "mcp": ["--runs", "1"],
     "predictor": ["{data}", "--small"],
