@@ -92,6 +92,7 @@ STEPS = (
     bench("recall"),
     bench("search"),
     bench("hooks"),
+    bench("hook_pairs"),
     bench("importtime"),
     bench("embedding_worker"),
     bench("mcp"),
