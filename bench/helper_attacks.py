@@ -8,7 +8,6 @@ capture was lost or made twice). Imported by bench/attacks.py.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import socket
@@ -28,7 +27,7 @@ from test_resident_trust import Listener, answer, patterns_held  # noqa: E402
 from reflect import Memory, StoreUnavailable  # noqa: E402
 from reflect.cli import client  # noqa: E402
 from reflect.integrations import budget  # noqa: E402
-from reflect.store.pending import PENDING_FILE  # noqa: E402
+from reflect.store.pending import PENDING_FILE, spare_file  # noqa: E402
 
 EVENT = json.loads((TESTS / "fixtures" / "claude_code" / "PostToolUseFailure.json").read_text())
 OTHER_UID = 4242
@@ -74,13 +73,6 @@ def stored(home: Path) -> int:
             return len(mem.failures(run=SESSION, limit=1000)) + aside
     except StoreUnavailable:
         return aside
-
-
-def spare_file(home: Path, temp: Path) -> Path:
-    """Where a capture for ``home`` is kept aside in the temporary directory ``temp``
-    (``reflect.store.pending.places``): this store's file alone, not another case's."""
-    key = hashlib.sha256(str(home.resolve()).encode()).hexdigest()[:16]
-    return temp / f"reflect-{os.getuid()}" / f"pending-{key}.jsonl"
 
 
 def fresh(tmp: Path, name: str, mode: int = 0o700) -> Path:

@@ -46,10 +46,16 @@ def places(home: Path, make: bool = False) -> list[Path]:
     """Where captures are kept for ``home``: beside it while no one else owns or can write
     it (``foreign_home``), and the spare place while it is private (``private``; with
     ``make``, made so when absent)."""
-    key = sha256(str(home.resolve()).encode()).hexdigest()[:16]
-    spare = Path(tempfile.gettempdir()) / f"reflect-{os.getuid()}"
+    spare = spare_file(home, Path(tempfile.gettempdir()))
     return [*([home / PENDING_FILE] if not foreign_home(home) else []),
-            *([spare / f"pending-{key}.jsonl"] if private(spare, make) else [])]
+            *([spare] if private(spare.parent, make) else [])]
+
+
+def spare_file(home: Path, temp: Path) -> Path:
+    """The file that keeps ``home``'s captures in the temporary directory ``temp``: this
+    user's directory there, a file a store."""
+    key = sha256(str(home.resolve()).encode()).hexdigest()[:16]
+    return temp / f"reflect-{os.getuid()}" / f"pending-{key}.jsonl"
 
 
 _said: set[str] = set()  # the spare places said to be unsafe: once a process
