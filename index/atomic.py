@@ -16,11 +16,14 @@ __all__ = ["write_atomically"]
 
 
 def write_atomically(path: str | os.PathLike[str], data: str | bytes | Iterable[bytes | memoryview],
-                     *, new_mode: int | None = None) -> None:
+                     *, new_mode: int | None = None, durable: bool = True) -> None:
     """Write ``data`` (text as UTF-8, bytes, or chunks of bytes written in turn) to a
     temporary file beside ``path``, flush it to disk, then rename it over ``path``: a
     reader sees the old file or the new one, even if the process dies midway. On any
     failure the temporary file is removed and the old file is left as it was.
+    ``durable=False`` skips the flush to disk (an ``fsync``, milliseconds on many disks):
+    a crash of the machine, not of the process, may then leave the file empty, for a file
+    its readers can do without.
 
     The new file keeps the permissions of the one it replaces; a new file gets
     ``new_mode``, by default what ``open()`` would give it (0666 less the umask)."""
@@ -38,7 +41,8 @@ def write_atomically(path: str | os.PathLike[str], data: str | bytes | Iterable[
             for chunk in chunks:
                 f.write(chunk)
             f.flush()
-            os.fsync(f.fileno())
+            if durable:
+                os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):

@@ -1,5 +1,6 @@
 """One atomic writer for every file the project replaces: whole or not at all, on disk
-before the rename, and no temporary file left behind when a write fails."""
+before the rename (but a hook's state, written at every tool call), and no temporary file
+left behind when a write fails."""
 
 from __future__ import annotations
 
@@ -40,10 +41,10 @@ def test_a_failure_mid_write_leaves_the_old_file_and_no_temporary_file(tmp_path,
     target = tmp_path / "file"
     target.write_bytes(b"old")
 
-    def disk_full(_fd):
+    def disk_full(*_):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(os, "fsync", disk_full)  # every writer flushes to disk before renaming
+    monkeypatch.setattr(os, "replace", disk_full)  # every writer renames its temporary file
     with pytest.raises(OSError, match="No space left"):
         writer(target)
     assert target.read_bytes() == b"old"
@@ -51,6 +52,16 @@ def test_a_failure_mid_write_leaves_the_old_file_and_no_temporary_file(tmp_path,
     monkeypatch.undo()
     writer(target)
     assert target.read_bytes() != b"old" and os.listdir(tmp_path) == ["file"]
+
+
+@pytest.mark.parametrize("name", WRITERS)
+def test_a_file_is_on_disk_before_its_rename_but_a_hooks_state(tmp_path, monkeypatch, name):
+    calls = []
+    fsync, replace = os.fsync, os.replace
+    monkeypatch.setattr(os, "fsync", lambda fd: (calls.append("fsync"), fsync(fd))[1])
+    monkeypatch.setattr(os, "replace", lambda a, b: (calls.append("replace"), replace(a, b))[1])
+    WRITERS[name](tmp_path / "file")
+    assert calls == (["replace"] if name == "hook state" else ["fsync", "replace"])
 
 
 def test_chunks_are_written_in_turn_and_a_failing_one_leaves_nothing(tmp_path):

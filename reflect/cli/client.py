@@ -109,13 +109,9 @@ def cold(argv: list[str], data: bytes | None = None) -> int:
     """The command in this process; ``data``: the event already read from stdin."""
     if data is not None:
         os.dup2(event_fd(data), 0)  # what the command reads as its stdin, from the start
-    from reflect.cli import hook
+    from reflect.cli.hook import command
 
-    if hook.installed(argv):
-        return hook.answer(argv[1])
-    from reflect.cli.main import main
-
-    return main(argv)
+    return command(argv)
 
 
 

@@ -11,7 +11,7 @@ answer needs (reflect's settings, the locale, where home and temp are; never the
 keys), and prints what comes back once it is a well-formed answer, received in full
 within the hook's time budget and ``MAX_REPLY`` bytes. The helper forks a child per request,
 so requests run side by side and each starts from the same state; the child runs the
-command exactly as the cold process would (``reflect.cli.main.main``, with the client's
+command exactly as the cold process would (``reflect.cli.hook.command``, with the client's
 environment, working directory, umask and event on its standard input).
 
 Nothing is lost to the helper: whenever the socket is absent, stale or slow, or the child
@@ -44,6 +44,7 @@ from reflect.cli.client import (
     sent,
     this_interpreter,
 )
+from reflect.cli.hook import command
 from reflect.integrations import budget
 
 TYPE_CHECKING = False
@@ -303,18 +304,17 @@ def warm_up(place: Path) -> None:
             rehearse(place, raw)
     lazy.compile_all()
     scrub.compile_all()
-    for command in ("hook", "capture", "recall", "outcome"):  # and what argparse loads
-        reflect.cli.main.parser(command).format_usage()
+    for name in ("hook", "capture", "recall", "outcome"):  # and what argparse loads
+        reflect.cli.main.parser(name).format_usage()
+    reflect.cli.main.parser("hook").parse_args(["hook", "claude-code"])  # and compiles
 
 
 def rehearse(place: Path, raw: Mapping[str, object]) -> None:
     """Answer the hook event ``raw`` on the store in ``place``, as a hook's command would."""
-    import reflect.cli.main
     from reflect.integrations import claude_code, hooks
 
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("REFLECT_")},
            "REFLECT_HOME": str(place), "REFLECT_WORKER": "off", "REFLECT_HELPER": "off"}
-    reflect.cli.main.parser("hook").parse_args(["hook", "claude-code"])  # its patterns
     hooks.respond(claude_code.parse({"session_id": "warm-up", **raw}), env=env)
 
 
@@ -425,10 +425,8 @@ def handle(conn: socket.socket, base: Mapping[str, str]) -> None:
         sys.stderr = Terminal(io.BufferedWriter(io.FileIO(2, "w", closefd=False)),
                               encoding=sys.stderr.encoding, errors="backslashreplace",
                               line_buffering=True)
-    from reflect.cli.main import main
-
     try:
-        code = main(request["argv"], env)
+        code = command(request["argv"], env)
     except SystemExit as e:  # argparse's exit on misuse
         code = e.code if isinstance(e.code, int) else int(e.code is not None)
     sys.stdout.flush()
