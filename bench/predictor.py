@@ -68,9 +68,11 @@ class Scorer:
         if self.scored.get(r.run) != failures:
             self.scored[r.run] = failures
             q = replace(port(mem).query(r.run, r.goal, r.phase, r.iteration), scope=mem.scope)
-            rows = port(mem).store.recent_causes(r.run, r.iteration, 200)
-            estimates = predicted(port(mem).store, port(mem).vectors, q, self.predictor,
-                                  {row["family"] for row in rows})
+            store = port(mem).store
+            rows = store.recent_causes(r.run, r.iteration, 200)
+            estimates = predicted(store, port(mem).vectors, q, self.predictor,
+                                  {row["family"] for row in rows},
+                                  store.earlier_runs(q.run, q.scope))
             self.made.append((r.run, r.iteration, {e.family: e.p for e in estimates}))
         self.failures[r.run] = failures + (not r.success)
 

@@ -226,10 +226,10 @@ def neighbourhood(store: RecallStore, vectors: Vectors, q: Query, predictor: Pre
 
 
 def predicted(store: RecallStore, vectors: Vectors, q: Query, predictor: Predictor,
-              seen: set[str]) -> list[Estimate]:
+              seen: set[str], earlier: int) -> list[Estimate]:
     """The families of mistakes this run is likely to make, most probable first, none of
-    ``seen`` (the families it already has)."""
-    earlier = store.earlier_runs(q.run, q.scope)
+    ``seen`` (the families it already has); ``earlier``: the scope's runs before this one
+    (``earlier_runs``)."""
     if earlier == 0:  # nothing to predict from, but later runs will look for this one
         if q.goal and predictor.k and vectors.spec is not None:
             vectors.query_vector(q.goal, q.embed)
@@ -262,7 +262,7 @@ def lesson_items(store: RecallStore, vectors: Vectors, q: Query, predictor: Pred
     # With what followed or the command about to run, the estimates move within the run,
     # and what it hit is left out of them.
     moves = predictor.follow or (predictor.action and q.action)
-    estimates = predicted(store, vectors, q, predictor, seen if moves else set())
+    estimates = predicted(store, vectors, q, predictor, seen if moves else set(), earlier)
     estimates = estimates[:2 * predictor.max_items + len(seen)]
     lessons = store.family_lessons([e.family for e in estimates], q.run, q.scope)
     verdicts = {}
