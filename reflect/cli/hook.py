@@ -13,7 +13,7 @@ from collections.abc import Mapping
 
 def command(argv: list[str], env: Mapping[str, str] | None = None) -> int:
     """``reflect <argv>`` in the environment ``env`` (the process's by default): a hook's
-    command line as an install writes it answered here, any other by the CLI."""
+    command line as an install writes it is answered here, any other by the CLI."""
     if installed(argv):
         return answer(argv[1], os.environ if env is None else env)
     from reflect.cli.main import main
