@@ -109,9 +109,21 @@ def cold(argv: list[str], data: bytes | None = None) -> int:
     """The command in this process; ``data``: the event already read from stdin."""
     if data is not None:
         os.dup2(event_fd(data), 0)  # what the command reads as its stdin, from the start
-    from reflect.cli.hook import command
-
     return command(argv)
+
+
+def command(argv: list[str], env: Mapping[str, str] | None = None) -> int:
+    """``reflect <argv>`` in this process, in the environment ``env`` (the process's by
+    default): a hook's command line as an install writes it answered without the command
+    line's parser (``reflect.cli.hook``), any other by the CLI. The cold process and the
+    resident helper's child both run it."""
+    from reflect.cli import hook
+
+    if hook.installed(argv):
+        return hook.answer(argv[1], os.environ if env is None else env)
+    from reflect.cli.main import main
+
+    return main(argv, env)
 
 
 

@@ -1,24 +1,14 @@
 """``reflect hook <client>``, the command line an install writes, answered without the
 command line's parser: argparse, with the gettext, locale and shutil its parsers load, is
 ~8 ms of a cold hook's process, and a hook starts one per tool call (docs/speed.md). Any
-other form of the command (``--help``, a misspelt client) is the parser's. The cold
-process and the resident helper's child (``reflect.cli.resident``) both run ``command``."""
+other form of the command (``--help``, a misspelt client) is the parser's: the cold
+process and the resident helper's child both choose through ``reflect.cli.client.command``."""
 
 from __future__ import annotations
 
 import os
 import sys
 from collections.abc import Mapping
-
-
-def command(argv: list[str], env: Mapping[str, str] | None = None) -> int:
-    """``reflect <argv>`` in the environment ``env`` (the process's by default): a hook's
-    command line as an install writes it is answered here, any other by the CLI."""
-    if installed(argv):
-        return answer(argv[1], os.environ if env is None else env)
-    from reflect.cli.main import main
-
-    return main(argv, env)
 
 
 def installed(argv: list[str]) -> bool:

@@ -11,7 +11,7 @@ answer needs (reflect's settings, the locale, where home and temp are; never the
 keys), and prints what comes back once it is a well-formed answer, received in full
 within the hook's time budget and ``MAX_REPLY`` bytes. The helper forks a child per request,
 so requests run side by side and each starts from the same state; the child runs the
-command exactly as the cold process would (``reflect.cli.hook.command``, with the client's
+command exactly as the cold process would (``reflect.cli.client.command``, with the client's
 environment, working directory, umask and event on its standard input).
 
 Nothing is lost to the helper: whenever the socket is absent, stale or slow, or the child
@@ -38,13 +38,13 @@ from reflect.cli.client import (
     READY_SECONDS,
     REPLY,
     SOCKET_NAME,
+    command,
     peer_credentials,
     private,
     receive_all,
     sent,
     this_interpreter,
 )
-from reflect.cli.hook import command
 from reflect.integrations import budget
 
 TYPE_CHECKING = False
@@ -297,6 +297,7 @@ def warm_up(place: Path) -> None:
     import reflect.cli.main
     from reflect.base import lazy
     from reflect.capture import scrub
+    from reflect.cli import hook  # noqa: F401 (imported, as every hook's child would)
     from reflect.integrations import codex  # noqa: F401 (imported, as a hook of Codex would)
 
     for _ in range(2):
