@@ -28,6 +28,9 @@ TURN = 0.3  # seconds of the model's turn between two tool calls
 
 
 def timed(argv: list[str], env: dict[str, str], stdin: bytes = b"") -> float:
+    """Milliseconds from start to end of ``argv``. Not ``capture_recall.cold``, which
+    bench/hooks.py times with: its launcher's own start (~5 ms) would lie between the two
+    hooks, lengthening the gap measured; ``python -c pass`` is timed alike here."""
     start = time.perf_counter()
     subprocess.run(argv, input=stdin, env=env, stdout=subprocess.DEVNULL, check=True)
     return (time.perf_counter() - start) * 1000

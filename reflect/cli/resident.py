@@ -307,7 +307,9 @@ def warm_up(place: Path) -> None:
     scrub.compile_all()
     for name in ("hook", "capture", "recall", "outcome"):  # and what argparse loads
         reflect.cli.main.parser(name).format_usage()
-    reflect.cli.main.parser("hook").parse_args(["hook", "claude-code"])  # and compiles
+    # and what it compiles as it parses: a capture, a recall or an outcome the helper
+    # answers goes through the parser (an installed hook's command line does not)
+    reflect.cli.main.parser("recall").parse_args(["recall", "--goal", "warm-up"])
 
 
 def rehearse(place: Path, raw: Mapping[str, object]) -> None:

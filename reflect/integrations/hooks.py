@@ -449,6 +449,7 @@ def read_json(path: Path) -> dict[str, Any]:
 
 def _write(path: Path, data: dict[str, Any]) -> None:
     # Not flushed to disk: a hook writes these files at every tool call. A crash of the
-    # machine may empty one (read as {}): the session loses its count of steps and what it
-    # was shown, as the store may lose its last commits (``synchronous=NORMAL``).
+    # machine may empty one, which is read as {}, as a session's file pruned after a week
+    # is: the hooks that follow start it again, as the store may lose its last commits
+    # (``synchronous=NORMAL``).
     write_atomically(path, json.dumps(data, ensure_ascii=False), durable=False)
